@@ -1,0 +1,232 @@
+// Package engine is castiron's conductor: it owns every node state change.
+// httpapi, pxe and ramdisk call its methods; it runs the provision state
+// machine (states.go), the background tasks, timeouts, restart recovery and
+// periodic jobs, through the drivers of each node's hardware type.
+package engine
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"castiron/storage"
+)
+
+// Config tunes the conductor. Zero values take the defaults.
+type Config struct {
+	Hostname       string
+	ConductorGroup string
+	// CallbackTimeout bounds every *wait state (inspect wait, clean wait,
+	// wait call-back, rescue wait, service wait); Ironic's default is 1800 s.
+	CallbackTimeout time.Duration
+	// HeartbeatInterval is how often the conductor row is refreshed; a
+	// conductor is alive while its last heartbeat is younger than HeartbeatTimeout.
+	HeartbeatInterval time.Duration
+	HeartbeatTimeout  time.Duration
+	// PowerSyncInterval is how often power states are read back from BMCs.
+	PowerSyncInterval time.Duration
+	// TimeoutCheckInterval is how often wait-state deadlines are checked.
+	TimeoutCheckInterval time.Duration
+	// PowerTimeout bounds one power operation when the request names none.
+	PowerTimeout time.Duration
+	// AutomatedClean is the global switch; a node's automated_clean overrides it.
+	AutomatedClean bool
+	Logger         *slog.Logger
+}
+
+func (c *Config) setDefaults() {
+	if c.CallbackTimeout == 0 {
+		c.CallbackTimeout = 1800 * time.Second
+	}
+	if c.HeartbeatInterval == 0 {
+		c.HeartbeatInterval = 10 * time.Second
+	}
+	if c.HeartbeatTimeout == 0 {
+		c.HeartbeatTimeout = 60 * time.Second
+	}
+	if c.PowerSyncInterval == 0 {
+		c.PowerSyncInterval = 60 * time.Second
+	}
+	if c.TimeoutCheckInterval == 0 {
+		c.TimeoutCheckInterval = 10 * time.Second
+	}
+	if c.PowerTimeout == 0 {
+		c.PowerTimeout = 60 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Conductor runs node operations. Create with New, then Start; Stop ends
+// every goroutine it started.
+type Conductor struct {
+	cfg   Config
+	store storage.Store
+	hw    *Registry
+	log   *slog.Logger
+	now   func() time.Time
+
+	runCtx  context.Context // parent of every background task; cancelled by Stop
+	cancel  context.CancelFunc
+	tasks   sync.WaitGroup
+	aborts  abortFlags
+	started bool
+}
+
+// New makes a conductor over store with the given hardware types.
+func New(store storage.Store, hw *Registry, cfg Config) *Conductor {
+	cfg.setDefaults()
+	return &Conductor{
+		cfg:    cfg,
+		store:  store,
+		hw:     hw,
+		log:    cfg.Logger.With("conductor", cfg.Hostname),
+		now:    func() time.Time { return time.Now().UTC() },
+		aborts: abortFlags{m: map[string]bool{}},
+	}
+}
+
+// Hostname is this conductor's name.
+func (c *Conductor) Hostname() string { return c.cfg.Hostname }
+
+// Group is this conductor's conductor_group.
+func (c *Conductor) Group() string { return c.cfg.ConductorGroup }
+
+// Hardware returns the hardware type registry.
+func (c *Conductor) Hardware() *Registry { return c.hw }
+
+// Store returns the store, for read paths (httpapi reads directly; every
+// write goes through Conductor methods).
+func (c *Conductor) Store() storage.Store { return c.store }
+
+// Start registers the conductor, recovers nodes left behind by a crash and
+// starts the periodic jobs. The jobs run until Stop.
+func (c *Conductor) Start(ctx context.Context) error {
+	c.runCtx, c.cancel = context.WithCancel(context.Background())
+	if err := c.store.RegisterConductor(ctx, &storage.Conductor{
+		Hostname:       c.cfg.Hostname,
+		ConductorGroup: c.cfg.ConductorGroup,
+		Drivers:        c.hw.Names(),
+		Online:         true,
+		CreatedAt:      c.now(),
+	}); err != nil {
+		return err
+	}
+	if err := c.recover(ctx); err != nil {
+		return err
+	}
+	c.started = true
+	c.every(c.cfg.HeartbeatInterval, "heartbeat", func(ctx context.Context) error {
+		return c.store.TouchConductor(ctx, c.cfg.Hostname, c.now())
+	})
+	c.every(c.cfg.TimeoutCheckInterval, "wait-timeouts", c.checkTimeouts)
+	c.every(c.cfg.PowerSyncInterval, "power-sync", c.syncPowerStates)
+	return nil
+}
+
+// Stop cancels running tasks and periodic jobs, waits for them, and marks the
+// conductor offline. Tasks interrupted here are recovered on next Start.
+func (c *Conductor) Stop(ctx context.Context) error {
+	if !c.started {
+		return nil
+	}
+	c.cancel()
+	done := make(chan struct{})
+	go func() { c.tasks.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	c.started = false
+	return c.store.UnregisterConductor(ctx, c.cfg.Hostname)
+}
+
+// every runs fn each interval until Stop; errors are logged, not fatal.
+func (c *Conductor) every(interval time.Duration, name string, fn func(context.Context) error) {
+	c.tasks.Add(1)
+	go func() {
+		defer c.tasks.Done()
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-c.runCtx.Done():
+				return
+			case <-t.C:
+				if err := fn(c.runCtx); err != nil && c.runCtx.Err() == nil {
+					c.log.Warn("periodic job failed", "job", name, "err", err)
+				}
+			}
+		}
+	}()
+}
+
+// spawn runs fn as a background task owned by the conductor.
+func (c *Conductor) spawn(fn func(ctx context.Context)) {
+	c.tasks.Add(1)
+	go func() {
+		defer c.tasks.Done()
+		fn(c.runCtx)
+	}()
+}
+
+// Alive reports whether a conductor row counts as alive now.
+func (c *Conductor) Alive(cd *storage.Conductor) bool {
+	if !cd.Online {
+		return false
+	}
+	last := cd.CreatedAt
+	if cd.UpdatedAt != nil {
+		last = *cd.UpdatedAt
+	}
+	return c.now().Sub(last) < c.cfg.HeartbeatTimeout
+}
+
+// ConductorFor names the conductor that manages n: this one when it serves
+// the node's group and driver, else none (Ironic maps by hash ring per group).
+func (c *Conductor) ConductorFor(n *storage.Node) *string {
+	if n.ConductorGroup != c.cfg.ConductorGroup {
+		return nil
+	}
+	if _, ok := c.hw.Get(n.Driver); !ok {
+		return nil
+	}
+	h := c.cfg.Hostname
+	return &h
+}
+
+// GroupsServedBy returns the conductor groups hostname serves, for the
+// ?conductor= filter; empty when it is unknown or dead.
+func (c *Conductor) GroupsServedBy(ctx context.Context, hostname string) ([]string, error) {
+	cd, err := c.store.GetConductor(ctx, hostname)
+	if err != nil {
+		return []string{}, nil
+	}
+	if !c.Alive(cd) {
+		return []string{}, nil
+	}
+	return []string{cd.ConductorGroup}, nil
+}
+
+// abortFlags marks running tasks an operator asked to abort.
+type abortFlags struct {
+	mu sync.Mutex
+	m  map[string]bool
+}
+
+func (a *abortFlags) set(uuid string) {
+	a.mu.Lock()
+	a.m[uuid] = true
+	a.mu.Unlock()
+}
+
+func (a *abortFlags) take(uuid string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	v := a.m[uuid]
+	delete(a.m, uuid)
+	return v
+}

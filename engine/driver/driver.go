@@ -1,0 +1,76 @@
+// Package driver defines the small interfaces a hardware type is made of.
+// Implementations live in subpackages (fake, ipmi); engine composes them into
+// hardware types and is the only caller.
+package driver
+
+import (
+	"context"
+	"time"
+)
+
+// Power states on the wire, as Ironic spells them.
+const (
+	PowerOn         = "power on"
+	PowerOff        = "power off"
+	Rebooting       = "rebooting"
+	SoftPowerOff    = "soft power off"
+	SoftRebooting   = "soft rebooting"
+	PowerStateError = "error"
+)
+
+// Boot devices, as Ironic spells them.
+const (
+	BootPXE   = "pxe"
+	BootDisk  = "disk"
+	BootCDROM = "cdrom"
+	BootBIOS  = "bios"
+	BootSafe  = "safe"
+)
+
+// Node is what a driver may know of a node: who it is and how to reach it.
+type Node struct {
+	UUID         string
+	DriverInfo   map[string]any
+	InternalInfo map[string]any
+	Properties   map[string]any
+	BootMode     string // "uefi", "bios" or "" (unknown)
+	// PowerState is the last power state the conductor recorded; the fake
+	// driver answers with it, as Ironic's fake power interface does.
+	PowerState string
+}
+
+// BootDevice is the current boot device as a BMC reports it.
+type BootDevice struct {
+	BootDevice string `json:"boot_device"`
+	Persistent *bool  `json:"persistent"`
+}
+
+// Power controls a node's power.
+type Power interface {
+	// Validate checks driver_info without touching the hardware; it returns a
+	// fault.Invalid error naming what is missing or wrong.
+	Validate(n Node) error
+	// Verify talks to the BMC to prove the credentials work (manage verb).
+	Verify(ctx context.Context, n Node) error
+	// PowerState reads the current power state (PowerOn or PowerOff).
+	PowerState(ctx context.Context, n Node) (string, error)
+	// SetPowerState drives the node to target (PowerOn, PowerOff, Rebooting,
+	// SoftPowerOff, SoftRebooting) and waits up to timeout for it to get there.
+	SetPowerState(ctx context.Context, n Node, target string, timeout time.Duration) error
+	// SupportedPowerStates lists the targets SetPowerState accepts.
+	SupportedPowerStates() []string
+}
+
+// Management controls the boot device.
+type Management interface {
+	Validate(n Node) error
+	SetBootDevice(ctx context.Context, n Node, device string, persistent bool) error
+	BootDevice(ctx context.Context, n Node) (BootDevice, error)
+	SupportedBootDevices() []string
+}
+
+// Property documents one driver_info key (GET /v1/drivers/{name}/properties).
+type Property struct {
+	Name        string
+	Description string
+}

@@ -1,0 +1,175 @@
+package ipmi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"castiron/engine/driver"
+	"castiron/engine/fault"
+
+	"github.com/bougou/go-ipmi/pkg/command/chassis"
+)
+
+// PowerState reads Get Chassis Status.
+func (d *Driver) PowerState(ctx context.Context, n driver.Node) (string, error) {
+	inf, err := parseInfo(n)
+	if err != nil {
+		return "", err
+	}
+	var state string
+	err = d.session(ctx, inf, func(s *conn) error {
+		state, err = s.powerState(ctx)
+		return err
+	})
+	return state, err
+}
+
+// SetPowerState drives the node to target the way Ironic's ipmitool driver
+// does and waits for it. timeout <= 0 means the configured default; for
+// rebooting and soft rebooting it applies to each half (off, then on), as in
+// Ironic.
+func (d *Driver) SetPowerState(ctx context.Context, n driver.Node, target string, timeout time.Duration) error {
+	if !slices.Contains(d.SupportedPowerStates(), target) {
+		return fault.New(fault.Invalid, "set_power_state called with invalid power state %s.", target)
+	}
+	inf, err := parseInfo(n)
+	if err != nil {
+		return err
+	}
+	hard, soft := timeout, timeout
+	if timeout <= 0 {
+		hard, soft = d.cfg.PowerTimeout, d.cfg.SoftPowerOffTimeout
+	}
+	return d.session(ctx, inf, func(s *conn) error {
+		switch target {
+		case driver.PowerOn:
+			return s.powerOn(ctx, n, hard)
+		case driver.PowerOff:
+			return s.setAndWait(ctx, chassis.ChassisControlPowerDown, driver.PowerOff, hard)
+		case driver.SoftPowerOff:
+			return s.setAndWait(ctx, chassis.ChassisControlSoftShutdown, driver.PowerOff, soft)
+		case driver.Rebooting:
+			// Ironic's reboot: off (unless already off), then on. Not
+			// "power cycle", which some BMCs refuse when the node is off.
+			if err := s.setAndWait(ctx, chassis.ChassisControlPowerDown, driver.PowerOff, hard); err != nil {
+				return err
+			}
+			return s.powerOn(ctx, n, hard)
+		default: // driver.SoftRebooting
+			if err := s.setAndWait(ctx, chassis.ChassisControlSoftShutdown, driver.PowerOff, soft); err != nil {
+				return err
+			}
+			return s.powerOn(ctx, n, hard)
+		}
+	})
+}
+
+// powerOn re-applies a remembered boot device when ipmi_force_boot_device
+// asks for it, then powers on.
+func (s *conn) powerOn(ctx context.Context, n driver.Node, timeout time.Duration) error {
+	if dev, ok := forcedBootDevice(s.inf, n); ok {
+		if err := s.setBootDevice(ctx, dev, false); err != nil {
+			return err
+		}
+	}
+	return s.setAndWait(ctx, chassis.ChassisControlPowerUp, driver.PowerOn, timeout)
+}
+
+// setAndWait sends one chassis control command unless the node is already in
+// want (some BMCs answer an error to "off" when off), then polls until it is.
+func (s *conn) setAndWait(ctx context.Context, cmd chassis.ChassisControl, want string, timeout time.Duration) error {
+	cur, err := s.powerState(ctx)
+	if err != nil {
+		return err
+	}
+	if cur == want {
+		return nil
+	}
+	c, err := s.client(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := c.ChassisControl(ctx, cmd); err != nil {
+		return wrapBMC(ctx, s.inf, err, "IPMI chassis control %q failed", controlName(cmd))
+	}
+	return s.waitPower(ctx, want, timeout, controlName(cmd))
+}
+
+// waitPower polls the power state with backoff until it is want or timeout
+// passes. A failed read (BMCs can be busy while the node changes state) drops
+// the session and is retried until the deadline.
+func (s *conn) waitPower(ctx context.Context, want string, timeout time.Duration, action string) error {
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	delay := s.d.cfg.PollInterval
+	last, lastErr := "", error(nil)
+	for {
+		state, err := s.powerState(wctx)
+		if err == nil && state == want {
+			return nil
+		}
+		switch {
+		case err != nil && wctx.Err() != nil:
+			// cut short by the deadline: not the BMC's fault
+		case errors.Is(err, ErrAuthentication):
+			return err // polling will not fix credentials
+		case err != nil:
+			lastErr = err
+			s.drop(ctx)
+		default:
+			last, lastErr = state, nil
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-wctx.Done():
+			t.Stop()
+			if ctx.Err() != nil {
+				return fmt.Errorf("IPMI %s for node %s: gave up waiting for %s: %w", action, s.inf.uuid, want, ctx.Err())
+			}
+			if lastErr != nil {
+				return fmt.Errorf("%w: node %s did not reach %q within %s after %s; last read failed: %w",
+					ErrPowerTimeout, s.inf.uuid, want, timeout, action, lastErr)
+			}
+			return fmt.Errorf("%w: node %s did not reach %q within %s after %s (still %q)",
+				ErrPowerTimeout, s.inf.uuid, want, timeout, action, last)
+		case <-t.C:
+		}
+		delay = min(2*delay, s.d.cfg.MaxPollInterval)
+	}
+}
+
+// powerState reads Get Chassis Status on the session.
+func (s *conn) powerState(ctx context.Context) (string, error) {
+	c, err := s.client(ctx)
+	if err != nil {
+		return "", err
+	}
+	st, err := c.GetChassisStatus(ctx)
+	if err != nil {
+		return "", wrapBMC(ctx, s.inf, err, "IPMI get chassis status failed")
+	}
+	if st.PowerIsOn {
+		return driver.PowerOn, nil
+	}
+	return driver.PowerOff, nil
+}
+
+// controlName is ipmitool's word for a chassis control, for messages.
+func controlName(c chassis.ChassisControl) string {
+	switch c {
+	case chassis.ChassisControlPowerDown:
+		return "power off"
+	case chassis.ChassisControlPowerUp:
+		return "power on"
+	case chassis.ChassisControlPowerCycle:
+		return "power cycle"
+	case chassis.ChassisControlHardReset:
+		return "power reset"
+	case chassis.ChassisControlSoftShutdown:
+		return "power soft"
+	}
+	return fmt.Sprintf("chassis control %d", c)
+}

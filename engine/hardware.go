@@ -1,0 +1,238 @@
+package engine
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"castiron/engine/driver"
+	"castiron/engine/fault"
+	"castiron/storage"
+)
+
+// InterfaceKinds are the per-node hardware interfaces, in Ironic's order.
+var InterfaceKinds = []string{
+	"bios", "boot", "console", "deploy", "firmware", "inspect", "management",
+	"network", "power", "raid", "rescue", "storage", "vendor",
+}
+
+// HardwareType is a named set of interface implementations, as Ironic's
+// hardware types: which implementations a node may pick per kind, and the
+// default for each kind (the first of its list).
+type HardwareType struct {
+	Name       string
+	Interfaces map[string][]string // kind -> enabled implementations, default first
+	Power      driver.Power
+	Management driver.Management
+	Properties []driver.Property // driver_info keys, for /drivers/{name}/properties
+}
+
+// Default returns the default implementation of kind.
+func (h *HardwareType) Default(kind string) string { return h.Interfaces[kind][0] }
+
+// Enabled reports whether impl is an enabled implementation of kind.
+func (h *HardwareType) Enabled(kind, impl string) bool {
+	for _, i := range h.Interfaces[kind] {
+		if i == impl {
+			return true
+		}
+	}
+	return false
+}
+
+// Interfaces that need the ramdisk agent: a node using one of these waits in
+// a *wait state for the agent's callback.
+var agentDriven = map[string]bool{
+	"deploy:direct": true, "deploy:ramdisk": true, "deploy:custom-agent": true,
+	"inspect:agent": true, "rescue:agent": true,
+}
+
+// NewFakeHardware is the fake-hardware type: instant power, boot, inspect and
+// deploy; agent-driven interfaces may be chosen to exercise the wait states.
+func NewFakeHardware(d interface {
+	driver.Power
+	driver.Management
+}) *HardwareType {
+	return &HardwareType{
+		Name: "fake-hardware",
+		Interfaces: map[string][]string{
+			"bios":       {"fake", "no-bios"},
+			"boot":       {"fake", "ipxe", "pxe", "http"},
+			"console":    {"fake", "no-console"},
+			"deploy":     {"fake", "direct", "ramdisk", "custom-agent"},
+			"firmware":   {"fake", "no-firmware"},
+			"inspect":    {"fake", "agent", "no-inspect"},
+			"management": {"fake"},
+			"network":    {"noop", "flat"},
+			"power":      {"fake"},
+			"raid":       {"fake", "agent", "no-raid"},
+			"rescue":     {"fake", "agent", "no-rescue"},
+			"storage":    {"noop", "fake"},
+			"vendor":     {"fake", "no-vendor"},
+		},
+		Power:      d,
+		Management: d,
+	}
+}
+
+// NewIPMIHardware is the ipmi type; its power/management/vendor interfaces
+// keep Ironic's name "ipmitool" although castiron speaks IPMI natively.
+func NewIPMIHardware(p driver.Power, m driver.Management) *HardwareType {
+	return &HardwareType{
+		Name: "ipmi",
+		Interfaces: map[string][]string{
+			"bios":       {"no-bios"},
+			"boot":       {"ipxe", "pxe", "http"},
+			"console":    {"no-console"},
+			"deploy":     {"direct", "ramdisk", "custom-agent"},
+			"firmware":   {"no-firmware"},
+			"inspect":    {"agent", "no-inspect"},
+			"management": {"ipmitool"},
+			"network":    {"noop", "flat"},
+			"power":      {"ipmitool"},
+			"raid":       {"no-raid", "agent"},
+			"rescue":     {"no-rescue", "agent"},
+			"storage":    {"noop"},
+			"vendor":     {"ipmitool", "no-vendor"},
+		},
+		Power:      p,
+		Management: m,
+		Properties: []driver.Property{
+			{Name: "ipmi_address", Description: "IP address or hostname of the node. Required."},
+			{Name: "ipmi_username", Description: "username; default is NULL user. Optional."},
+			{Name: "ipmi_password", Description: "password. Optional."},
+			{Name: "ipmi_port", Description: "remote IPMI RMCP port. Optional."},
+			{Name: "ipmi_cipher_suite", Description: "IPMI cipher suite (3 or 17); probed and remembered when unset. Optional."},
+			{Name: "ipmi_priv_level", Description: "privilege level; default is ADMINISTRATOR. One of ADMINISTRATOR, CALLBACK, OPERATOR, USER. Optional."},
+			{Name: "ipmi_protocol_version", Description: "the version of the IPMI protocol; default is \"2.0\". One of \"1.5\", \"2.0\". Optional."},
+			{Name: "deploy_kernel", Description: "UUID (from Glance) of the deployment kernel, or a URL. Required for agent-driven interfaces unless castiron's built-in ramdisk is used."},
+			{Name: "deploy_ramdisk", Description: "UUID (from Glance) of the ramdisk with agent, or a URL. Required for agent-driven interfaces unless castiron's built-in ramdisk is used."},
+		},
+	}
+}
+
+// NewManualManagement is the manual-management type: no power or boot
+// control; the operator does it by hand.
+func NewManualManagement(d interface {
+	driver.Power
+	driver.Management
+}) *HardwareType {
+	return &HardwareType{
+		Name: "manual-management",
+		Interfaces: map[string][]string{
+			"bios":       {"no-bios"},
+			"boot":       {"ipxe", "pxe", "http"},
+			"console":    {"no-console"},
+			"deploy":     {"direct", "ramdisk", "custom-agent"},
+			"firmware":   {"no-firmware"},
+			"inspect":    {"agent", "no-inspect"},
+			"management": {"noop"},
+			"network":    {"noop", "flat"},
+			"power":      {"fake"},
+			"raid":       {"no-raid", "agent"},
+			"rescue":     {"no-rescue", "agent"},
+			"storage":    {"noop"},
+			"vendor":     {"no-vendor"},
+		},
+		Power:      d,
+		Management: d,
+	}
+}
+
+// Registry holds the enabled hardware types by name.
+type Registry struct {
+	types map[string]*HardwareType
+}
+
+// NewRegistry indexes the given hardware types.
+func NewRegistry(types ...*HardwareType) *Registry {
+	r := &Registry{types: map[string]*HardwareType{}}
+	for _, t := range types {
+		r.types[t.Name] = t
+	}
+	return r
+}
+
+// Get returns a hardware type by name.
+func (r *Registry) Get(name string) (*HardwareType, bool) {
+	t, ok := r.types[name]
+	return t, ok
+}
+
+// Names lists the enabled hardware types, sorted.
+func (r *Registry) Names() []string {
+	out := make([]string, 0, len(r.types))
+	for n := range r.types {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// InterfaceField returns a pointer to the node's field for kind.
+func InterfaceField(n *storage.Node, kind string) *string {
+	switch kind {
+	case "bios":
+		return &n.BIOSInterface
+	case "boot":
+		return &n.BootInterface
+	case "console":
+		return &n.ConsoleInterface
+	case "deploy":
+		return &n.DeployInterface
+	case "firmware":
+		return &n.FirmwareInterface
+	case "inspect":
+		return &n.InspectInterface
+	case "management":
+		return &n.ManagementInterface
+	case "network":
+		return &n.NetworkInterface
+	case "power":
+		return &n.PowerInterface
+	case "raid":
+		return &n.RAIDInterface
+	case "rescue":
+		return &n.RescueInterface
+	case "storage":
+		return &n.StorageInterface
+	case "vendor":
+		return &n.VendorInterface
+	}
+	panic("unknown interface kind " + kind)
+}
+
+// InterfaceOf returns the node's implementation of kind.
+func InterfaceOf(n *storage.Node, kind string) string { return *InterfaceField(n, kind) }
+
+// fillInterfaces sets every empty interface of n to the hardware type's
+// default and checks every set one is enabled (Ironic's messages).
+func fillInterfaces(n *storage.Node, hw *HardwareType, reset bool) error {
+	for _, kind := range InterfaceKinds {
+		f := InterfaceField(n, kind)
+		if *f == "" || reset {
+			*f = hw.Default(kind)
+			continue
+		}
+		if !hw.Enabled(kind, *f) {
+			return fault.New(fault.Invalid,
+				"Could not find the following interface in the 'ironic.hardware.interfaces.%s' entrypoint: %s. Valid interfaces are %s.",
+				kind, *f, strings.Join(hw.Interfaces[kind], ", "))
+		}
+	}
+	return nil
+}
+
+// needsAgent reports whether the node's kind interface waits for the ramdisk.
+func needsAgent(n *storage.Node, kind string) bool {
+	return agentDriven[kind+":"+InterfaceOf(n, kind)]
+}
+
+func unknownDriver(name, group string) error {
+	return fault.New(fault.Invalid, "No valid host was found. Reason: No conductor service registered which supports driver %s for conductor group %q.", name, group)
+}
+
+// describe is a short "driver/interface" string for logs.
+func describe(n *storage.Node) string {
+	return fmt.Sprintf("%s(power=%s,deploy=%s,inspect=%s)", n.Driver, n.PowerInterface, n.DeployInterface, n.InspectInterface)
+}

@@ -1,0 +1,557 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"castiron/engine/driver"
+	"castiron/engine/fault"
+	"castiron/storage"
+)
+
+// ProvisionRequest is the body of PUT /v1/nodes/{id}/states/provision after
+// the API has checked its shape and the microversion gates.
+type ProvisionRequest struct {
+	Target         string
+	ConfigDrive    any
+	CleanSteps     []map[string]any
+	DeploySteps    []map[string]any
+	ServiceSteps   []map[string]any
+	RescuePassword *string
+	DisableRamdisk *bool
+}
+
+// work is what a verb does after its state change: nothing (a synchronous
+// verb), or a background task run with the node reserved.
+type work func(ctx context.Context, c *Conductor, n *storage.Node) outcome
+
+// outcome ends a task: the event to fire (none: leave the state as is), an
+// optional explicit target, an error message, and extra changes to the node.
+type outcome struct {
+	ev     Event
+	target State
+	err    error
+	mutate func(n *storage.Node)
+	// next, when set, runs right after with the node still reserved
+	// (deleting -> cleaning).
+	next work
+}
+
+func done(ev Event) outcome { return outcome{ev: ev} }
+
+func failed(err error) outcome { return outcome{ev: EvFail, err: err} }
+
+// Provision validates and starts a provision verb. It returns once the state
+// change is recorded; the verb's work then runs in the background (the API
+// answers 202). Errors are fault-classified.
+func (c *Conductor) Provision(ctx context.Context, ident string, req ProvisionRequest) error {
+	n, err := c.store.GetNode(ctx, ident)
+	if err != nil {
+		return err
+	}
+	ev, known := Verbs[req.Target]
+	if !known || !Actionable(State(n.ProvisionState), ev) {
+		if n.Reservation != nil {
+			return fault.Locked(n.UUID, *n.Reservation)
+		}
+		return fault.InvalidState(req.Target, n.UUID, n.ProvisionState)
+	}
+	if err := c.checkProvisionArgs(n, ev, req); err != nil {
+		return err
+	}
+	var task work
+	var target State
+	mutate := func(*storage.Node) {}
+	from := State(n.ProvisionState)
+	switch ev {
+	case EvManage:
+		if from == Enroll {
+			task = verifyTask
+		}
+	case EvProvide:
+		task = cleanTask(false, nil)
+	case EvClean:
+		task, target = cleanTask(true, req.CleanSteps), Manageable
+	case EvInspect:
+		task = inspectTask
+		mutate = func(n *storage.Node) {
+			now := c.now()
+			n.InspectionStartedAt, n.InspectionFinishedAt = &now, nil
+		}
+	case EvDeploy, EvRebuild:
+		task = deployTask
+		mutate = func(n *storage.Node) {
+			if req.ConfigDrive != nil {
+				n.InstanceInfo["configdrive"] = req.ConfigDrive
+			}
+			if len(req.DeploySteps) > 0 {
+				n.DriverInternalInfo["user_deploy_steps"] = req.DeploySteps
+			}
+		}
+	case EvDelete:
+		task = tearDownTask
+	case EvAbort:
+		task = abortTask(from)
+	case EvAdopt:
+		task = adoptTask
+	case EvRescue:
+		task = rescueTask
+		mutate = func(n *storage.Node) { n.InstanceInfo["rescue_password"] = *req.RescuePassword }
+	case EvUnrescue:
+		task = unrescueTask
+	case EvService:
+		task = serviceTask
+	case EvUnhold:
+		// hold -> wait: the agent picks up on its next heartbeat.
+	}
+	var abortMsg *string
+	if ev == EvAbort {
+		abortMsg = strp(abortMessage(from, n))
+	}
+	updated, err := c.store.UpdateNode(ctx, n.UUID, func(n *storage.Node) (*storage.Event, error) {
+		// Re-check under the write lock: another request may have won.
+		if n.Reservation != nil {
+			return nil, fault.Locked(n.UUID, *n.Reservation)
+		}
+		if !Actionable(State(n.ProvisionState), ev) {
+			return nil, fault.InvalidState(req.Target, n.UUID, n.ProvisionState)
+		}
+		e := c.fire(ctx, n, ev, target, abortMsg)
+		mutate(n)
+		if task != nil {
+			n.Reservation = strp(c.cfg.Hostname)
+		}
+		return e, nil
+	})
+	if err != nil {
+		return err
+	}
+	if task != nil {
+		c.runTask(updated, string(ev), task)
+	}
+	return nil
+}
+
+// checkProvisionArgs refuses arguments that do not fit the verb, with Ironic's
+// messages, before anything changes.
+func (c *Conductor) checkProvisionArgs(n *storage.Node, ev Event, req ProvisionRequest) error {
+	if (ev == EvDeploy || ev == EvRebuild) && n.Maintenance {
+		return fault.New(fault.Invalid, "The provisioning operation can't be performed on node %s because it's in maintenance mode.", n.UUID)
+	}
+	if n.Protected && (ev == EvDelete || ev == EvRebuild || (ev == EvDeploy && State(n.ProvisionState) == Active)) {
+		return fault.New(fault.Forbidden, "Node %s is protected and cannot be undeployed, rebuilt or deleted", n.UUID)
+	}
+	if len(req.CleanSteps) > 0 && ev != EvClean {
+		return fault.New(fault.Invalid, "\"clean_steps\" is only valid when setting target provision state to clean")
+	}
+	if len(req.ServiceSteps) > 0 && ev != EvService {
+		return fault.New(fault.Invalid, "\"service_steps\" is only valid when setting target provision state to service")
+	}
+	if len(req.DeploySteps) > 0 && ev != EvDeploy && ev != EvRebuild {
+		return fault.New(fault.Invalid, "\"deploy_steps\" is only valid when setting target provision state to active or rebuild")
+	}
+	if req.ConfigDrive != nil && ev != EvDeploy && ev != EvRebuild {
+		return fault.New(fault.Invalid, "Adding a config drive is only supported when setting provision state to active")
+	}
+	if req.RescuePassword != nil && ev != EvRescue {
+		return fault.New(fault.Invalid, "\"rescue_password\" is only valid when setting target provision state to rescue")
+	}
+	switch ev {
+	case EvClean:
+		if len(req.CleanSteps) == 0 {
+			return fault.New(fault.Invalid, "\"clean_steps\" is required when setting target provision state to clean")
+		}
+		return checkSteps("clean", req.CleanSteps, false)
+	case EvService:
+		if len(req.ServiceSteps) == 0 {
+			return fault.New(fault.Invalid, "\"service_steps\" is required when setting target provision state to service")
+		}
+		return checkSteps("service", req.ServiceSteps, false)
+	case EvDeploy, EvRebuild:
+		if err := checkSteps("deploy", req.DeploySteps, true); err != nil {
+			return err
+		}
+		if needsAgent(n, "deploy") {
+			if _, ok := n.InstanceInfo["image_source"]; !ok {
+				return fault.New(fault.Invalid, "Cannot validate image information for node %s because one or more parameters are missing from its instance_info and insufficient information is present to boot from a remote volume. Missing are: ['image_source']", n.UUID)
+			}
+		}
+		return c.validatePower(n)
+	case EvRescue:
+		if req.RescuePassword == nil || strings.TrimSpace(*req.RescuePassword) == "" {
+			return fault.New(fault.Invalid, "A non-empty \"rescue_password\" is required when setting target provision state to rescue")
+		}
+		if n.RescueInterface == "no-rescue" {
+			return fault.New(fault.Invalid, "Driver %s does not support rescue (disabled or not implemented).", n.Driver)
+		}
+	case EvInspect:
+		if n.InspectInterface == "no-inspect" {
+			return fault.New(fault.Invalid, "Driver %s does not support inspect (disabled or not implemented).", n.Driver)
+		}
+		return c.validatePower(n)
+	case EvManage, EvProvide, EvAdopt:
+		if State(n.ProvisionState) == Enroll || ev == EvAdopt {
+			return nil // verification reports driver_info problems as last_error
+		}
+	}
+	return nil
+}
+
+// checkSteps checks the shape of user steps as Ironic's _STEPS_SCHEMA does.
+func checkSteps(kind string, steps []map[string]any, priority bool) error {
+	for i, s := range steps {
+		iface, _ := s["interface"].(string)
+		step, _ := s["step"].(string)
+		if iface == "" || step == "" {
+			return fault.New(fault.Invalid, "Invalid %s step %d: 'interface' and 'step' are required strings", kind, i)
+		}
+		valid := false
+		for _, k := range InterfaceKinds {
+			valid = valid || k == iface
+		}
+		if !valid {
+			return fault.New(fault.Invalid, "Invalid %s step %d: %q is not a valid interface", kind, i, iface)
+		}
+		if a, ok := s["args"]; ok {
+			if _, isObj := a.(map[string]any); !isObj {
+				return fault.New(fault.Invalid, "Invalid %s step %d: 'args' must be an object", kind, i)
+			}
+		}
+		if priority {
+			if _, ok := s["priority"]; !ok {
+				return fault.New(fault.Invalid, "Invalid %s step %d: 'priority' is required", kind, i)
+			}
+		}
+	}
+	return nil
+}
+
+func abortMessage(from State, n *storage.Node) string {
+	switch from {
+	case InspectWait:
+		return "Inspection was aborted by request."
+	case CleanWait, CleanHold:
+		step := n.CleanStep["step"]
+		if step == nil {
+			return fmt.Sprintf("Clean operation aborted for node %s.", n.UUID)
+		}
+		return fmt.Sprintf("Clean operation aborted for node %s on step %v.", n.UUID, step)
+	case DeployWait, DeployHold:
+		return "Deployment was aborted by request."
+	case RescueWait:
+		return "Rescue operation was aborted by request."
+	case ServiceWait, ServiceHold:
+		return "Service operation was aborted by request."
+	}
+	return fmt.Sprintf("Operation aborted by request in state %s.", from)
+}
+
+// runTask runs w in the background with n reserved, then fires the outcome's
+// event and releases the reservation in one write.
+func (c *Conductor) runTask(n *storage.Node, verb string, w work) {
+	log := c.log.With("node", n.UUID, "verb", verb)
+	c.spawn(func(ctx context.Context) {
+		state := n.ProvisionState
+		out := w(ctx, c, n)
+		if ctx.Err() != nil {
+			// Shutting down: leave the reservation; restart recovery fails the
+			// node as Ironic does for a conductor that died mid-task.
+			log.Warn("task interrupted by shutdown", "state", state)
+			return
+		}
+		if c.aborts.take(n.UUID) && out.ev != EvFail && Actionable(State(state), EvFail) {
+			out = failed(fmt.Errorf("%s was aborted by request", verb))
+		}
+		chained := false
+		updated, err := c.store.UpdateNode(ctx, n.UUID, func(cur *storage.Node) (*storage.Event, error) {
+			cur.Reservation = nil
+			chained = false
+			if out.mutate != nil {
+				out.mutate(cur)
+			}
+			if out.ev == "" || cur.ProvisionState != state || !Actionable(State(state), out.ev) {
+				return nil, nil
+			}
+			var msg *string
+			if out.err != nil {
+				msg = strp(out.err.Error())
+			}
+			e := c.fire(ctx, cur, out.ev, out.target, msg)
+			if out.next != nil {
+				cur.Reservation = strp(c.cfg.Hostname)
+				chained = true
+			}
+			return e, nil
+		})
+		if err != nil {
+			log.Error("task could not record its outcome", "state", state, "err", err)
+			return
+		}
+		if out.err != nil {
+			log.Warn("task failed", "state", state, "err", out.err)
+		}
+		if chained {
+			c.runTask(updated, verb, out.next)
+		}
+	})
+}
+
+// driverNode is what a driver sees of n.
+func driverNode(n *storage.Node) driver.Node {
+	dn := driver.Node{
+		UUID:         n.UUID,
+		DriverInfo:   n.DriverInfo,
+		InternalInfo: n.DriverInternalInfo,
+		Properties:   n.Properties,
+		PowerState:   deref(n.PowerState),
+	}
+	if n.BootMode != nil {
+		dn.BootMode = *n.BootMode
+	} else if cap, ok := n.Properties["capabilities"].(string); ok && strings.Contains(cap, "boot_mode:uefi") {
+		dn.BootMode = "uefi"
+	}
+	return dn
+}
+
+func (c *Conductor) hardwareOf(n *storage.Node) (*HardwareType, error) {
+	hw, ok := c.hw.Get(n.Driver)
+	if !ok {
+		return nil, unknownDriver(n.Driver, n.ConductorGroup)
+	}
+	return hw, nil
+}
+
+func (c *Conductor) validatePower(n *storage.Node) error {
+	hw, err := c.hardwareOf(n)
+	if err != nil {
+		return err
+	}
+	dn := driverNode(n)
+	if err := hw.Power.Validate(dn); err != nil {
+		return err
+	}
+	return hw.Management.Validate(dn)
+}
+
+// bootAgent sets the node to network-boot castiron's ramdisk and powers it
+// on, the first half of every agent-driven verb. The second half (the
+// agent's callback) is served by the ramdisk endpoints.
+func bootAgent(ctx context.Context, c *Conductor, n *storage.Node) error {
+	hw, err := c.hardwareOf(n)
+	if err != nil {
+		return err
+	}
+	dn := driverNode(n)
+	if err := hw.Management.SetBootDevice(ctx, dn, driver.BootPXE, false); err != nil {
+		return fmt.Errorf("failed to set boot device to PXE: %w", err)
+	}
+	target := driver.PowerOn
+	if dn.PowerState == driver.PowerOn {
+		target = driver.Rebooting
+	}
+	if err := hw.Power.SetPowerState(ctx, dn, target, c.cfg.PowerTimeout); err != nil {
+		return fmt.Errorf("failed to power on the node to boot the ramdisk: %w", err)
+	}
+	on := driver.PowerOn
+	_, err = c.store.UpdateNode(ctx, n.UUID, func(cur *storage.Node) (*storage.Event, error) {
+		cur.PowerState = &on
+		return nil, nil
+	})
+	return err
+}
+
+// powerOff is best effort at the end of aborts and failures.
+func powerOff(ctx context.Context, c *Conductor, n *storage.Node) error {
+	hw, err := c.hardwareOf(n)
+	if err != nil {
+		return err
+	}
+	if err := hw.Power.SetPowerState(ctx, driverNode(n), driver.PowerOff, c.cfg.PowerTimeout); err != nil {
+		return err
+	}
+	off := driver.PowerOff
+	_, err = c.store.UpdateNode(ctx, n.UUID, func(cur *storage.Node) (*storage.Event, error) {
+		cur.PowerState = &off
+		return nil, nil
+	})
+	return err
+}
+
+func verifyTask(ctx context.Context, c *Conductor, n *storage.Node) outcome {
+	hw, err := c.hardwareOf(n)
+	if err != nil {
+		return failed(err)
+	}
+	dn := driverNode(n)
+	if err := hw.Power.Validate(dn); err != nil {
+		return failed(fmt.Errorf("Failed to validate power driver interface for node %s. Error: %v", n.UUID, err))
+	}
+	if err := hw.Management.Validate(dn); err != nil {
+		return failed(fmt.Errorf("Failed to validate management driver interface for node %s. Error: %v", n.UUID, err))
+	}
+	if err := hw.Power.Verify(ctx, dn); err != nil {
+		return failed(fmt.Errorf("Failed to verify BMC credentials for node %s: %v", n.UUID, err))
+	}
+	ps, err := hw.Power.PowerState(ctx, dn)
+	if err != nil {
+		return failed(fmt.Errorf("Failed to get power state for node %s: %v", n.UUID, err))
+	}
+	return outcome{ev: EvDone, mutate: func(n *storage.Node) { n.PowerState = &ps }}
+}
+
+// automatedClean reports whether automated cleaning applies to n.
+func (c *Conductor) automatedClean(n *storage.Node) bool {
+	if n.AutomatedClean != nil {
+		return *n.AutomatedClean
+	}
+	return c.cfg.AutomatedClean
+}
+
+func cleanTask(manual bool, steps []map[string]any) work {
+	return func(ctx context.Context, c *Conductor, n *storage.Node) outcome {
+		finish := EvDone
+		if manual {
+			finish = EvManage
+		}
+		if !manual && !c.automatedClean(n) {
+			return done(finish)
+		}
+		if !needsAgent(n, "deploy") {
+			// Fake deploy interface: its steps complete at once.
+			return outcome{ev: finish, mutate: func(n *storage.Node) { n.CleanStep = storage.JSONObject{} }}
+		}
+		if err := bootAgent(ctx, c, n); err != nil {
+			return failed(err)
+		}
+		return outcome{ev: EvWait, mutate: func(n *storage.Node) {
+			n.DriverInternalInfo["clean_steps"] = steps
+			n.DriverInternalInfo["cleaning_manual"] = manual
+		}}
+	}
+}
+
+func inspectTask(ctx context.Context, c *Conductor, n *storage.Node) outcome {
+	if needsAgent(n, "inspect") {
+		if err := bootAgent(ctx, c, n); err != nil {
+			return failed(err)
+		}
+		return done(EvWait)
+	}
+	return outcome{ev: EvDone, mutate: func(n *storage.Node) {
+		now := c.now()
+		n.InspectionFinishedAt = &now
+	}}
+}
+
+func deployTask(ctx context.Context, c *Conductor, n *storage.Node) outcome {
+	if needsAgent(n, "deploy") {
+		if err := bootAgent(ctx, c, n); err != nil {
+			return failed(err)
+		}
+		return done(EvWait)
+	}
+	on := driver.PowerOn
+	return outcome{ev: EvDone, mutate: func(n *storage.Node) {
+		n.PowerState = &on
+		n.DeployStep = storage.JSONObject{}
+	}}
+}
+
+func tearDownTask(ctx context.Context, c *Conductor, n *storage.Node) outcome {
+	if err := powerOff(ctx, c, n); err != nil {
+		return failed(fmt.Errorf("Failed to tear down: %v", err))
+	}
+	// Deleting -> cleaning; the clean task is the same as after provide.
+	return outcome{ev: EvClean, next: cleanTask(false, nil), mutate: func(n *storage.Node) {
+		n.InstanceInfo = storage.JSONObject{}
+		n.InstanceUUID = nil
+		delete(n.DriverInternalInfo, "user_deploy_steps")
+	}}
+}
+
+func abortTask(from State) work {
+	return func(ctx context.Context, c *Conductor, n *storage.Node) outcome {
+		if err := powerOff(ctx, c, n); err != nil {
+			c.log.Warn("power off after abort failed", "node", n.UUID, "state", string(from), "err", err)
+		}
+		return outcome{}
+	}
+}
+
+func adoptTask(ctx context.Context, c *Conductor, n *storage.Node) outcome {
+	if err := c.validatePower(n); err != nil {
+		return failed(err)
+	}
+	return done(EvDone)
+}
+
+func rescueTask(ctx context.Context, c *Conductor, n *storage.Node) outcome {
+	if needsAgent(n, "rescue") {
+		if err := bootAgent(ctx, c, n); err != nil {
+			return failed(err)
+		}
+		return done(EvWait)
+	}
+	return done(EvDone)
+}
+
+func unrescueTask(ctx context.Context, c *Conductor, n *storage.Node) outcome {
+	return outcome{ev: EvDone, mutate: func(n *storage.Node) { delete(n.InstanceInfo, "rescue_password") }}
+}
+
+func serviceTask(ctx context.Context, c *Conductor, n *storage.Node) outcome {
+	if needsAgent(n, "deploy") {
+		if err := bootAgent(ctx, c, n); err != nil {
+			return failed(err)
+		}
+		return done(EvWait)
+	}
+	return done(EvDone)
+}
+
+// AbortRunning is DELETE /v1/nodes/{id}/states/provision (the deploy-abort
+// blueprint): 202 when the running task is aborted or marked for abort, 403
+// when the current step is not interruptible, 404 when nothing is running.
+func (c *Conductor) AbortRunning(ctx context.Context, ident string) error {
+	n, err := c.store.GetNode(ctx, ident)
+	if err != nil {
+		return err
+	}
+	st := State(n.ProvisionState)
+	if step := currentStep(n); step != nil {
+		if ab, ok := step["abortable"].(bool); ok && !ab {
+			_, err := c.store.UpdateNode(ctx, n.UUID, func(cur *storage.Node) (*storage.Event, error) {
+				cur.DriverInternalInfo["abort_after_step"] = true
+				return nil, nil
+			})
+			if err != nil {
+				return err
+			}
+			return fault.New(fault.Forbidden, "The current step %v of node %s is not interruptible; the node will be aborted once it ends.", step["step"], n.UUID)
+		}
+	}
+	if Actionable(st, EvAbort) && n.Reservation == nil {
+		return c.Provision(ctx, n.UUID, ProvisionRequest{Target: "abort"})
+	}
+	if n.Reservation != nil && *n.Reservation == c.cfg.Hostname && !States[st].Stable {
+		c.aborts.set(n.UUID)
+		return nil
+	}
+	return fault.New(fault.NotFound, "Node %s has no provision task running.", n.UUID)
+}
+
+func currentStep(n *storage.Node) map[string]any {
+	for _, s := range []storage.JSONObject{n.DeployStep, n.CleanStep, n.ServiceStep} {
+		if len(s) > 0 {
+			return s
+		}
+	}
+	return nil
+}
+
+// logFor returns a logger tagged with the node, its state and a verb.
+func (c *Conductor) logFor(n *storage.Node, verb string) *slog.Logger {
+	return c.log.With("node", n.UUID, "state", n.ProvisionState, "verb", verb)
+}

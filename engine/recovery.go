@@ -1,0 +1,113 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+
+	"castiron/storage"
+)
+
+// recover runs at start-up, before any request: it releases reservations a
+// killed conductor left, fails nodes whose work cannot resume (Ironic's
+// STUCK_STATES_TREATED_AS_FAIL) and clears pending power operations. Nodes in
+// wait states keep their deadlines: provision_updated_at is durable.
+func (c *Conductor) recover(ctx context.Context) error {
+	held, err := c.store.ReleaseAllReservations(ctx, c.cfg.Hostname)
+	if err != nil {
+		return err
+	}
+	if len(held) > 0 {
+		c.log.Warn("released reservations left by a previous run", "count", len(held))
+	}
+	for st, info := range States {
+		if !info.StuckFails {
+			continue
+		}
+		state := string(st)
+		nodes, err := c.store.ListNodes(ctx, storage.NodeQuery{
+			ProvisionState:  &state,
+			ConductorGroups: []string{c.cfg.ConductorGroup},
+			IncludeChildren: true,
+		})
+		if err != nil {
+			return err
+		}
+		for _, n := range nodes {
+			msg := fmt.Sprintf("The conductor %s was restarted while node %s was in state %q; the operation was interrupted.", c.cfg.Hostname, n.UUID, state)
+			if err := c.failIfIn(ctx, n.UUID, st, msg); err != nil {
+				return err
+			}
+		}
+	}
+	// Pending power operations died with the process.
+	nodes, err := c.store.ListNodes(ctx, storage.NodeQuery{ConductorGroups: []string{c.cfg.ConductorGroup}, IncludeChildren: true})
+	if err != nil {
+		return err
+	}
+	for _, n := range nodes {
+		if n.TargetPowerState == nil {
+			continue
+		}
+		_, err := c.store.UpdateNode(ctx, n.UUID, func(cur *storage.Node) (*storage.Event, error) {
+			if cur.TargetPowerState == nil {
+				return nil, nil
+			}
+			msg := fmt.Sprintf("Pending power operation to %q was aborted because the conductor %s restarted.", *cur.TargetPowerState, c.cfg.Hostname)
+			cur.TargetPowerState = nil
+			cur.LastError = &msg
+			return c.powerEvent(ctx, cur, "recovery", "ERROR", msg), nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// failIfIn fires EvFail on the node if it is still in st, with msg as
+// last_error, and releases its reservation.
+func (c *Conductor) failIfIn(ctx context.Context, uuid string, st State, msg string) error {
+	_, err := c.store.UpdateNode(ctx, uuid, func(n *storage.Node) (*storage.Event, error) {
+		if State(n.ProvisionState) != st || !Actionable(st, EvFail) {
+			return nil, nil
+		}
+		n.Reservation = nil
+		c.log.Warn("failing node", "node", n.UUID, "state", n.ProvisionState, "verb", "fail", "reason", msg)
+		return c.fire(ctx, n, EvFail, noTargetState, &msg), nil
+	})
+	return err
+}
+
+// checkTimeouts fails nodes that waited for the ramdisk longer than
+// CallbackTimeout (Ironic's *_callback_timeout periodic tasks).
+func (c *Conductor) checkTimeouts(ctx context.Context) error {
+	now := c.now()
+	for st, info := range States {
+		if !info.WaitsForCallback {
+			continue
+		}
+		state := string(st)
+		nodes, err := c.store.ListNodes(ctx, storage.NodeQuery{
+			ProvisionState:  &state,
+			Reserved:        boolp(false),
+			ConductorGroups: []string{c.cfg.ConductorGroup},
+			IncludeChildren: true,
+		})
+		if err != nil {
+			return err
+		}
+		for _, n := range nodes {
+			if n.ProvisionUpdatedAt == nil || now.Sub(*n.ProvisionUpdatedAt) < c.cfg.CallbackTimeout {
+				continue
+			}
+			msg := fmt.Sprintf("Timeout reached while waiting for callback for node %s in state %q (%s).", n.UUID, state, c.cfg.CallbackTimeout)
+			if err := c.failIfIn(ctx, n.UUID, st, msg); err != nil {
+				return err
+			}
+			if nn, err := c.store.GetNode(ctx, n.UUID); err == nil {
+				c.runTask(nn, "timeout", abortTask(st))
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,170 @@
+package httpapi
+
+import (
+	"bytes"
+	"net/http"
+
+	"castiron/engine"
+	"castiron/storage"
+)
+
+type conductorField = viewField[storage.Conductor]
+
+func (a *API) conductorFields() []conductorField {
+	return []conductorField{
+		{"created_at", 49, func(_ *viewCtx, c *storage.Conductor) any { return ironicTime(c.CreatedAt) }},
+		{"updated_at", 49, func(_ *viewCtx, c *storage.Conductor) any { return timeOrNil(c.UpdatedAt) }},
+		{"hostname", 49, func(_ *viewCtx, c *storage.Conductor) any { return c.Hostname }},
+		{"conductor_group", 49, func(_ *viewCtx, c *storage.Conductor) any { return c.ConductorGroup }},
+		{"drivers", 49, func(_ *viewCtx, c *storage.Conductor) any { return c.Drivers }},
+		{"links", 49, func(v *viewCtx, c *storage.Conductor) any {
+			return []link{{Href: v.base + "/v1/conductors/" + c.Hostname, Rel: "self"}, {Href: v.base + "/conductors/" + c.Hostname, Rel: "bookmark"}}
+		}},
+		{"alive", 49, func(_ *viewCtx, c *storage.Conductor) any { return a.cond.Alive(c) }},
+	}
+}
+
+var conductorSummary = []string{"hostname", "conductor_group", "links", "alive"}
+
+// listConductors is GET /v1/conductors (1.49).
+func (a *API) listConductors(w http.ResponseWriter, r *http.Request) error {
+	ver := versionOf(r)
+	qs := r.URL.Query()
+	all := a.conductorFields()
+	index := indexFields(all)
+	fields, err := parseFields(qs.Get("fields"), ver, all, index)
+	if err != nil {
+		return err
+	}
+	detail := false
+	if d := qs.Get("detail"); d != "" {
+		if detail, err = parseBoolString(d); err != nil {
+			return errInvalid("Invalid value for detail: %s", d)
+		}
+	}
+	if fields != nil && detail {
+		return errInvalid("Can not specify ?detail=True and fields in the same request.")
+	}
+	if fields == nil && !detail {
+		fields = conductorSummary
+	}
+	page, err := parsePage(qs, []string{"hostname", "conductor_group", "created_at", "updated_at"})
+	if err != nil {
+		return err
+	}
+	cs, err := a.cond.Store().ListConductors(r.Context(), page)
+	if err != nil {
+		return err
+	}
+	renderList(w, r, a.view(r), "conductors", cs, func(c *storage.Conductor) string { return c.Hostname },
+		all, index, fields, page)
+	return nil
+}
+
+func (a *API) getConductor(w http.ResponseWriter, r *http.Request) error {
+	all := a.conductorFields()
+	index := indexFields(all)
+	fields, err := parseFields(r.URL.Query().Get("fields"), versionOf(r), all, index)
+	if err != nil {
+		return err
+	}
+	c, err := a.cond.Store().GetConductor(r.Context(), r.PathValue("hostname"))
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	renderView(&buf, a.view(r), c, all, index, fields)
+	writeRaw(w, http.StatusOK, buf.Bytes())
+	return nil
+}
+
+// getNodeConductor is GET /v1/nodes/{ident}/conductor? Ironic has no such
+// endpoint; the node's "conductor" field names it. castiron serves it for
+// operators (the core issue asks for it) with the conductor's view.
+func (a *API) getNodeConductor(w http.ResponseWriter, r *http.Request) error {
+	n, err := a.cond.Store().GetNode(r.Context(), r.PathValue("ident"))
+	if err != nil {
+		return err
+	}
+	host := a.cond.ConductorFor(n)
+	if host == nil {
+		return errInvalid("No conductor serves node %s (conductor group %q, driver %s).", n.UUID, n.ConductorGroup, n.Driver)
+	}
+	r.SetPathValue("hostname", *host)
+	return a.getConductor(w, r)
+}
+
+// Drivers.
+
+func (a *API) driverDoc(r *http.Request, hw *engine.HardwareType, detail bool) map[string]any {
+	base := baseURL(r)
+	ver := versionOf(r)
+	d := map[string]any{
+		"name":  hw.Name,
+		"hosts": []string{a.cond.Hostname()},
+		"links": []link{{Href: base + "/v1/drivers/" + hw.Name, Rel: "self"}, {Href: base + "/drivers/" + hw.Name, Rel: "bookmark"}},
+	}
+	if ver.AtLeast(14) {
+		d["properties"] = []link{{Href: base + "/v1/drivers/" + hw.Name + "/properties", Rel: "self"}, {Href: base + "/drivers/" + hw.Name + "/properties", Rel: "bookmark"}}
+	}
+	if ver.AtLeast(30) {
+		d["type"] = "dynamic"
+	}
+	if detail && ver.AtLeast(30) {
+		gates := map[string]int{"rescue": 38, "bios": 40, "firmware": 86}
+		for _, kind := range engine.InterfaceKinds {
+			if min, ok := gates[kind]; ok && !ver.AtLeast(min) {
+				continue
+			}
+			d["default_"+kind+"_interface"] = hw.Default(kind)
+			d["enabled_"+kind+"_interfaces"] = hw.Interfaces[kind]
+		}
+	}
+	return d
+}
+
+// listDrivers is GET /v1/drivers (hardware types; classic drivers are gone).
+func (a *API) listDrivers(w http.ResponseWriter, r *http.Request) error {
+	qs := r.URL.Query()
+	if t := qs.Get("type"); t != "" && t != "dynamic" && t != "classic" {
+		return errInvalid("Invalid value for type: %s. Acceptable values are 'classic' or 'dynamic'", t)
+	}
+	detail := false
+	if d := qs.Get("detail"); d != "" {
+		if !versionOf(r).AtLeast(30) {
+			return errNotAcceptable()
+		}
+		var err error
+		if detail, err = parseBoolString(d); err != nil {
+			return errInvalid("Invalid value for detail: %s", d)
+		}
+	}
+	out := []map[string]any{}
+	if qs.Get("type") != "classic" {
+		for _, name := range a.cond.Hardware().Names() {
+			hw, _ := a.cond.Hardware().Get(name)
+			out = append(out, a.driverDoc(r, hw, detail))
+		}
+	}
+	return writeJSON(w, http.StatusOK, map[string]any{"drivers": out})
+}
+
+func (a *API) getDriver(w http.ResponseWriter, r *http.Request) error {
+	hw, ok := a.cond.Hardware().Get(r.PathValue("name"))
+	if !ok {
+		return errDriverNotFound(r.PathValue("name"))
+	}
+	return writeJSON(w, http.StatusOK, a.driverDoc(r, hw, true))
+}
+
+func (a *API) getDriverProperties(w http.ResponseWriter, r *http.Request) error {
+	hw, ok := a.cond.Hardware().Get(r.PathValue("name"))
+	if !ok {
+		return errDriverNotFound(r.PathValue("name"))
+	}
+	props := map[string]string{}
+	for _, p := range hw.Properties {
+		props[p.Name] = p.Description
+	}
+	return writeJSON(w, http.StatusOK, props)
+}

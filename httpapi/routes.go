@@ -1,0 +1,79 @@
+package httpapi
+
+import "net/http"
+
+// routes is the whole API surface in one table.
+func (a *API) routes() {
+	a.mux.HandleFunc("GET /{$}", a.getRoot)
+	a.mux.Handle("GET /v1", a.versioned(1, a.getV1))
+	a.mux.Handle("GET /v1/{$}", a.versioned(1, a.getV1))
+
+	// Nodes.
+	a.route("GET", "/nodes", 1, a.listNodes(false))
+	a.route("GET", "/nodes/detail", 1, a.listNodes(true))
+	a.route("POST", "/nodes", 1, a.createNode)
+	a.route("GET", "/nodes/{ident}", 1, a.getNode)
+	a.route("PATCH", "/nodes/{ident}", 1, a.patchNode)
+	a.route("DELETE", "/nodes/{ident}", 1, a.deleteNode)
+
+	a.route("GET", "/nodes/{ident}/states", 1, a.getStates)
+	a.route("PUT", "/nodes/{ident}/states/provision", 1, a.putProvision)
+	a.route("DELETE", "/nodes/{ident}/states/provision", 1, a.deleteProvision)
+	a.route("PUT", "/nodes/{ident}/states/power", 1, a.putPower)
+	a.route("PUT", "/nodes/{ident}/maintenance", 1, a.putMaintenance)
+	a.route("DELETE", "/nodes/{ident}/maintenance", 1, a.deleteMaintenance)
+	a.route("PUT", "/nodes/{ident}/management/boot_device", 1, a.putBootDevice)
+	a.route("GET", "/nodes/{ident}/management/boot_device", 1, a.getBootDevice)
+	a.route("GET", "/nodes/{ident}/management/boot_device/supported", 1, a.getSupportedBootDevices)
+	a.route("GET", "/nodes/{ident}/validate", 1, a.getValidate)
+	a.route("GET", "/nodes/{ident}/traits", 37, a.getTraits)
+	a.route("PUT", "/nodes/{ident}/traits", 37, a.putTraits)
+	a.route("PUT", "/nodes/{ident}/traits/{trait}", 37, a.putTraits)
+	a.route("DELETE", "/nodes/{ident}/traits", 37, a.deleteTraits)
+	a.route("DELETE", "/nodes/{ident}/traits/{trait}", 37, a.deleteTraits)
+	a.route("GET", "/nodes/{ident}/conductor", 49, a.getNodeConductor)
+	a.route("GET", "/nodes/{ident}/ports", 1, a.listPorts(false))
+	a.route("GET", "/nodes/{ident}/ports/detail", 1, a.listPorts(true))
+
+	// Ports.
+	a.route("GET", "/ports", 1, a.listPorts(false))
+	a.route("GET", "/ports/detail", 1, a.listPorts(true))
+	a.route("POST", "/ports", 1, a.createPort)
+	a.route("GET", "/ports/{uuid}", 1, a.getPort)
+	a.route("PATCH", "/ports/{uuid}", 1, a.patchPort)
+	a.route("DELETE", "/ports/{uuid}", 1, a.deletePort)
+
+	// Conductors and drivers.
+	a.route("GET", "/conductors", 49, a.listConductors)
+	a.route("GET", "/conductors/{hostname}", 49, a.getConductor)
+	a.route("GET", "/drivers", 1, a.listDrivers)
+	a.route("GET", "/drivers/{name}", 1, a.getDriver)
+	a.route("GET", "/drivers/{name}/properties", 1, a.getDriverProperties)
+
+	// Ironic resources castiron does not serve yet answer a clear 400
+	// rather than a misleading 404.
+	for _, p := range []struct {
+		path     string
+		minMinor int
+		what     string
+	}{
+		{"/chassis", 1, "The chassis API"},
+		{"/portgroups", 23, "The portgroups API"},
+		{"/volume", 32, "The volume API"},
+		{"/allocations", 52, "The allocations API"},
+		{"/deploy_templates", 55, "The deploy templates API"},
+		{"/events", 54, "The events API"},
+		{"/shards", 82, "The shards API"},
+		{"/lookup", 22, "The ramdisk lookup API"},
+		{"/heartbeat/{ident}", 22, "The ramdisk heartbeat API"},
+		{"/continue_inspection", 84, "The ramdisk inspection callback"},
+	} {
+		p := p
+		h := func(w http.ResponseWriter, r *http.Request) error { return errNotImplemented(p.what) }
+		a.route("GET", p.path, p.minMinor, h)
+		a.route("POST", p.path, p.minMinor, h)
+		if p.path != "/heartbeat/{ident}" {
+			a.route("GET", p.path+"/{rest...}", p.minMinor, h)
+		}
+	}
+}

@@ -1,0 +1,203 @@
+// Package httpapi serves Ironic's /v1 REST API over engine. It parses and
+// checks requests, negotiates microversions, renders Ironic's JSON views and
+// error bodies, and calls engine for every change; it never writes state.
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"castiron/engine"
+)
+
+// MaxBodyBytes caps request bodies (Ironic has no such cap; an appliance
+// reachable from a site network should).
+const MaxBodyBytes = 1 << 20
+
+// Options configure the API.
+type Options struct {
+	// Auth checks credentials; nil means noauth.
+	Auth   Authenticator
+	Logger *slog.Logger
+	// Extra mounts other handlers (web UI, ramdisk callbacks) on the same mux
+	// under their own patterns.
+	Extra map[string]http.Handler
+}
+
+// API is the HTTP handler of the /v1 API.
+type API struct {
+	cond *engine.Conductor
+	opts Options
+	log  *slog.Logger
+	mux  *http.ServeMux
+}
+
+// New builds the API over cond.
+func New(cond *engine.Conductor, opts Options) *API {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	a := &API{cond: cond, opts: opts, log: opts.Logger, mux: http.NewServeMux()}
+	a.routes()
+	for pattern, h := range opts.Extra {
+		a.mux.Handle(pattern, h)
+	}
+	return a
+}
+
+// handlerFunc is an API handler: it writes a success response itself or
+// returns an error that is rendered as Ironic's error body.
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+// route registers h under /v1+path and under the bookmark path (Ironic's
+// bookmark links omit /v1). minMinor hides the endpoint below that version
+// with Ironic's 404.
+func (a *API) route(method, path string, minMinor int, h handlerFunc) {
+	wrapped := a.versioned(minMinor, h)
+	a.mux.Handle(method+" /v1"+path, wrapped)
+	a.mux.Handle(method+" "+path, wrapped)
+}
+
+// versioned negotiates the microversion, authenticates, and runs h.
+func (a *API) versioned(minMinor int, h handlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		v, verr := negotiate(r)
+		if verr != nil {
+			if verr.withRange {
+				setRangeHeaders(w.Header())
+			}
+			writeRaw(w, http.StatusNotAcceptable, codeBody(http.StatusNotAcceptable, verr.desc))
+			return
+		}
+		hdr := w.Header()
+		setRangeHeaders(hdr)
+		hdr.Set(hdrVersion, v.String())
+		hdr.Set("Openstack-Request-Id", "req-"+uuid.NewString())
+		if !a.authorized(w, r) {
+			return
+		}
+		if v.Minor < minMinor {
+			writeError(w, r, notFoundResource())
+			return
+		}
+		r = r.WithContext(withVersion(r.Context(), v))
+		if r.Body != nil {
+			r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+		}
+		if err := h(w, r); err != nil {
+			writeError(w, r, err)
+		}
+	})
+}
+
+// ServeHTTP recovers panics into a logged 500 and turns the mux's plain-text
+// 404/405 into Ironic's JSON.
+func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	rec := &statusRecorder{ResponseWriter: w}
+	defer func() {
+		if p := recover(); p != nil {
+			a.log.Error("panic serving request", "method", r.Method, "path", r.URL.Path, "panic", p, "stack", string(debug.Stack()))
+			if !rec.wrote {
+				writeRaw(rec, http.StatusInternalServerError, faultBody("Server", "An internal error occurred; see the castiron log."))
+			}
+		}
+		if rec.status >= 500 {
+			a.log.Warn("request failed", "method", r.Method, "path", r.URL.Path, "status", rec.status, "took", time.Since(start))
+		} else {
+			a.log.Debug("request", "method", r.Method, "path", r.URL.Path, "status", rec.status, "took", time.Since(start))
+		}
+	}()
+	if _, pattern := a.mux.Handler(r); pattern == "" {
+		// No route: the mux would answer text 404 or 405 (with Allow).
+		probe := &headerProbe{h: http.Header{}}
+		a.mux.ServeHTTP(probe, r)
+		if allow := probe.h.Get("Allow"); allow != "" {
+			rec.Header().Set("Allow", allow)
+		}
+		status := probe.status
+		if status == 0 {
+			status = http.StatusNotFound
+		}
+		writeRaw(rec, status, codeBody(status, ""))
+		return
+	}
+	a.mux.ServeHTTP(rec, r)
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+	wrote  bool
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	if !s.wrote {
+		s.status, s.wrote = code, true
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Write(b []byte) (int, error) {
+	if !s.wrote {
+		s.status, s.wrote = http.StatusOK, true
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+// Flush lets streaming handlers (server-sent events) flush through.
+func (s *statusRecorder) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// headerProbe captures what the mux would answer for an unrouted request.
+type headerProbe struct {
+	h      http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (p *headerProbe) Header() http.Header         { return p.h }
+func (p *headerProbe) WriteHeader(code int)        { p.status = code }
+func (p *headerProbe) Write(b []byte) (int, error) { return p.body.Write(b) }
+
+// baseURL is scheme://host of the request, for links (Ironic builds them
+// from the request too).
+func baseURL(r *http.Request) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	if p := r.Header.Get("X-Forwarded-Proto"); p == "http" || p == "https" {
+		scheme = p
+	}
+	return scheme + "://" + r.Host
+}
+
+// link is one entry of a resource's "links".
+type link struct {
+	Href string `json:"href"`
+	Rel  string `json:"rel"`
+	Type string `json:"type,omitempty"`
+}
+
+// links returns the self and bookmark links of resource/path.
+func links(r *http.Request, path string) []link {
+	base := baseURL(r)
+	path = strings.TrimPrefix(path, "/")
+	return []link{{Href: base + "/v1/" + path, Rel: "self"}, {Href: base + "/" + path, Rel: "bookmark"}}
+}
+
+// actorContext tags the request's context with the authenticated user.
+func actorContext(r *http.Request) context.Context {
+	return engine.WithActor(r.Context(), userOf(r))
+}

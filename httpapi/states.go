@@ -1,0 +1,314 @@
+package httpapi
+
+import (
+	"bytes"
+	"net/http"
+	"slices"
+	"time"
+
+	"castiron/engine"
+	"castiron/engine/driver"
+)
+
+// stateFields are the fields of GET /v1/nodes/{id}/states, in Ironic's order.
+var stateFields = []string{"console_enabled", "last_error", "power_state", "provision_state",
+	"target_power_state", "target_provision_state", "provision_updated_at",
+	"raid_config", "target_raid_config", "boot_mode", "secure_boot"}
+
+func (a *API) getStates(w http.ResponseWriter, r *http.Request) error {
+	n, err := a.cond.Store().GetNode(r.Context(), r.PathValue("ident"))
+	if err != nil {
+		return err
+	}
+	v := a.view(r)
+	var buf bytes.Buffer
+	v.renderNode(&buf, n, stateFields)
+	writeRaw(w, http.StatusOK, buf.Bytes())
+	return nil
+}
+
+func (a *API) statesLocation(r *http.Request) string {
+	return baseURL(r) + "/v1/nodes/" + r.PathValue("ident") + "/states"
+}
+
+// putProvision is PUT /v1/nodes/{id}/states/provision.
+func (a *API) putProvision(w http.ResponseWriter, r *http.Request) error {
+	ver := versionOf(r)
+	body, err := decodeObject(r, "provision")
+	if err != nil {
+		if ver.AtLeast(1) && bytes.Contains([]byte(err.Error()), []byte("Malformed JSON")) {
+			return errInvalid("Missing mandatory parameter: target")
+		}
+		return err
+	}
+	target, err := getString(body, "target", "provision")
+	if err != nil {
+		return err
+	}
+	if target == nil {
+		return errInvalid("Missing mandatory parameter: target")
+	}
+	for k := range body {
+		if !slices.Contains([]string{"target", "configdrive", "clean_steps", "deploy_steps", "rescue_password", "disable_ramdisk", "service_steps", "runbook"}, k) {
+			return errInvalid("Unknown argument: \"%s\"", k)
+		}
+	}
+	if min, ok := engine.VerbMinVersion[*target]; ok && !ver.AtLeast(min) {
+		return errNotAcceptable()
+	}
+	req := engine.ProvisionRequest{Target: *target}
+	if req.CleanSteps, err = getStepList(body, "clean_steps"); err != nil {
+		return err
+	}
+	if req.DeploySteps, err = getStepList(body, "deploy_steps"); err != nil {
+		return err
+	}
+	if req.ServiceSteps, err = getStepList(body, "service_steps"); err != nil {
+		return err
+	}
+	if req.DeploySteps != nil && !ver.AtLeast(69) {
+		return errNotAcceptable()
+	}
+	if req.RescuePassword, err = getString(body, "rescue_password", "provision"); err != nil {
+		return err
+	}
+	if req.DisableRamdisk, err = getBool(body, "disable_ramdisk", "provision"); err != nil {
+		return err
+	}
+	if req.DisableRamdisk != nil && !ver.AtLeast(70) {
+		return errNotAcceptable()
+	}
+	if _, has := body["runbook"]; has {
+		// Runbooks are API 1.92, above castiron's maximum.
+		return errNotAcceptable()
+	}
+	if cd, ok := body["configdrive"]; ok && cd != nil {
+		switch cd.(type) {
+		case string:
+		case map[string]any:
+			if !ver.AtLeast(56) {
+				return errNotAcceptable()
+			}
+		default:
+			return errInvalid("Invalid configdrive: %s is not a string or an object", pyRepr(cd))
+		}
+		if *target == "rebuild" && !ver.AtLeast(35) {
+			return errNotAcceptable()
+		}
+		req.ConfigDrive = cd
+	}
+	if *target == "abort" {
+		n, err := a.cond.Store().GetNode(r.Context(), r.PathValue("ident"))
+		if err != nil {
+			return err
+		}
+		switch engine.State(n.ProvisionState) {
+		case engine.InspectWait:
+			if !ver.AtLeast(41) {
+				return errNotAcceptable()
+			}
+		case engine.DeployWait:
+			// Ironic gates this at 1.110, above castiron's maximum: castiron
+			// accepts it at its own maximum so that abort (seed 001) is usable.
+			if !ver.AtLeast(MaxMinor) {
+				return errNotAcceptable()
+			}
+		}
+	}
+	if err := a.cond.Provision(actorContext(r), r.PathValue("ident"), req); err != nil {
+		return err
+	}
+	writeAccepted(w, a.statesLocation(r))
+	return nil
+}
+
+// deleteProvision is DELETE /v1/nodes/{id}/states/provision: abort the running
+// provision task (the deploy-abort blueprint, seed 001).
+func (a *API) deleteProvision(w http.ResponseWriter, r *http.Request) error {
+	if err := a.cond.AbortRunning(actorContext(r), r.PathValue("ident")); err != nil {
+		return err
+	}
+	writeAccepted(w, a.statesLocation(r))
+	return nil
+}
+
+// putPower is PUT /v1/nodes/{id}/states/power.
+func (a *API) putPower(w http.ResponseWriter, r *http.Request) error {
+	ver := versionOf(r)
+	body, err := decodeObject(r, "power")
+	if err != nil {
+		return err
+	}
+	target, err := getString(body, "target", "power")
+	if err != nil {
+		return err
+	}
+	if target == nil {
+		return errInvalid("Missing mandatory parameter: target")
+	}
+	if (*target == driver.SoftPowerOff || *target == driver.SoftRebooting) && !ver.AtLeast(27) {
+		return errNotAcceptable()
+	}
+	var timeout time.Duration
+	if t, ok := body["timeout"]; ok && t != nil {
+		if !ver.AtLeast(27) {
+			return errNotAcceptable()
+		}
+		secs, ok := t.(int64)
+		if !ok || secs < 1 {
+			return errInvalid("Invalid timeout value %s. The timeout must be a positive integer.", pyRepr(t))
+		}
+		timeout = time.Duration(secs) * time.Second
+	}
+	for k := range body {
+		if k != "target" && k != "timeout" {
+			return errInvalid("Unknown argument: \"%s\"", k)
+		}
+	}
+	if err := a.cond.SetPower(actorContext(r), r.PathValue("ident"), *target, timeout); err != nil {
+		return err
+	}
+	writeAccepted(w, a.statesLocation(r))
+	return nil
+}
+
+// putMaintenance is PUT /v1/nodes/{id}/maintenance {"reason": "..."}.
+func (a *API) putMaintenance(w http.ResponseWriter, r *http.Request) error {
+	body, err := decodeObject(r, "maintenance")
+	if err != nil {
+		return err
+	}
+	reason, err := getString(body, "reason", "maintenance")
+	if err != nil {
+		return err
+	}
+	if err := a.cond.SetMaintenance(actorContext(r), r.PathValue("ident"), true, reason); err != nil {
+		return err
+	}
+	writeAccepted(w, "")
+	return nil
+}
+
+func (a *API) deleteMaintenance(w http.ResponseWriter, r *http.Request) error {
+	if err := a.cond.SetMaintenance(actorContext(r), r.PathValue("ident"), false, nil); err != nil {
+		return err
+	}
+	writeAccepted(w, "")
+	return nil
+}
+
+// putBootDevice is PUT /v1/nodes/{id}/management/boot_device.
+func (a *API) putBootDevice(w http.ResponseWriter, r *http.Request) error {
+	body, err := decodeObject(r, "boot_device")
+	if err != nil {
+		return err
+	}
+	dev, err := getString(body, "boot_device", "boot_device")
+	if err != nil {
+		return err
+	}
+	if dev == nil {
+		return errInvalid("Missing mandatory parameter: boot_device")
+	}
+	persistent := false
+	if p, err := getBool(body, "persistent", "boot_device"); err != nil {
+		return err
+	} else if p != nil {
+		persistent = *p
+	}
+	if err := a.cond.SetBootDevice(actorContext(r), r.PathValue("ident"), *dev, persistent); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (a *API) getBootDevice(w http.ResponseWriter, r *http.Request) error {
+	bd, err := a.cond.BootDevice(r.Context(), r.PathValue("ident"))
+	if err != nil {
+		return err
+	}
+	out := map[string]any{"boot_device": nil, "persistent": nil}
+	if bd.BootDevice != "" {
+		out["boot_device"] = bd.BootDevice
+	}
+	if bd.Persistent != nil {
+		out["persistent"] = *bd.Persistent
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
+func (a *API) getSupportedBootDevices(w http.ResponseWriter, r *http.Request) error {
+	devs, err := a.cond.SupportedBootDevices(r.Context(), r.PathValue("ident"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, map[string]any{"supported_boot_devices": devs})
+}
+
+// getValidate is GET /v1/nodes/{id}/validate.
+func (a *API) getValidate(w http.ResponseWriter, r *http.Request) error {
+	res, err := a.cond.Validate(r.Context(), r.PathValue("ident"))
+	if err != nil {
+		return err
+	}
+	ver := versionOf(r)
+	// Interfaces hidden by the version are left out, as Ironic does.
+	hide := map[string]int{"rescue": 38, "bios": 40, "firmware": 86, "storage": 33, "network": 20}
+	for k, min := range hide {
+		if !ver.AtLeast(min) {
+			delete(res, k)
+		}
+	}
+	return writeJSON(w, http.StatusOK, res)
+}
+
+// Traits (1.37).
+
+func (a *API) getTraits(w http.ResponseWriter, r *http.Request) error {
+	n, err := a.cond.Store().GetNode(r.Context(), r.PathValue("ident"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, map[string]any{"traits": n.Traits})
+}
+
+func (a *API) putTraits(w http.ResponseWriter, r *http.Request) error {
+	if trait := r.PathValue("trait"); trait != "" {
+		if err := a.cond.SetTraits(actorContext(r), r.PathValue("ident"), []string{trait}, true); err != nil {
+			return err
+		}
+		w.Header().Set("Location", baseURL(r)+"/v1/nodes/"+r.PathValue("ident")+"/traits/"+trait)
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	}
+	body, err := decodeObject(r, "traits")
+	if err != nil {
+		return err
+	}
+	raw, ok := body["traits"].([]any)
+	if !ok {
+		return errInvalid("Invalid traits: %s is not a list of strings", pyRepr(body["traits"]))
+	}
+	traits := make([]string, 0, len(raw))
+	for _, t := range raw {
+		s, ok := t.(string)
+		if !ok {
+			return errInvalid("Invalid trait: %s is not a string", pyRepr(t))
+		}
+		traits = append(traits, s)
+	}
+	if err := a.cond.SetTraits(actorContext(r), r.PathValue("ident"), traits, false); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (a *API) deleteTraits(w http.ResponseWriter, r *http.Request) error {
+	if err := a.cond.RemoveTrait(actorContext(r), r.PathValue("ident"), r.PathValue("trait")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}

@@ -1,0 +1,94 @@
+package httpapi
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// API microversions served: 1.1 up to MaxMinor. Every endpoint and node
+// field Ironic defines up to 1.MaxMinor is served (see README).
+const (
+	MinMinor = 1
+	MaxMinor = 89
+)
+
+const (
+	hdrVersion    = "X-OpenStack-Ironic-API-Version"
+	hdrMinVersion = "X-OpenStack-Ironic-API-Minimum-Version"
+	hdrMaxVersion = "X-OpenStack-Ironic-API-Maximum-Version"
+	hdrStdVersion = "OpenStack-API-Version"
+)
+
+// Version is a negotiated microversion 1.Minor.
+type Version struct{ Minor int }
+
+// AtLeast reports whether the request's version is >= 1.minor.
+func (v Version) AtLeast(minor int) bool { return v.Minor >= minor }
+
+func (v Version) String() string { return fmt.Sprintf("1.%d", v.Minor) }
+
+type versionKey struct{}
+
+func versionOf(r *http.Request) Version {
+	if v, ok := r.Context().Value(versionKey{}).(Version); ok {
+		return v
+	}
+	return Version{Minor: MinMinor}
+}
+
+func withVersion(ctx context.Context, v Version) context.Context {
+	return context.WithValue(ctx, versionKey{}, v)
+}
+
+// versionError is a 406 in the {code,title,description} form Ironic's
+// version middleware uses; withRange says whether min/max headers go along.
+type versionError struct {
+	desc      string
+	withRange bool
+}
+
+// negotiate reads the requested version as Ironic does: the Ironic header,
+// else the standard OpenStack-API-Version "baremetal 1.N", else 1.1.
+func negotiate(r *http.Request) (Version, *versionError) {
+	raw := r.Header.Get(hdrVersion)
+	if raw == "" {
+		for _, h := range r.Header.Values(hdrStdVersion) {
+			for _, part := range strings.Split(h, ",") {
+				f := strings.Fields(part)
+				if len(f) == 2 && strings.EqualFold(f[0], "baremetal") {
+					raw = f[1]
+				}
+			}
+		}
+	}
+	if raw == "" {
+		return Version{Minor: MinMinor}, nil
+	}
+	if strings.EqualFold(strings.TrimSpace(raw), "latest") {
+		return Version{Minor: MaxMinor}, nil
+	}
+	major, minor, ok := strings.Cut(strings.TrimSpace(raw), ".")
+	maj, err1 := strconv.Atoi(major)
+	min, err2 := strconv.Atoi(minor)
+	if !ok || err1 != nil || err2 != nil || maj < 0 || min < 0 {
+		return Version{}, &versionError{desc: "Invalid value for " + hdrVersion + " header"}
+	}
+	rng := fmt.Sprintf("The supported version range is: [1.%d, 1.%d].", MinMinor, MaxMinor)
+	if maj != 1 {
+		return Version{}, &versionError{withRange: true,
+			desc: fmt.Sprintf("Mutually exclusive versions requested. Version %d.%d requested but not supported by this service. %s", maj, min, rng)}
+	}
+	if min < MinMinor || min > MaxMinor {
+		return Version{}, &versionError{withRange: true,
+			desc: fmt.Sprintf("Version %d.%d was requested but the minor version is not supported by this service. %s", maj, min, rng)}
+	}
+	return Version{Minor: min}, nil
+}
+
+func setRangeHeaders(h http.Header) {
+	h.Set(hdrMinVersion, fmt.Sprintf("1.%d", MinMinor))
+	h.Set(hdrMaxVersion, fmt.Sprintf("1.%d", MaxMinor))
+}

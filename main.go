@@ -1,0 +1,250 @@
+// Command castiron is a bare-metal provisioning appliance in one binary: the
+// OpenStack Ironic /v1 API, its conductor, and embedded storage.
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"castiron/engine"
+	"castiron/engine/driver/fake"
+	"castiron/engine/driver/ipmi"
+	"castiron/httpapi"
+	"castiron/storage"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	args := os.Args[1:]
+	cmd := "serve"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		cmd, args = args[0], args[1:]
+	}
+	var err error
+	switch cmd {
+	case "serve":
+		err = serve(args)
+	case "version":
+		fmt.Println("castiron", version, "(Ironic API 1.1 -", fmt.Sprintf("1.%d)", httpapi.MaxMinor))
+	case "states":
+		err = states(args)
+	case "help", "-h", "--help":
+		usage()
+	default:
+		fmt.Fprintf(os.Stderr, "castiron: unknown command %q\n", cmd)
+		usage()
+		os.Exit(2)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "castiron:", err)
+		os.Exit(1)
+	}
+}
+
+func usage() {
+	fmt.Fprint(os.Stderr, `usage: castiron [command] [flags]
+
+commands:
+  serve        run the appliance (default); "castiron serve -h" lists flags
+  states --dot print the provision state machine as a Graphviz diagram
+  version      print the version
+
+Every flag also reads an environment variable: --data-dir = CASTIRON_DATA_DIR.
+`)
+}
+
+// envDefault returns $CASTIRON_<NAME> or def.
+func envDefault(name, def string) string {
+	key := "CASTIRON_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+	if v, ok := os.LookupEnv(key); ok {
+		return v
+	}
+	return def
+}
+
+type serveConfig struct {
+	listen, dataDir, conductorName, conductorGroup string
+	htpasswd, tlsCert, tlsKey, logLevel            string
+	insecureNoauth, automatedClean                 bool
+	callbackTimeout, powerSync                     time.Duration
+}
+
+func parseServeFlags(args []string) (*serveConfig, error) {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	c := &serveConfig{}
+	host, _ := os.Hostname()
+	str := func(p *string, name, def, help string) { fs.StringVar(p, name, envDefault(name, def), help) }
+	str(&c.listen, "listen", "127.0.0.1:6385", "address:port of the API")
+	str(&c.dataDir, "data-dir", "./castiron-data", "directory for the SQLite database")
+	str(&c.conductorName, "conductor-name", host, "this conductor's hostname in the API")
+	str(&c.conductorGroup, "conductor-group", "", "this conductor's conductor_group")
+	str(&c.htpasswd, "htpasswd", "", "bcrypt htpasswd file: enables Ironic's http_basic auth")
+	str(&c.tlsCert, "tls-cert", "", "TLS certificate (PEM); with --tls-key serves HTTPS")
+	str(&c.tlsKey, "tls-key", "", "TLS private key (PEM)")
+	str(&c.logLevel, "log-level", "info", "debug, info, warn or error")
+	boolFlag := func(p *bool, name string, def bool, help string) {
+		v, err := strconv.ParseBool(envDefault(name, strconv.FormatBool(def)))
+		if err != nil {
+			v = def
+		}
+		fs.BoolVar(p, name, v, help)
+	}
+	boolFlag(&c.insecureNoauth, "insecure-noauth", false, "allow unauthenticated access on a non-loopback address")
+	boolFlag(&c.automatedClean, "automated-clean", true, "clean nodes on provide and undeploy unless a node says otherwise")
+	dur := func(p *time.Duration, name string, def time.Duration, help string) {
+		v, err := time.ParseDuration(envDefault(name, def.String()))
+		if err != nil {
+			v = def
+		}
+		fs.DurationVar(p, name, v, help)
+	}
+	dur(&c.callbackTimeout, "callback-timeout", 1800*time.Second, "how long a node may wait for the ramdisk (inspect wait, clean wait, wait call-back, ...)")
+	dur(&c.powerSync, "power-sync-interval", 60*time.Second, "how often power states are read back from BMCs")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func serve(args []string) error {
+	c, err := parseServeFlags(args)
+	if err != nil {
+		return err
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	slog.SetDefault(log)
+
+	auth, err := authFor(c)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	store, err := storage.Open(ctx, filepath.Join(c.dataDir, "castiron.db"))
+	if err != nil {
+		return fmt.Errorf("open database: %w", err)
+	}
+	defer store.Close()
+
+	fakeDriver := fake.New()
+	ipmiDriver := ipmi.New(ipmi.Config{Logger: log})
+	hw := engine.NewRegistry(
+		engine.NewFakeHardware(fakeDriver),
+		engine.NewIPMIHardware(ipmiDriver, ipmiDriver),
+		engine.NewManualManagement(fakeDriver),
+	)
+	cond := engine.New(store, hw, engine.Config{
+		Hostname:          c.conductorName,
+		ConductorGroup:    strings.ToLower(c.conductorGroup),
+		CallbackTimeout:   c.callbackTimeout,
+		PowerSyncInterval: c.powerSync,
+		AutomatedClean:    c.automatedClean,
+		Logger:            log,
+	})
+	if err := cond.Start(ctx); err != nil {
+		return fmt.Errorf("start conductor: %w", err)
+	}
+	api := httpapi.New(cond, httpapi.Options{Auth: auth, Logger: log})
+	srv := &http.Server{
+		Handler:           api,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	ln, err := net.Listen("tcp", c.listen)
+	if err != nil {
+		_ = cond.Stop(context.Background())
+		return err
+	}
+	if c.tlsCert != "" || c.tlsKey != "" {
+		cert, err := tls.LoadX509KeyPair(c.tlsCert, c.tlsKey)
+		if err != nil {
+			_ = cond.Stop(context.Background())
+			return fmt.Errorf("--tls-cert/--tls-key: %w", err)
+		}
+		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		ln = tls.NewListener(ln, srv.TLSConfig)
+	}
+	log.Info("castiron serving", "listen", ln.Addr().String(), "data_dir", c.dataDir,
+		"conductor", c.conductorName, "auth", authName(auth), "version", version)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		_ = cond.Stop(context.Background())
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	shutCtx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutCtx); err != nil {
+		log.Warn("http shutdown", "err", err)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		log.Warn("http server", "err", err)
+	}
+	return cond.Stop(shutCtx)
+}
+
+// authFor picks the auth strategy: http_basic with --htpasswd; noauth on
+// loopback; anywhere else noauth only with --insecure-noauth.
+func authFor(c *serveConfig) (httpapi.Authenticator, error) {
+	if c.htpasswd != "" {
+		return httpapi.LoadHTPasswd(c.htpasswd)
+	}
+	host, _, err := net.SplitHostPort(c.listen)
+	if err != nil {
+		return nil, fmt.Errorf("--listen %q: %w", c.listen, err)
+	}
+	ip := net.ParseIP(host)
+	loopback := host == "localhost" || (ip != nil && ip.IsLoopback())
+	if !loopback && !c.insecureNoauth {
+		return nil, fmt.Errorf("refusing to serve without authentication on %s: give --htpasswd FILE (bcrypt) or, knowingly, --insecure-noauth", c.listen)
+	}
+	return nil, nil
+}
+
+func authName(a httpapi.Authenticator) string {
+	if a == nil {
+		return "noauth"
+	}
+	return "http_basic"
+}
+
+func states(args []string) error {
+	fs := flag.NewFlagSet("states", flag.ContinueOnError)
+	dot := fs.Bool("dot", false, "print the Graphviz diagram")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *dot {
+		fmt.Print(engine.Dot())
+		return nil
+	}
+	for _, t := range engine.Machine {
+		fmt.Printf("%-16s --%-9s--> %s\n", t.From, t.Event, t.To)
+	}
+	return nil
+}

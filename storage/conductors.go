@@ -1,0 +1,109 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"castiron/engine/fault"
+)
+
+// conductorSQL is the generated SQL of the conductors table.
+type conductorSQL struct {
+	table[Conductor]
+	byHostname string
+	upsert     string
+}
+
+func newConductorSQL() conductorSQL {
+	t := newTable("conductors", "hostname", nil, []column[Conductor]{
+		fixedCol("hostname", func(c *Conductor) any { return &c.Hostname }),
+		col("conductor_group", func(c *Conductor) any { return &c.ConductorGroup }),
+		docCol("drivers", func(c *Conductor) any { return listCol{&c.Drivers} }),
+		col("online", func(c *Conductor) any { return &c.Online }),
+		fixedCol("created_at", func(c *Conductor) any { return timeCol{&c.CreatedAt} }),
+		col("updated_at", func(c *Conductor) any { return nullTimeCol{&c.UpdatedAt} }),
+	})
+	// ON CONFLICT ... DO UPDATE with excluded.* is shared by SQLite (>= 3.24)
+	// and PostgreSQL. created_at is left alone: it records the first
+	// registration.
+	upsert := t.insert + " ON CONFLICT (hostname) DO UPDATE SET " +
+		"conductor_group = excluded.conductor_group, drivers = excluded.drivers, " +
+		"online = excluded.online, updated_at = excluded.updated_at RETURNING created_at"
+	return conductorSQL{
+		table:      t,
+		byHostname: t.selectFrom() + " WHERE hostname = ?",
+		upsert:     upsert,
+	}
+}
+
+func conductorNotFound(hostname string) error {
+	return fault.New(fault.NotFound, "Conductor %s could not be found.", hostname)
+}
+
+// RegisterConductor inserts or replaces a conductor row and marks it
+// online. On re-registration the first created_at is kept and copied into c.
+func (s *SQLite) RegisterConductor(ctx context.Context, c *Conductor) error {
+	now := time.Now()
+	if c.CreatedAt.IsZero() {
+		c.CreatedAt = now
+	}
+	c.CreatedAt = normTime(c.CreatedAt)
+	heartbeat := normTime(now)
+	c.UpdatedAt = &heartbeat
+	c.Online = true
+	if c.Drivers == nil {
+		c.Drivers = []string{}
+	}
+	if err := s.w.QueryRowContext(ctx, s.conds.upsert, s.conds.insertArgs(c)...).Scan(timeCol{&c.CreatedAt}); err != nil {
+		return fmt.Errorf("storage: register conductor %s: %w", c.Hostname, err)
+	}
+	return nil
+}
+
+// setConductor updates one registered conductor; an unknown one is NotFound.
+func (s *SQLite) setConductor(ctx context.Context, hostname, query string, args ...any) error {
+	res, err := s.w.ExecContext(ctx, query, args...)
+	if err != nil {
+		return fmt.Errorf("storage: update conductor %s: %w", hostname, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("storage: update conductor %s: %w", hostname, err)
+	} else if n == 0 {
+		return conductorNotFound(hostname)
+	}
+	return nil
+}
+
+// TouchConductor records a heartbeat at t and, as Ironic's touch does,
+// marks the conductor online again.
+func (s *SQLite) TouchConductor(ctx context.Context, hostname string, t time.Time) error {
+	return s.setConductor(ctx, hostname,
+		"UPDATE conductors SET updated_at = ?, online = ? WHERE hostname = ?", formatTime(t), true, hostname)
+}
+
+// UnregisterConductor marks it offline (clean shutdown).
+func (s *SQLite) UnregisterConductor(ctx context.Context, hostname string) error {
+	return s.setConductor(ctx, hostname,
+		"UPDATE conductors SET online = ? WHERE hostname = ?", false, hostname)
+}
+
+// GetConductor finds a conductor, online or not.
+func (s *SQLite) GetConductor(ctx context.Context, hostname string) (*Conductor, error) {
+	return s.conds.getOne(ctx, s.r, conductorNotFound(hostname), s.conds.byHostname, hostname)
+}
+
+// ListConductors lists conductors, by hostname unless page says otherwise.
+// The marker is a hostname.
+func (s *SQLite) ListConductors(ctx context.Context, page Page) ([]*Conductor, error) {
+	if page.SortKey == "id" {
+		// Ironic's default sort key; hostname is this table's key and
+		// registration order is not kept.
+		page.SortKey = ""
+	}
+	return s.conds.paged(ctx, s.r, &filter{}, page, pageSpec{
+		defaultSort:    "hostname",
+		markerCol:      "hostname",
+		markerNotFound: conductorNotFound,
+	})
+}

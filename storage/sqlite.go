@@ -1,0 +1,210 @@
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+// SQLite is the embedded Store. All writes go through one connection (SQLite
+// allows one writer at a time anyway; queueing in database/sql is cheaper than
+// SQLITE_BUSY retries), reads through a small pool of query_only connections
+// that WAL lets run beside the writer.
+//
+// Queries use `?` placeholders; a PostgreSQL store would rebind them to $n.
+type SQLite struct {
+	w *sql.DB // writer: one connection, BEGIN IMMEDIATE
+	r *sql.DB // readers: query_only
+
+	nodes nodeSQL
+	ports portSQL
+	conds conductorSQL
+	hist  eventSQL
+}
+
+var _ Store = (*SQLite)(nil)
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+const (
+	readerConns = 4
+	// Each pragma is set per connection by the driver when it opens one.
+	writerDSN = "_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_txlock=immediate"
+	readerDSN = "_pragma=busy_timeout(5000)&_pragma=foreign_keys(1)&_pragma=query_only(1)"
+)
+
+// Open opens (creating if needed) the database at path, applies pending
+// migrations and returns the store.
+func Open(ctx context.Context, path string) (*SQLite, error) {
+	if path == "" || strings.ContainsRune(path, '?') {
+		// The driver splits the DSN at the first '?'.
+		return nil, fmt.Errorf("storage: invalid database path %q", path)
+	}
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return nil, fmt.Errorf("storage: create database directory: %w", err)
+		}
+	}
+
+	w, err := sql.Open("sqlite", path+"?"+writerDSN)
+	if err != nil {
+		return nil, fmt.Errorf("storage: open writer: %w", err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	w.SetConnMaxIdleTime(0)
+
+	// Migrate before opening readers: the writer switches the file to WAL.
+	if err := migrate(ctx, w); err != nil {
+		w.Close()
+		return nil, err
+	}
+
+	r, err := sql.Open("sqlite", path+"?"+readerDSN)
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("storage: open readers: %w", err)
+	}
+	r.SetMaxOpenConns(readerConns)
+	// Keep readers open: opening a connection re-runs the pragmas.
+	r.SetMaxIdleConns(readerConns)
+	r.SetConnMaxLifetime(0)
+	r.SetConnMaxIdleTime(0)
+	if err := r.PingContext(ctx); err != nil {
+		w.Close()
+		r.Close()
+		return nil, fmt.Errorf("storage: open readers: %w", err)
+	}
+
+	return &SQLite{
+		w:     w,
+		r:     r,
+		nodes: newNodeSQL(),
+		ports: newPortSQL(),
+		conds: newConductorSQL(),
+		hist:  newEventSQL(),
+	}, nil
+}
+
+// Close closes both pools.
+func (s *SQLite) Close() error {
+	return errors.Join(s.w.Close(), s.r.Close())
+}
+
+// writeTx runs fn in one short write transaction (BEGIN IMMEDIATE through the
+// DSN's _txlock, so the write lock is taken up front and never upgraded from a
+// read lock, which is what produces SQLITE_BUSY under concurrency). An error
+// from fn is returned unchanged after rollback.
+func (s *SQLite) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("storage: begin: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("storage: commit: %w", err)
+	}
+	return nil
+}
+
+// migration is one embedded schema file, "NNNN_description.sql".
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+func loadMigrations() ([]migration, error) {
+	entries, err := fs.ReadDir(migrationFS, "migrations")
+	if err != nil {
+		return nil, err
+	}
+	var ms []migration
+	seen := map[int]string{}
+	for _, e := range entries {
+		name := e.Name()
+		prefix, _, ok := strings.Cut(name, "_")
+		v, err := strconv.Atoi(prefix)
+		if !ok || err != nil || v <= 0 {
+			return nil, fmt.Errorf("storage: migration %s: name must start with a positive version number", name)
+		}
+		if prev, dup := seen[v]; dup {
+			return nil, fmt.Errorf("storage: migrations %s and %s share version %d", prev, name, v)
+		}
+		seen[v] = name
+		body, err := migrationFS.ReadFile("migrations/" + name)
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, migration{version: v, name: name, sql: string(body)})
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
+	return ms, nil
+}
+
+// migrate applies, in version order, every embedded migration that
+// schema_migrations does not list, each in its own transaction together with
+// its schema_migrations row, so a crash leaves either all or none of it.
+func migrate(ctx context.Context, w *sql.DB) error {
+	ms, err := loadMigrations()
+	if err != nil {
+		return err
+	}
+	if _, err := w.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version    INTEGER PRIMARY KEY,
+		name       TEXT NOT NULL,
+		applied_at TEXT NOT NULL
+	)`); err != nil {
+		return fmt.Errorf("storage: create schema_migrations: %w", err)
+	}
+	for _, m := range ms {
+		if err := applyMigration(ctx, w, m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func applyMigration(ctx context.Context, w *sql.DB, m migration) error {
+	tx, err := w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("storage: migration %s: %w", m.name, err)
+	}
+	defer tx.Rollback()
+	// Checked inside the write transaction: another process opening the
+	// same file may have applied it meanwhile.
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations WHERE version = ?`, m.version).Scan(&n); err != nil {
+		return fmt.Errorf("storage: migration %s: %w", m.name, err)
+	}
+	if n > 0 {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+		return fmt.Errorf("storage: migration %s: %w", m.name, err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
+		m.version, m.name, formatTime(time.Now())); err != nil {
+		return fmt.Errorf("storage: migration %s: %w", m.name, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("storage: migration %s: %w", m.name, err)
+	}
+	return nil
+}
