@@ -1,16 +1,23 @@
 package storage
 
 import (
+	"bytes"
+	"database/sql"
 	"database/sql/driver"
 	"encoding/json"
 	"fmt"
 	"time"
 )
 
-// Column codecs. Each wraps a pointer to a struct field and is both a
-// sql.Scanner and a driver.Valuer, so one column list can drive INSERT,
-// UPDATE and SELECT. Plain fields need no codec: database/sql binds *T by
-// dereferencing it (nil pointer = NULL) and scans NULL into **T as nil.
+// Column codecs. Each wraps a pointer to a struct field and is both the scan
+// destination and the bind argument of its column, so one column list drives
+// INSERT, UPDATE and SELECT. Having our own for plain strings and bools too
+// keeps database/sql off its reflection path for **string and friends, and
+// gives UpdateNode comparable values to find the columns that changed.
+type codec interface {
+	sql.Scanner
+	driver.Valuer
+}
 
 // timeLayout is fixed-width so that text order is time order (sorting and
 // keyset pagination compare the stored strings) and keeps microseconds,
@@ -42,31 +49,113 @@ func parseTime(src any) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("storage: cannot read %T as a time", src)
 }
 
-// timeCol is a NOT NULL timestamp.
-type timeCol struct{ p *time.Time }
+func textOf(src any) (string, error) {
+	switch v := src.(type) {
+	case string:
+		return v, nil
+	case []byte:
+		return string(v), nil
+	}
+	return "", fmt.Errorf("storage: cannot read %T as text", src)
+}
 
-func (c timeCol) Value() (driver.Value, error) { return formatTime(*c.p), nil }
+func boolOf(src any) (bool, error) {
+	switch v := src.(type) {
+	case int64:
+		return v != 0, nil
+	case bool:
+		return v, nil
+	}
+	return false, fmt.Errorf("storage: cannot read %T as a boolean", src)
+}
 
-func (c timeCol) Scan(src any) error {
-	t, err := parseTime(src)
+// str is a NOT NULL text column.
+type str struct{ p *string }
+
+func (c str) Value() (driver.Value, error) { return *c.p, nil }
+
+func (c str) Scan(src any) (err error) {
+	*c.p, err = textOf(src)
+	return err
+}
+
+// nullStr is a nullable text column.
+type nullStr struct{ p **string }
+
+func (c nullStr) Value() (driver.Value, error) {
+	if *c.p == nil {
+		return nil, nil
+	}
+	return **c.p, nil
+}
+
+func (c nullStr) Scan(src any) error {
+	if src == nil {
+		*c.p = nil
+		return nil
+	}
+	s, err := textOf(src)
 	if err != nil {
 		return err
 	}
-	*c.p = t
+	*c.p = &s
 	return nil
 }
 
-// nullTimeCol is a nullable timestamp.
-type nullTimeCol struct{ p **time.Time }
+// boolean is a NOT NULL BOOLEAN (0/1 in SQLite).
+type boolean struct{ p *bool }
 
-func (c nullTimeCol) Value() (driver.Value, error) {
+func (c boolean) Value() (driver.Value, error) { return *c.p, nil }
+
+func (c boolean) Scan(src any) (err error) {
+	*c.p, err = boolOf(src)
+	return err
+}
+
+// nullBool is a nullable BOOLEAN.
+type nullBool struct{ p **bool }
+
+func (c nullBool) Value() (driver.Value, error) {
+	if *c.p == nil {
+		return nil, nil
+	}
+	return **c.p, nil
+}
+
+func (c nullBool) Scan(src any) error {
+	if src == nil {
+		*c.p = nil
+		return nil
+	}
+	b, err := boolOf(src)
+	if err != nil {
+		return err
+	}
+	*c.p = &b
+	return nil
+}
+
+// timestamp is a NOT NULL time.
+type timestamp struct{ p *time.Time }
+
+func (c timestamp) Value() (driver.Value, error) { return formatTime(*c.p), nil }
+
+func (c timestamp) Scan(src any) (err error) {
+	*c.p, err = parseTime(src)
+	return err
+}
+
+// nullTimestamp is a nullable time.
+type nullTimestamp struct{ p **time.Time }
+
+func (c nullTimestamp) Value() (driver.Value, error) {
 	if *c.p == nil {
 		return nil, nil
 	}
 	return formatTime(**c.p), nil
 }
 
-func (c nullTimeCol) Scan(src any) error {
+func (c nullTimestamp) Scan(src any) error {
 	if src == nil {
 		*c.p = nil
 		return nil
@@ -79,11 +168,12 @@ func (c nullTimeCol) Scan(src any) error {
 	return nil
 }
 
-// objectCol is a JSON object column; nil is stored as {} and loads as an
-// empty map, so callers never see a nil map.
-type objectCol struct{ p *JSONObject }
+// object is a JSON object column; nil is stored as {} and loads as an
+// empty map, so callers never see a nil map. encoding/json sorts map keys,
+// so an unchanged map encodes to the same text.
+type object struct{ p *JSONObject }
 
-func (c objectCol) Value() (driver.Value, error) {
+func (c object) Value() (driver.Value, error) {
 	if len(*c.p) == 0 {
 		return "{}", nil
 	}
@@ -94,14 +184,12 @@ func (c objectCol) Value() (driver.Value, error) {
 	return string(b), nil
 }
 
-func (c objectCol) Scan(src any) error {
-	b, err := textBytes(src)
-	if err != nil {
-		return err
-	}
+func (c object) Scan(src any) error {
 	m := JSONObject{}
 	// Most of these columns are empty: skip the decoder for them.
-	if len(b) > 2 && string(b) != "null" {
+	if b, err := jsonText(src); err != nil {
+		return err
+	} else if b != nil {
 		if err := json.Unmarshal(b, &m); err != nil {
 			return fmt.Errorf("storage: decode JSON object: %w", err)
 		}
@@ -113,10 +201,10 @@ func (c objectCol) Scan(src any) error {
 	return nil
 }
 
-// listCol is a JSON array of strings (traits, drivers); never nil once loaded.
-type listCol struct{ p *[]string }
+// list is a JSON array of strings (traits, drivers); never nil once loaded.
+type list struct{ p *[]string }
 
-func (c listCol) Value() (driver.Value, error) {
+func (c list) Value() (driver.Value, error) {
 	if len(*c.p) == 0 {
 		return "[]", nil
 	}
@@ -127,13 +215,11 @@ func (c listCol) Value() (driver.Value, error) {
 	return string(b), nil
 }
 
-func (c listCol) Scan(src any) error {
-	b, err := textBytes(src)
-	if err != nil {
-		return err
-	}
+func (c list) Scan(src any) error {
 	l := []string{}
-	if len(b) > 2 && string(b) != "null" {
+	if b, err := jsonText(src); err != nil {
+		return err
+	} else if b != nil {
 		if err := json.Unmarshal(b, &l); err != nil {
 			return fmt.Errorf("storage: decode JSON list: %w", err)
 		}
@@ -145,14 +231,37 @@ func (c listCol) Scan(src any) error {
 	return nil
 }
 
-func textBytes(src any) ([]byte, error) {
+// jsonText returns the JSON document in src, or nil when it is empty
+// (NULL, "", {}, [], null) and needs no decoding.
+func jsonText(src any) ([]byte, error) {
+	var b []byte
 	switch v := src.(type) {
 	case nil:
 		return nil, nil
 	case string:
-		return []byte(v), nil
+		if len(v) <= 2 || v == "null" {
+			return nil, nil
+		}
+		b = []byte(v)
 	case []byte:
-		return v, nil
+		b = v
+	default:
+		return nil, fmt.Errorf("storage: cannot read %T as JSON text", src)
 	}
-	return nil, fmt.Errorf("storage: cannot read %T as JSON text", src)
+	if len(b) <= 2 || bytes.Equal(b, []byte("null")) {
+		return nil, nil
+	}
+	return b, nil
+}
+
+// sameValue compares two values produced by codecs.
+func sameValue(a, b driver.Value) bool {
+	if x, ok := a.([]byte); ok {
+		y, ok := b.([]byte)
+		return ok && bytes.Equal(x, y)
+	}
+	if _, ok := b.([]byte); ok {
+		return false
+	}
+	return a == b
 }

@@ -17,12 +17,12 @@ type conductorSQL struct {
 
 func newConductorSQL() conductorSQL {
 	t := newTable("conductors", "hostname", nil, []column[Conductor]{
-		fixedCol("hostname", func(c *Conductor) any { return &c.Hostname }),
-		col("conductor_group", func(c *Conductor) any { return &c.ConductorGroup }),
-		docCol("drivers", func(c *Conductor) any { return listCol{&c.Drivers} }),
-		col("online", func(c *Conductor) any { return &c.Online }),
-		fixedCol("created_at", func(c *Conductor) any { return timeCol{&c.CreatedAt} }),
-		col("updated_at", func(c *Conductor) any { return nullTimeCol{&c.UpdatedAt} }),
+		fixed(strCol("hostname", func(c *Conductor) *string { return &c.Hostname })),
+		strCol("conductor_group", func(c *Conductor) *string { return &c.ConductorGroup }),
+		listCol("drivers", func(c *Conductor) *[]string { return &c.Drivers }),
+		boolCol("online", func(c *Conductor) *bool { return &c.Online }),
+		fixed(timeCol("created_at", func(c *Conductor) *time.Time { return &c.CreatedAt })),
+		nullTimeCol("updated_at", func(c *Conductor) **time.Time { return &c.UpdatedAt }),
 	})
 	// ON CONFLICT ... DO UPDATE with excluded.* is shared by SQLite (>= 3.24)
 	// and PostgreSQL. created_at is left alone: it records the first
@@ -55,7 +55,7 @@ func (s *SQLite) RegisterConductor(ctx context.Context, c *Conductor) error {
 	if c.Drivers == nil {
 		c.Drivers = []string{}
 	}
-	if err := s.w.QueryRowContext(ctx, s.conds.upsert, s.conds.insertArgs(c)...).Scan(timeCol{&c.CreatedAt}); err != nil {
+	if err := s.writer().queryRow(ctx, s.conds.upsert, s.conds.insertArgs(c)...).Scan(timestamp{&c.CreatedAt}); err != nil {
 		return fmt.Errorf("storage: register conductor %s: %w", c.Hostname, err)
 	}
 	return nil
@@ -63,16 +63,11 @@ func (s *SQLite) RegisterConductor(ctx context.Context, c *Conductor) error {
 
 // setConductor updates one registered conductor; an unknown one is NotFound.
 func (s *SQLite) setConductor(ctx context.Context, hostname, query string, args ...any) error {
-	res, err := s.w.ExecContext(ctx, query, args...)
-	if err != nil {
+	err := execOne(ctx, s.writer(), conductorNotFound(hostname), query, args...)
+	if err != nil && !fault.Is(err, fault.NotFound) {
 		return fmt.Errorf("storage: update conductor %s: %w", hostname, err)
 	}
-	if n, err := res.RowsAffected(); err != nil {
-		return fmt.Errorf("storage: update conductor %s: %w", hostname, err)
-	} else if n == 0 {
-		return conductorNotFound(hostname)
-	}
-	return nil
+	return err
 }
 
 // TouchConductor records a heartbeat at t and, as Ironic's touch does,
@@ -90,7 +85,7 @@ func (s *SQLite) UnregisterConductor(ctx context.Context, hostname string) error
 
 // GetConductor finds a conductor, online or not.
 func (s *SQLite) GetConductor(ctx context.Context, hostname string) (*Conductor, error) {
-	return s.conds.getOne(ctx, s.r, conductorNotFound(hostname), s.conds.byHostname, hostname)
+	return s.conds.getOne(ctx, s.reader(), conductorNotFound(hostname), s.conds.byHostname, hostname)
 }
 
 // ListConductors lists conductors, by hostname unless page says otherwise.
@@ -101,7 +96,7 @@ func (s *SQLite) ListConductors(ctx context.Context, page Page) ([]*Conductor, e
 		// registration order is not kept.
 		page.SortKey = ""
 	}
-	return s.conds.paged(ctx, s.r, &filter{}, page, pageSpec{
+	return s.conds.paged(ctx, s.reader(), &filter{}, page, pageSpec{
 		defaultSort:    "hostname",
 		markerCol:      "hostname",
 		markerNotFound: conductorNotFound,

@@ -24,17 +24,18 @@ type eventSQL struct {
 
 func newEventSQL() eventSQL {
 	t := newTable("node_history", "id", func(e *event) *int64 { return &e.id }, []column[event]{
-		fixedCol("uuid", func(e *event) any { return &e.UUID }),
-		fixedCol("node_uuid", func(e *event) any { return &e.NodeUUID }),
-		fixedCol("created_at", func(e *event) any { return timeCol{&e.CreatedAt} }),
-		fixedCol("conductor", func(e *event) any { return &e.Conductor }),
-		fixedCol("event_type", func(e *event) any { return &e.EventType }),
-		fixedCol("severity", func(e *event) any { return &e.Severity }),
-		fixedCol("event", func(e *event) any { return &e.Event.Event }),
-		fixedCol("user_name", func(e *event) any { return &e.User }),
-		fixedCol("verb", func(e *event) any { return &e.Verb }),
-		fixedCol("from_state", func(e *event) any { return &e.FromState }),
-		fixedCol("to_state", func(e *event) any { return &e.ToState }),
+		// Events are never updated, so no column needs to be fixed.
+		strCol("uuid", func(e *event) *string { return &e.UUID }),
+		strCol("node_uuid", func(e *event) *string { return &e.NodeUUID }),
+		timeCol("created_at", func(e *event) *time.Time { return &e.CreatedAt }),
+		strCol("conductor", func(e *event) *string { return &e.Conductor }),
+		strCol("event_type", func(e *event) *string { return &e.EventType }),
+		strCol("severity", func(e *event) *string { return &e.Severity }),
+		strCol("event", func(e *event) *string { return &e.Event.Event }),
+		strCol("user_name", func(e *event) *string { return &e.User }),
+		strCol("verb", func(e *event) *string { return &e.Verb }),
+		strCol("from_state", func(e *event) *string { return &e.FromState }),
+		strCol("to_state", func(e *event) *string { return &e.ToState }),
 	})
 	return eventSQL{
 		table:  t,
@@ -47,8 +48,8 @@ func historyNotFound(eventUUID string) error {
 }
 
 // insertEvent fills e's UUID and CreatedAt when empty and inserts it through
-// q (the writer, or UpdateNode's transaction).
-func (s *SQLite) insertEvent(ctx context.Context, q queryer, e *Event) error {
+// r (the writer, or UpdateNode's transaction).
+func (s *SQLite) insertEvent(ctx context.Context, r runner, e *Event) error {
 	if e.UUID == "" {
 		e.UUID = uuid.NewString()
 	}
@@ -58,7 +59,7 @@ func (s *SQLite) insertEvent(ctx context.Context, q queryer, e *Event) error {
 	e.CreatedAt = normTime(e.CreatedAt)
 	e.NodeUUID = uuidKey(e.NodeUUID)
 	row := event{Event: *e}
-	if err := q.QueryRowContext(ctx, s.hist.insert, s.hist.insertArgs(&row)...).Scan(&row.id); err != nil {
+	if err := r.queryRow(ctx, s.hist.insert, s.hist.insertArgs(&row)...).Scan(&row.id); err != nil {
 		if v, ok := violationOf(err); ok {
 			switch {
 			case v.foreign:
@@ -74,7 +75,7 @@ func (s *SQLite) insertEvent(ctx context.Context, q queryer, e *Event) error {
 
 // AddEvent records e in its node's history.
 func (s *SQLite) AddEvent(ctx context.Context, e *Event) error {
-	return s.insertEvent(ctx, s.w, e)
+	return s.insertEvent(ctx, s.writer(), e)
 }
 
 // ListEvents lists a node's history, oldest first unless page says
@@ -83,7 +84,7 @@ func (s *SQLite) ListEvents(ctx context.Context, nodeUUID string, page Page) ([]
 	key := uuidKey(nodeUUID)
 	f := &filter{}
 	f.add("node_uuid = ?", key)
-	rows, err := s.hist.paged(ctx, s.r, f, page, pageSpec{
+	rows, err := s.hist.paged(ctx, s.reader(), f, page, pageSpec{
 		defaultSort:    "created_at",
 		markerCol:      "uuid",
 		markerNotFound: historyNotFound,
@@ -95,7 +96,7 @@ func (s *SQLite) ListEvents(ctx context.Context, nodeUUID string, page Page) ([]
 	if len(rows) == 0 {
 		// Only an empty answer pays for telling "no events" from "no node".
 		var n int
-		if err := s.r.QueryRowContext(ctx, "SELECT COUNT(*) FROM nodes WHERE uuid = ?", key).Scan(&n); err != nil {
+		if err := s.reader().queryRow(ctx, "SELECT COUNT(*) FROM nodes WHERE uuid = ?", key).Scan(&n); err != nil {
 			return nil, fmt.Errorf("storage: list events of node %s: %w", nodeUUID, err)
 		}
 		if n == 0 {
@@ -111,7 +112,7 @@ func (s *SQLite) ListEvents(ctx context.Context, nodeUUID string, page Page) ([]
 
 // GetEvent finds one event of a node.
 func (s *SQLite) GetEvent(ctx context.Context, nodeUUID, eventUUID string) (*Event, error) {
-	e, err := s.hist.getOne(ctx, s.r, historyNotFound(eventUUID), s.hist.byUUID, uuidKey(eventUUID), uuidKey(nodeUUID))
+	e, err := s.hist.getOne(ctx, s.reader(), historyNotFound(eventUUID), s.hist.byUUID, uuidKey(eventUUID), uuidKey(nodeUUID))
 	if err != nil {
 		return nil, err
 	}

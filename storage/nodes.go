@@ -2,7 +2,6 @@ package storage
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"strings"
 	"time"
@@ -18,78 +17,76 @@ type nodeSQL struct {
 	byUUID     string
 	byName     string
 	byInstance string
-	update     string
 }
 
 func newNodeSQL() nodeSQL {
 	t := newTable("nodes", "id", func(n *Node) *int64 { return &n.ID }, []column[Node]{
-		fixedCol("uuid", func(n *Node) any { return &n.UUID }),
-		col("name", func(n *Node) any { return &n.Name }),
-		col("driver", func(n *Node) any { return &n.Driver }),
-		col("bios_interface", func(n *Node) any { return &n.BIOSInterface }),
-		col("boot_interface", func(n *Node) any { return &n.BootInterface }),
-		col("console_interface", func(n *Node) any { return &n.ConsoleInterface }),
-		col("deploy_interface", func(n *Node) any { return &n.DeployInterface }),
-		col("firmware_interface", func(n *Node) any { return &n.FirmwareInterface }),
-		col("inspect_interface", func(n *Node) any { return &n.InspectInterface }),
-		col("management_interface", func(n *Node) any { return &n.ManagementInterface }),
-		col("network_interface", func(n *Node) any { return &n.NetworkInterface }),
-		col("power_interface", func(n *Node) any { return &n.PowerInterface }),
-		col("raid_interface", func(n *Node) any { return &n.RAIDInterface }),
-		col("rescue_interface", func(n *Node) any { return &n.RescueInterface }),
-		col("storage_interface", func(n *Node) any { return &n.StorageInterface }),
-		col("vendor_interface", func(n *Node) any { return &n.VendorInterface }),
-		col("provision_state", func(n *Node) any { return &n.ProvisionState }),
-		col("target_provision_state", func(n *Node) any { return &n.TargetProvisionState }),
-		col("power_state", func(n *Node) any { return &n.PowerState }),
-		col("target_power_state", func(n *Node) any { return &n.TargetPowerState }),
-		col("provision_updated_at", func(n *Node) any { return nullTimeCol{&n.ProvisionUpdatedAt} }),
-		col("inspection_started_at", func(n *Node) any { return nullTimeCol{&n.InspectionStartedAt} }),
-		col("inspection_finished_at", func(n *Node) any { return nullTimeCol{&n.InspectionFinishedAt} }),
-		col("last_error", func(n *Node) any { return &n.LastError }),
-		col("reservation", func(n *Node) any { return &n.Reservation }),
-		col("maintenance", func(n *Node) any { return &n.Maintenance }),
-		col("maintenance_reason", func(n *Node) any { return &n.MaintenanceReason }),
-		col("fault", func(n *Node) any { return &n.Fault }),
-		col("console_enabled", func(n *Node) any { return &n.ConsoleEnabled }),
-		col("conductor_group", func(n *Node) any { return &n.ConductorGroup }),
-		col("resource_class", func(n *Node) any { return &n.ResourceClass }),
-		col("owner", func(n *Node) any { return &n.Owner }),
-		col("lessee", func(n *Node) any { return &n.Lessee }),
-		col("description", func(n *Node) any { return &n.Description }),
-		col("instance_uuid", func(n *Node) any { return &n.InstanceUUID }),
-		col("chassis_uuid", func(n *Node) any { return &n.ChassisUUID }),
-		col("allocation_uuid", func(n *Node) any { return &n.AllocationUUID }),
-		col("automated_clean", func(n *Node) any { return &n.AutomatedClean }),
-		col("protected", func(n *Node) any { return &n.Protected }),
-		col("protected_reason", func(n *Node) any { return &n.ProtectedReason }),
-		col("retired", func(n *Node) any { return &n.Retired }),
-		col("retired_reason", func(n *Node) any { return &n.RetiredReason }),
-		col("boot_mode", func(n *Node) any { return &n.BootMode }),
-		col("secure_boot", func(n *Node) any { return &n.SecureBoot }),
-		col("shard", func(n *Node) any { return &n.Shard }),
-		col("parent_node", func(n *Node) any { return &n.ParentNode }),
-		docCol("properties", func(n *Node) any { return objectCol{&n.Properties} }),
-		docCol("driver_info", func(n *Node) any { return objectCol{&n.DriverInfo} }),
-		docCol("driver_internal_info", func(n *Node) any { return objectCol{&n.DriverInternalInfo} }),
-		docCol("instance_info", func(n *Node) any { return objectCol{&n.InstanceInfo} }),
-		docCol("extra", func(n *Node) any { return objectCol{&n.Extra} }),
-		docCol("clean_step", func(n *Node) any { return objectCol{&n.CleanStep} }),
-		docCol("deploy_step", func(n *Node) any { return objectCol{&n.DeployStep} }),
-		docCol("service_step", func(n *Node) any { return objectCol{&n.ServiceStep} }),
-		docCol("raid_config", func(n *Node) any { return objectCol{&n.RAIDConfig} }),
-		docCol("target_raid_config", func(n *Node) any { return objectCol{&n.TargetRAIDConfig} }),
-		docCol("network_data", func(n *Node) any { return objectCol{&n.NetworkData} }),
-		docCol("traits", func(n *Node) any { return listCol{&n.Traits} }),
-		fixedCol("created_at", func(n *Node) any { return timeCol{&n.CreatedAt} }),
-		col("updated_at", func(n *Node) any { return nullTimeCol{&n.UpdatedAt} }),
+		fixed(strCol("uuid", func(n *Node) *string { return &n.UUID })),
+		nullStrCol("name", func(n *Node) **string { return &n.Name }),
+		strCol("driver", func(n *Node) *string { return &n.Driver }),
+		strCol("bios_interface", func(n *Node) *string { return &n.BIOSInterface }),
+		strCol("boot_interface", func(n *Node) *string { return &n.BootInterface }),
+		strCol("console_interface", func(n *Node) *string { return &n.ConsoleInterface }),
+		strCol("deploy_interface", func(n *Node) *string { return &n.DeployInterface }),
+		strCol("firmware_interface", func(n *Node) *string { return &n.FirmwareInterface }),
+		strCol("inspect_interface", func(n *Node) *string { return &n.InspectInterface }),
+		strCol("management_interface", func(n *Node) *string { return &n.ManagementInterface }),
+		strCol("network_interface", func(n *Node) *string { return &n.NetworkInterface }),
+		strCol("power_interface", func(n *Node) *string { return &n.PowerInterface }),
+		strCol("raid_interface", func(n *Node) *string { return &n.RAIDInterface }),
+		strCol("rescue_interface", func(n *Node) *string { return &n.RescueInterface }),
+		strCol("storage_interface", func(n *Node) *string { return &n.StorageInterface }),
+		strCol("vendor_interface", func(n *Node) *string { return &n.VendorInterface }),
+		strCol("provision_state", func(n *Node) *string { return &n.ProvisionState }),
+		nullStrCol("target_provision_state", func(n *Node) **string { return &n.TargetProvisionState }),
+		nullStrCol("power_state", func(n *Node) **string { return &n.PowerState }),
+		nullStrCol("target_power_state", func(n *Node) **string { return &n.TargetPowerState }),
+		nullTimeCol("provision_updated_at", func(n *Node) **time.Time { return &n.ProvisionUpdatedAt }),
+		nullTimeCol("inspection_started_at", func(n *Node) **time.Time { return &n.InspectionStartedAt }),
+		nullTimeCol("inspection_finished_at", func(n *Node) **time.Time { return &n.InspectionFinishedAt }),
+		nullStrCol("last_error", func(n *Node) **string { return &n.LastError }),
+		nullStrCol("reservation", func(n *Node) **string { return &n.Reservation }),
+		boolCol("maintenance", func(n *Node) *bool { return &n.Maintenance }),
+		nullStrCol("maintenance_reason", func(n *Node) **string { return &n.MaintenanceReason }),
+		nullStrCol("fault", func(n *Node) **string { return &n.Fault }),
+		boolCol("console_enabled", func(n *Node) *bool { return &n.ConsoleEnabled }),
+		strCol("conductor_group", func(n *Node) *string { return &n.ConductorGroup }),
+		nullStrCol("resource_class", func(n *Node) **string { return &n.ResourceClass }),
+		nullStrCol("owner", func(n *Node) **string { return &n.Owner }),
+		nullStrCol("lessee", func(n *Node) **string { return &n.Lessee }),
+		nullStrCol("description", func(n *Node) **string { return &n.Description }),
+		nullStrCol("instance_uuid", func(n *Node) **string { return &n.InstanceUUID }),
+		nullStrCol("chassis_uuid", func(n *Node) **string { return &n.ChassisUUID }),
+		nullStrCol("allocation_uuid", func(n *Node) **string { return &n.AllocationUUID }),
+		nullBoolCol("automated_clean", func(n *Node) **bool { return &n.AutomatedClean }),
+		boolCol("protected", func(n *Node) *bool { return &n.Protected }),
+		nullStrCol("protected_reason", func(n *Node) **string { return &n.ProtectedReason }),
+		boolCol("retired", func(n *Node) *bool { return &n.Retired }),
+		nullStrCol("retired_reason", func(n *Node) **string { return &n.RetiredReason }),
+		nullStrCol("boot_mode", func(n *Node) **string { return &n.BootMode }),
+		nullBoolCol("secure_boot", func(n *Node) **bool { return &n.SecureBoot }),
+		nullStrCol("shard", func(n *Node) **string { return &n.Shard }),
+		nullStrCol("parent_node", func(n *Node) **string { return &n.ParentNode }),
+		objectCol("properties", func(n *Node) *JSONObject { return &n.Properties }),
+		objectCol("driver_info", func(n *Node) *JSONObject { return &n.DriverInfo }),
+		objectCol("driver_internal_info", func(n *Node) *JSONObject { return &n.DriverInternalInfo }),
+		objectCol("instance_info", func(n *Node) *JSONObject { return &n.InstanceInfo }),
+		objectCol("extra", func(n *Node) *JSONObject { return &n.Extra }),
+		objectCol("clean_step", func(n *Node) *JSONObject { return &n.CleanStep }),
+		objectCol("deploy_step", func(n *Node) *JSONObject { return &n.DeployStep }),
+		objectCol("service_step", func(n *Node) *JSONObject { return &n.ServiceStep }),
+		objectCol("raid_config", func(n *Node) *JSONObject { return &n.RAIDConfig }),
+		objectCol("target_raid_config", func(n *Node) *JSONObject { return &n.TargetRAIDConfig }),
+		objectCol("network_data", func(n *Node) *JSONObject { return &n.NetworkData }),
+		listCol("traits", func(n *Node) *[]string { return &n.Traits }),
+		fixed(timeCol("created_at", func(n *Node) *time.Time { return &n.CreatedAt })),
+		nullTimeCol("updated_at", func(n *Node) **time.Time { return &n.UpdatedAt }),
 	})
 	return nodeSQL{
 		table:      t,
 		byUUID:     t.selectFrom() + " WHERE uuid = ?",
 		byName:     t.selectFrom() + " WHERE name = ?",
 		byInstance: t.selectFrom() + " WHERE instance_uuid = ?",
-		update:     "UPDATE nodes SET " + t.updateSet + " WHERE id = ?",
 	}
 }
 
@@ -172,7 +169,7 @@ func (s *SQLite) CreateNode(ctx context.Context, n *Node) error {
 		n.CreatedAt = time.Now()
 	}
 	normalizeNode(n)
-	err := s.w.QueryRowContext(ctx, s.nodes.insert, s.nodes.insertArgs(n)...).Scan(&n.ID)
+	err := s.writer().queryRow(ctx, s.nodes.insert, s.nodes.insertArgs(n)...).Scan(&n.ID)
 	if err != nil {
 		return nodeWriteError(err, n)
 	}
@@ -180,21 +177,21 @@ func (s *SQLite) CreateNode(ctx context.Context, n *Node) error {
 }
 
 // getNode looks ident up as a UUID when it is one, else as a name.
-func (s *SQLite) getNode(ctx context.Context, q queryer, ident string) (*Node, error) {
+func (s *SQLite) getNode(ctx context.Context, r runner, ident string) (*Node, error) {
 	if u, ok := canonicalUUID(ident); ok {
-		return s.nodes.getOne(ctx, q, fault.NodeNotFound(ident), s.nodes.byUUID, u)
+		return s.nodes.getOne(ctx, r, fault.NodeNotFound(ident), s.nodes.byUUID, u)
 	}
-	return s.nodes.getOne(ctx, q, fault.NodeNotFound(ident), s.nodes.byName, ident)
+	return s.nodes.getOne(ctx, r, fault.NodeNotFound(ident), s.nodes.byName, ident)
 }
 
 // GetNode finds a node by UUID, or by name when ident is not a UUID.
 func (s *SQLite) GetNode(ctx context.Context, ident string) (*Node, error) {
-	return s.getNode(ctx, s.r, ident)
+	return s.getNode(ctx, s.reader(), ident)
 }
 
 // GetNodeByInstance finds a node by instance_uuid.
 func (s *SQLite) GetNodeByInstance(ctx context.Context, instanceUUID string) (*Node, error) {
-	return s.nodes.getOne(ctx, s.r, fault.New(fault.NotFound, "Instance %s could not be found.", instanceUUID),
+	return s.nodes.getOne(ctx, s.reader(), fault.New(fault.NotFound, "Instance %s could not be found.", instanceUUID),
 		s.nodes.byInstance, instanceUUID)
 }
 
@@ -251,7 +248,7 @@ func (s *SQLite) ListNodes(ctx context.Context, q NodeQuery) ([]*Node, error) {
 	if q.Reserved != nil {
 		f.nullness("reservation", *q.Reserved)
 	}
-	return s.nodes.paged(ctx, s.r, f, q.Page, pageSpec{
+	return s.nodes.paged(ctx, s.reader(), f, q.Page, pageSpec{
 		defaultSort:    "id",
 		markerCol:      "uuid",
 		markerNotFound: fault.NodeNotFound,
@@ -268,12 +265,16 @@ func escapeLike(s string) string {
 // not write through the store itself.
 func (s *SQLite) UpdateNode(ctx context.Context, ident string, fn NodeUpdate) (*Node, error) {
 	var out *Node
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		n, err := s.getNode(ctx, tx, ident)
+	err := s.writeTx(ctx, func(r runner) error {
+		n, err := s.getNode(ctx, r, ident)
 		if err != nil {
 			return err
 		}
 		id, nodeUUID, created := n.ID, n.UUID, n.CreatedAt
+		before, err := s.nodes.values(n)
+		if err != nil {
+			return err
+		}
 		ev, err := fn(n)
 		if err != nil {
 			return err
@@ -286,12 +287,16 @@ func (s *SQLite) UpdateNode(ctx context.Context, ident string, fn NodeUpdate) (*
 		now := time.Now()
 		n.UpdatedAt = &now
 		normalizeNode(n)
-		if _, err := tx.ExecContext(ctx, s.nodes.update, s.nodes.updateArgs(n, n.ID)...); err != nil {
+		after, err := s.nodes.values(n)
+		if err != nil {
+			return err
+		}
+		if err := s.nodes.updateChanged(ctx, r, before, after, n.ID); err != nil {
 			return nodeWriteError(err, n)
 		}
 		if ev != nil {
 			ev.NodeUUID = n.UUID
-			if err := s.insertEvent(ctx, tx, ev); err != nil {
+			if err := s.insertEvent(ctx, r, ev); err != nil {
 				return err
 			}
 		}
@@ -307,22 +312,17 @@ func (s *SQLite) UpdateNode(ctx context.Context, ident string, fn NodeUpdate) (*
 // DeleteNode removes a node; its ports and history go with it through
 // ON DELETE CASCADE.
 func (s *SQLite) DeleteNode(ctx context.Context, nodeUUID string) error {
-	res, err := s.w.ExecContext(ctx, "DELETE FROM nodes WHERE uuid = ?", uuidKey(nodeUUID))
-	if err != nil {
+	err := execOne(ctx, s.writer(), fault.NodeNotFound(nodeUUID), "DELETE FROM nodes WHERE uuid = ?", uuidKey(nodeUUID))
+	if err != nil && !fault.Is(err, fault.NotFound) {
 		return fmt.Errorf("storage: delete node %s: %w", nodeUUID, err)
 	}
-	if n, err := res.RowsAffected(); err != nil {
-		return fmt.Errorf("storage: delete node %s: %w", nodeUUID, err)
-	} else if n == 0 {
-		return fault.NodeNotFound(nodeUUID)
-	}
-	return nil
+	return err
 }
 
 // ReleaseAllReservations clears every reservation held by host and returns
 // the UUIDs of the nodes it held.
 func (s *SQLite) ReleaseAllReservations(ctx context.Context, host string) ([]string, error) {
-	rows, err := s.w.QueryContext(ctx,
+	rows, err := s.writer().query(ctx,
 		"UPDATE nodes SET reservation = NULL, updated_at = ? WHERE reservation = ? RETURNING uuid",
 		formatTime(time.Now()), host)
 	if err != nil {

@@ -2,7 +2,6 @@ package storage
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"strings"
 	"time"
@@ -17,30 +16,28 @@ type portSQL struct {
 	table[Port]
 	byUUID    string
 	byAddress string
-	update    string
 }
 
 func newPortSQL() portSQL {
 	t := newTable("ports", "id", func(p *Port) *int64 { return &p.ID }, []column[Port]{
-		fixedCol("uuid", func(p *Port) any { return &p.UUID }),
-		col("name", func(p *Port) any { return &p.Name }),
-		col("node_uuid", func(p *Port) any { return &p.NodeUUID }),
-		col("portgroup_uuid", func(p *Port) any { return &p.PortgroupUUID }),
-		col("address", func(p *Port) any { return &p.Address }),
-		docCol("local_link_connection", func(p *Port) any { return objectCol{&p.LocalLinkConnection} }),
-		col("pxe_enabled", func(p *Port) any { return &p.PXEEnabled }),
-		col("physical_network", func(p *Port) any { return &p.PhysicalNetwork }),
-		docCol("internal_info", func(p *Port) any { return objectCol{&p.InternalInfo} }),
-		docCol("extra", func(p *Port) any { return objectCol{&p.Extra} }),
-		col("is_smartnic", func(p *Port) any { return &p.IsSmartNIC }),
-		fixedCol("created_at", func(p *Port) any { return timeCol{&p.CreatedAt} }),
-		col("updated_at", func(p *Port) any { return nullTimeCol{&p.UpdatedAt} }),
+		fixed(strCol("uuid", func(p *Port) *string { return &p.UUID })),
+		nullStrCol("name", func(p *Port) **string { return &p.Name }),
+		strCol("node_uuid", func(p *Port) *string { return &p.NodeUUID }),
+		nullStrCol("portgroup_uuid", func(p *Port) **string { return &p.PortgroupUUID }),
+		strCol("address", func(p *Port) *string { return &p.Address }),
+		objectCol("local_link_connection", func(p *Port) *JSONObject { return &p.LocalLinkConnection }),
+		boolCol("pxe_enabled", func(p *Port) *bool { return &p.PXEEnabled }),
+		nullStrCol("physical_network", func(p *Port) **string { return &p.PhysicalNetwork }),
+		objectCol("internal_info", func(p *Port) *JSONObject { return &p.InternalInfo }),
+		objectCol("extra", func(p *Port) *JSONObject { return &p.Extra }),
+		boolCol("is_smartnic", func(p *Port) *bool { return &p.IsSmartNIC }),
+		fixed(timeCol("created_at", func(p *Port) *time.Time { return &p.CreatedAt })),
+		nullTimeCol("updated_at", func(p *Port) **time.Time { return &p.UpdatedAt }),
 	})
 	return portSQL{
 		table:     t,
 		byUUID:    t.selectFrom() + " WHERE uuid = ?",
 		byAddress: t.selectFrom() + " WHERE address = ?",
-		update:    "UPDATE ports SET " + t.updateSet + " WHERE id = ?",
 	}
 }
 
@@ -88,7 +85,7 @@ func (s *SQLite) CreatePort(ctx context.Context, p *Port) error {
 		p.CreatedAt = time.Now()
 	}
 	normalizePort(p)
-	if err := s.w.QueryRowContext(ctx, s.ports.insert, s.ports.insertArgs(p)...).Scan(&p.ID); err != nil {
+	if err := s.writer().queryRow(ctx, s.ports.insert, s.ports.insertArgs(p)...).Scan(&p.ID); err != nil {
 		return portWriteError(err, p)
 	}
 	return nil
@@ -96,12 +93,12 @@ func (s *SQLite) CreatePort(ctx context.Context, p *Port) error {
 
 // GetPort finds a port by UUID.
 func (s *SQLite) GetPort(ctx context.Context, portUUID string) (*Port, error) {
-	return s.ports.getOne(ctx, s.r, fault.PortNotFound(portUUID), s.ports.byUUID, uuidKey(portUUID))
+	return s.ports.getOne(ctx, s.reader(), fault.PortNotFound(portUUID), s.ports.byUUID, uuidKey(portUUID))
 }
 
 // GetPortByAddress finds a port by MAC address, in any letter case.
 func (s *SQLite) GetPortByAddress(ctx context.Context, address string) (*Port, error) {
-	return s.ports.getOne(ctx, s.r, fault.PortNotFound(address), s.ports.byAddress, strings.ToLower(address))
+	return s.ports.getOne(ctx, s.reader(), fault.PortNotFound(address), s.ports.byAddress, strings.ToLower(address))
 }
 
 // ListPorts returns the ports matching q, one page of them when q.Limit is set.
@@ -116,7 +113,7 @@ func (s *SQLite) ListPorts(ctx context.Context, q PortQuery) ([]*Port, error) {
 	if q.PortgroupUUID != nil {
 		f.add("portgroup_uuid = ?", uuidKey(*q.PortgroupUUID))
 	}
-	return s.ports.paged(ctx, s.r, f, q.Page, pageSpec{
+	return s.ports.paged(ctx, s.reader(), f, q.Page, pageSpec{
 		defaultSort:    "id",
 		markerCol:      "uuid",
 		markerNotFound: fault.PortNotFound,
@@ -127,12 +124,16 @@ func (s *SQLite) ListPorts(ctx context.Context, q PortQuery) ([]*Port, error) {
 // setting UpdatedAt. An error from fn is returned unchanged.
 func (s *SQLite) UpdatePort(ctx context.Context, portUUID string, fn func(p *Port) error) (*Port, error) {
 	var out *Port
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		p, err := s.ports.getOne(ctx, tx, fault.PortNotFound(portUUID), s.ports.byUUID, uuidKey(portUUID))
+	err := s.writeTx(ctx, func(r runner) error {
+		p, err := s.ports.getOne(ctx, r, fault.PortNotFound(portUUID), s.ports.byUUID, uuidKey(portUUID))
 		if err != nil {
 			return err
 		}
 		id, pu, created := p.ID, p.UUID, p.CreatedAt
+		before, err := s.ports.values(p)
+		if err != nil {
+			return err
+		}
 		if err := fn(p); err != nil {
 			return err
 		}
@@ -143,7 +144,11 @@ func (s *SQLite) UpdatePort(ctx context.Context, portUUID string, fn func(p *Por
 		now := time.Now()
 		p.UpdatedAt = &now
 		normalizePort(p)
-		if _, err := tx.ExecContext(ctx, s.ports.update, s.ports.updateArgs(p, p.ID)...); err != nil {
+		after, err := s.ports.values(p)
+		if err != nil {
+			return err
+		}
+		if err := s.ports.updateChanged(ctx, r, before, after, p.ID); err != nil {
 			return portWriteError(err, p)
 		}
 		out = p
@@ -157,14 +162,9 @@ func (s *SQLite) UpdatePort(ctx context.Context, portUUID string, fn func(p *Por
 
 // DeletePort removes a port.
 func (s *SQLite) DeletePort(ctx context.Context, portUUID string) error {
-	res, err := s.w.ExecContext(ctx, "DELETE FROM ports WHERE uuid = ?", uuidKey(portUUID))
-	if err != nil {
+	err := execOne(ctx, s.writer(), fault.PortNotFound(portUUID), "DELETE FROM ports WHERE uuid = ?", uuidKey(portUUID))
+	if err != nil && !fault.Is(err, fault.NotFound) {
 		return fmt.Errorf("storage: delete port %s: %w", portUUID, err)
 	}
-	if n, err := res.RowsAffected(); err != nil {
-		return fmt.Errorf("storage: delete port %s: %w", portUUID, err)
-	} else if n == 0 {
-		return fault.PortNotFound(portUUID)
-	}
-	return nil
+	return err
 }

@@ -24,8 +24,8 @@ import (
 //
 // Queries use `?` placeholders; a PostgreSQL store would rebind them to $n.
 type SQLite struct {
-	w *sql.DB // writer: one connection, BEGIN IMMEDIATE
-	r *sql.DB // readers: query_only
+	w *pool // writer: one connection, BEGIN IMMEDIATE
+	r *pool // readers: query_only
 
 	nodes nodeSQL
 	ports portSQL
@@ -72,6 +72,13 @@ func Open(ctx context.Context, path string) (*SQLite, error) {
 		w.Close()
 		return nil, err
 	}
+	// Planner statistics, so that e.g. "parent_node IS NULL" on a table
+	// where that is every row is not taken for a selective filter. Cheap:
+	// SQLite only analyzes when its heuristics say it is worth it.
+	if _, err := w.ExecContext(ctx, "PRAGMA optimize=0x10002"); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("storage: optimize: %w", err)
+	}
 
 	r, err := sql.Open("sqlite", path+"?"+readerDSN)
 	if err != nil {
@@ -89,31 +96,43 @@ func Open(ctx context.Context, path string) (*SQLite, error) {
 		return nil, fmt.Errorf("storage: open readers: %w", err)
 	}
 
-	return &SQLite{
-		w:     w,
-		r:     r,
+	s := &SQLite{
+		w:     newPool(w),
+		r:     newPool(r),
 		nodes: newNodeSQL(),
 		ports: newPortSQL(),
 		conds: newConductorSQL(),
 		hist:  newEventSQL(),
-	}, nil
+	}
+	// Statements that run inside write transactions are prepared now: a
+	// transaction holds the only writer connection and cannot prepare
+	// through the pool.
+	for _, q := range []string{s.nodes.byUUID, s.nodes.byName, s.ports.byUUID, s.hist.insert} {
+		if s.w.prepare(ctx, q) == nil {
+			s.Close()
+			return nil, fmt.Errorf("storage: prepare %q failed", q)
+		}
+	}
+	return s, nil
 }
 
-// Close closes both pools.
+// Close closes both pools, first letting SQLite refresh its planner
+// statistics as its documentation recommends for long-lived connections.
 func (s *SQLite) Close() error {
-	return errors.Join(s.w.Close(), s.r.Close())
+	_, err := s.w.db.ExecContext(context.Background(), "PRAGMA optimize")
+	return errors.Join(err, s.r.close(), s.w.close())
 }
 
 // writeTx runs fn in one short write transaction (BEGIN IMMEDIATE through the
 // DSN's _txlock, so the write lock is taken up front and never upgraded from a
 // read lock, which is what produces SQLITE_BUSY under concurrency). An error
 // from fn is returned unchanged after rollback.
-func (s *SQLite) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := s.w.BeginTx(ctx, nil)
+func (s *SQLite) writeTx(ctx context.Context, fn func(r runner) error) error {
+	tx, err := s.w.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("storage: begin: %w", err)
 	}
-	if err := fn(tx); err != nil {
+	if err := fn(runner{p: s.w, tx: tx}); err != nil {
 		tx.Rollback()
 		return err
 	}

@@ -948,7 +948,7 @@ func TestDeleteNodeCascades(t *testing.T) {
 	}
 	count := func(table, nodeUUID string) int {
 		var c int
-		if err := s.r.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+table+" WHERE node_uuid = ?", nodeUUID).Scan(&c); err != nil {
+		if err := s.r.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+table+" WHERE node_uuid = ?", nodeUUID).Scan(&c); err != nil {
 			t.Fatal(err)
 		}
 		return c
@@ -1022,14 +1022,14 @@ func TestReopen(t *testing.T) {
 		}
 		ms, _ := loadMigrations()
 		var applied, distinct int
-		if err := s.r.QueryRowContext(ctx, "SELECT COUNT(*), COUNT(DISTINCT version) FROM schema_migrations").Scan(&applied, &distinct); err != nil {
+		if err := s.r.db.QueryRowContext(ctx, "SELECT COUNT(*), COUNT(DISTINCT version) FROM schema_migrations").Scan(&applied, &distinct); err != nil {
 			t.Fatal(err)
 		}
 		if applied != len(ms) || distinct != len(ms) {
 			t.Fatalf("schema_migrations has %d rows (%d versions), want %d", applied, distinct, len(ms))
 		}
 		var mode string
-		if err := s.r.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
+		if err := s.r.db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
 			t.Fatalf("journal_mode = %q, %v", mode, err)
 		}
 		if err := s.Close(); err != nil {
@@ -1040,7 +1040,7 @@ func TestReopen(t *testing.T) {
 
 func TestReadersAreReadOnly(t *testing.T) {
 	s := openTest(t)
-	if _, err := s.r.ExecContext(context.Background(), "DELETE FROM nodes"); err == nil {
+	if _, err := s.r.db.ExecContext(context.Background(), "DELETE FROM nodes"); err == nil {
 		t.Fatal("reader pool accepted a write")
 	}
 }

@@ -20,9 +20,9 @@ func TestZZPlan(t *testing.T) {
 		"SELECT id FROM nodes WHERE parent_node IS NULL AND created_at >= ? AND (created_at > ? OR id > ?) ORDER BY created_at ASC, id ASC LIMIT 100",
 	}
 	for _, q := range qs {
-		rows, err := s.r.QueryContext(ctx, "EXPLAIN QUERY PLAN "+q, "a", "a", 1)
+		rows, err := s.r.db.QueryContext(ctx, "EXPLAIN QUERY PLAN "+q, "a", "a", 1)
 		if err != nil {
-			rows, err = s.r.QueryContext(ctx, "EXPLAIN QUERY PLAN "+q, "a", 1)
+			rows, err = s.r.db.QueryContext(ctx, "EXPLAIN QUERY PLAN "+q, "a", 1)
 		}
 		if err != nil { t.Fatal(err) }
 		fmt.Println(q)

@@ -71,18 +71,24 @@ CREATE TABLE nodes (
 );
 
 -- Columns NodeQuery filters on. Each index also orders by id (the implicit
--- tail of every SQLite index), which is what keyset pagination walks.
+-- tail of every SQLite index), so "filter = ? AND id > ? ORDER BY id" walks
+-- it without sorting.
 CREATE INDEX nodes_provision_state_idx ON nodes (provision_state);
 CREATE INDEX nodes_driver_idx ON nodes (driver);
 CREATE INDEX nodes_conductor_group_idx ON nodes (conductor_group);
 CREATE INDEX nodes_maintenance_idx ON nodes (maintenance);
-CREATE INDEX nodes_reservation_idx ON nodes (reservation);
-CREATE INDEX nodes_chassis_uuid_idx ON nodes (chassis_uuid);
 CREATE INDEX nodes_resource_class_idx ON nodes (resource_class);
 CREATE INDEX nodes_owner_idx ON nodes (owner);
 CREATE INDEX nodes_lessee_idx ON nodes (lessee);
-CREATE INDEX nodes_shard_idx ON nodes (shard);
-CREATE INDEX nodes_parent_node_idx ON nodes (parent_node);
+-- Mostly-NULL columns get partial indexes: they serve "col = ?", and every
+-- list query's "parent_node IS NULL" cannot lure the planner into an index
+-- that holds nearly every row instead of the one that gives the sort order.
+CREATE INDEX nodes_reservation_idx ON nodes (reservation) WHERE reservation IS NOT NULL;
+CREATE INDEX nodes_chassis_uuid_idx ON nodes (chassis_uuid) WHERE chassis_uuid IS NOT NULL;
+CREATE INDEX nodes_shard_idx ON nodes (shard) WHERE shard IS NOT NULL;
+CREATE INDEX nodes_parent_node_idx ON nodes (parent_node) WHERE parent_node IS NOT NULL;
+-- Sort keys a UI is likely to ask for; name and uuid have their UNIQUE index.
+CREATE INDEX nodes_created_at_idx ON nodes (created_at);
 
 CREATE TABLE ports (
     id                    INTEGER PRIMARY KEY,

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -329,4 +330,18 @@ func (r *udpRelay) bootFlagRequests() [][]byte {
 		}
 	}
 	return out
+}
+
+// newTestDriver logs through t.Log, so a driver's log lines show up next to
+// the test that caused them.
+func newTestDriver(t testing.TB, cfg Config) *Driver {
+	cfg.Logger = slog.New(slog.NewTextHandler(testLog{t}, nil))
+	return New(cfg)
+}
+
+type testLog struct{ t testing.TB }
+
+func (w testLog) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // Sentinels callers may test with errors.Is; every error also carries the
@@ -34,9 +35,9 @@ func (e *bmcError) Unwrap() []error { return e.causes }
 // several lines; they are folded into one.
 func wrapBMC(ctx context.Context, inf *info, err error, format string, args ...any) error {
 	causes := []error{err}
-	if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
+	if cerr := ctxErr(ctx); cerr != nil && !errors.Is(err, cerr) {
 		// go-ipmi joins per-suite errors with %v, losing the context error.
-		causes = append(causes, ctx.Err())
+		causes = append(causes, cerr)
 	}
 	what := fmt.Sprintf(format, args...)
 	return &bmcError{
@@ -52,6 +53,19 @@ func authError(inf *info, err error, note string) error {
 			inf.uuid, inf.target(), inf.username, note, oneLine(err)),
 		causes: []error{ErrAuthentication, err},
 	}
+}
+
+// ctxErr is ctx.Err(), but also reports a deadline that has passed before
+// ctx's timer fired: go-ipmi sets the socket read deadline to ctx's, so the
+// read often times out a moment before ctx is marked done.
+func ctxErr(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 func oneLine(err error) string {
@@ -94,7 +108,7 @@ func suiteFailure(err error) bool {
 // unreachable reports errors no other cipher suite can fix: nothing listens
 // (ICMP port unreachable on a connected UDP socket) or the caller gave up.
 func unreachable(ctx context.Context, err error) bool {
-	return ctx.Err() != nil || errors.Is(err, syscall.ECONNREFUSED) ||
+	return ctxErr(ctx) != nil || errors.Is(err, syscall.ECONNREFUSED) ||
 		errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH)
 }
 

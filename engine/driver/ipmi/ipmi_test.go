@@ -40,7 +40,7 @@ func ipmitoolPower(t *testing.T, s *bmcSim) string {
 
 func TestPowerRoundTrip(t *testing.T) {
 	s := startSim(t)
-	d := New(Config{})
+	d := newTestDriver(t, Config{})
 	n := testNode(s.driverInfo())
 	ctx := ctxT(t, 30*time.Second)
 
@@ -119,7 +119,7 @@ func TestPowerRoundTrip(t *testing.T) {
 
 func TestSoftPowerOffTimeout(t *testing.T) {
 	s := startSim(t)
-	d := New(Config{})
+	d := newTestDriver(t, Config{})
 	n := testNode(s.driverInfo())
 	ctx := ctxT(t, 30*time.Second)
 	if err := d.SetPowerState(ctx, n, driver.PowerOn, time.Second); err != nil {
@@ -150,7 +150,7 @@ func TestSoftPowerOffTimeout(t *testing.T) {
 
 func TestBootDevice(t *testing.T) {
 	s := startSim(t)
-	d := New(Config{})
+	d := newTestDriver(t, Config{})
 	ctx := ctxT(t, 30*time.Second)
 
 	for _, tt := range []struct {
@@ -208,7 +208,7 @@ func TestBootDevice(t *testing.T) {
 func TestBootFlagsOnTheWire(t *testing.T) {
 	s := startSim(t)
 	r := startRelay(t, s.port)
-	d := New(Config{})
+	d := newTestDriver(t, Config{})
 	ctx := ctxT(t, 30*time.Second)
 	di := s.driverInfo()
 	di["ipmi_port"] = r.port
@@ -245,7 +245,7 @@ func TestBootFlagsOnTheWire(t *testing.T) {
 
 func TestForceBootDevice(t *testing.T) {
 	s := startSim(t)
-	d := New(Config{})
+	d := newTestDriver(t, Config{})
 	ctx := ctxT(t, 30*time.Second)
 	di := s.driverInfo()
 	di["ipmi_force_boot_device"] = true
@@ -285,7 +285,7 @@ func TestWrongCredentials(t *testing.T) {
 			for i := 0; i < len(tt.kv); i += 2 {
 				di[tt.kv[i].(string)] = tt.kv[i+1]
 			}
-			d := New(tt.cfg)
+			d := newTestDriver(t, tt.cfg)
 			start := time.Now()
 			_, err := d.PowerState(ctx, testNode(di))
 			took := time.Since(start)
@@ -305,7 +305,7 @@ func TestWrongCredentials(t *testing.T) {
 
 func TestUnreachable(t *testing.T) {
 	requireSim(t) // not needed, but keeps the BMC tests together
-	d := New(Config{})
+	d := newTestDriver(t, Config{})
 
 	// Nothing listens: the kernel answers ICMP port unreachable at once.
 	port, err := freeUDPPort()
@@ -348,7 +348,7 @@ func TestUnreachable(t *testing.T) {
 
 func TestCipherSuiteFallback(t *testing.T) {
 	s := startSim(t)
-	d := New(Config{})
+	d := newTestDriver(t, Config{})
 	n := testNode(s.driverInfo())
 	ctx := ctxT(t, 30*time.Second)
 	key := suiteKey{uuid: n.UUID, address: "127.0.0.1", port: s.port}
@@ -395,7 +395,7 @@ func TestCipherSuiteFallback(t *testing.T) {
 
 func TestIPMI15(t *testing.T) {
 	s := startSim(t)
-	d := New(Config{})
+	d := newTestDriver(t, Config{})
 	di := s.driverInfo()
 	di["ipmi_protocol_version"] = "1.5"
 	n := testNode(di)
@@ -413,7 +413,7 @@ func TestIPMI15(t *testing.T) {
 
 func TestPrivilegeLevel(t *testing.T) {
 	s := startSim(t)
-	d := New(Config{})
+	d := newTestDriver(t, Config{})
 	ctx := ctxT(t, 30*time.Second)
 	di := s.driverInfo()
 	di["ipmi_priv_level"] = "USER"
@@ -431,7 +431,7 @@ func TestPrivilegeLevel(t *testing.T) {
 // TestConcurrentNodes drives several BMCs at once through one Driver.
 func TestConcurrentNodes(t *testing.T) {
 	const nodes = 4
-	d := New(Config{})
+	d := newTestDriver(t, Config{})
 	ctx := ctxT(t, 60*time.Second)
 	sims := make([]*bmcSim, nodes)
 	for i := range sims {
@@ -472,7 +472,7 @@ func TestConcurrentNodes(t *testing.T) {
 // status forks a shell for its chassis_control program, which is most of it.
 func BenchmarkPowerStateWarm(b *testing.B) {
 	s := startSim(b)
-	d := New(Config{})
+	d := newTestDriver(b, Config{})
 	n := testNode(s.driverInfo())
 	ctx := context.Background()
 	if _, err := d.PowerState(ctx, n); err != nil { // learn the suite
@@ -490,7 +490,7 @@ func BenchmarkPowerStateWarm(b *testing.B) {
 // chassis_control fork): what the driver itself costs per operation.
 func BenchmarkSessionWarm(b *testing.B) {
 	s := startSim(b)
-	d := New(Config{})
+	d := newTestDriver(b, Config{})
 	inf, err := parseInfo(testNode(s.driverInfo()))
 	if err != nil {
 		b.Fatal(err)

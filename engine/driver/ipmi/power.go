@@ -112,7 +112,7 @@ func (s *conn) waitPower(ctx context.Context, want string, timeout time.Duration
 			return nil
 		}
 		switch {
-		case err != nil && wctx.Err() != nil:
+		case err != nil && ctxErr(wctx) != nil:
 			// cut short by the deadline: not the BMC's fault
 		case errors.Is(err, ErrAuthentication):
 			return err // polling will not fix credentials

@@ -149,7 +149,7 @@ func (d *Driver) connectError(ctx context.Context, inf *info, err error) error {
 	if isAuthFailure(err) {
 		return authError(inf, err, "")
 	}
-	if inf.v15 && ctx.Err() == nil && isActivateTimeout(err) {
+	if inf.v15 && ctxErr(ctx) == nil && isActivateTimeout(err) {
 		return authError(inf, err, " (IPMI 1.5 BMCs do not answer a wrong password)")
 	}
 	return wrapBMC(ctx, inf, err, "IPMI session setup failed")

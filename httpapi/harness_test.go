@@ -1,0 +1,169 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"castiron/engine"
+	"castiron/engine/driver/fake"
+	"castiron/storage"
+)
+
+// apiHarness is castiron's API on a real loopback HTTP server over a real
+// SQLite file with the fake-hardware and manual-management types.
+type apiHarness struct {
+	t     *testing.T
+	srv   *httptest.Server
+	cond  *engine.Conductor
+	store *storage.SQLite
+}
+
+func newAPI(t *testing.T, opts ...func(*Options)) *apiHarness {
+	t.Helper()
+	ctx := context.Background()
+	st, err := storage.Open(ctx, filepath.Join(t.TempDir(), "castiron.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	d := fake.New()
+	cond := engine.New(st, engine.NewRegistry(engine.NewFakeHardware(d), engine.NewManualManagement(d)),
+		engine.Config{Hostname: "test-conductor", AutomatedClean: true, Logger: quiet})
+	if err := cond.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	o := Options{Logger: quiet}
+	for _, f := range opts {
+		f(&o)
+	}
+	srv := httptest.NewServer(New(cond, o))
+	t.Cleanup(func() {
+		srv.Close()
+		if err := cond.Stop(context.Background()); err != nil {
+			t.Error(err)
+		}
+		st.Close()
+	})
+	return &apiHarness{t: t, srv: srv, cond: cond, store: st}
+}
+
+type resp struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r resp) json(t *testing.T) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.body, &m); err != nil {
+		t.Fatalf("body is not a JSON object: %v: %s", err, r.body)
+	}
+	return m
+}
+
+// faultstring digs the message out of Ironic's double-encoded error body.
+func (r resp) faultstring(t *testing.T) string {
+	t.Helper()
+	var inner map[string]any
+	if err := json.Unmarshal([]byte(r.json(t)["error_message"].(string)), &inner); err != nil {
+		t.Fatalf("error_message is not JSON: %s", r.body)
+	}
+	if s, ok := inner["faultstring"].(string); ok {
+		return s
+	}
+	return inner["description"].(string)
+}
+
+// do sends a request with microversion ver ("" = no header).
+func (h *apiHarness) do(method, path, ver string, body any) resp {
+	h.t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	case []byte:
+		rd = bytes.NewReader(b)
+	default:
+		js, _ := json.Marshal(b)
+		rd = bytes.NewReader(js)
+	}
+	req, err := http.NewRequest(method, h.srv.URL+path, rd)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if ver != "" {
+		req.Header.Set(hdrVersion, ver)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	res, err := h.srv.Client().Do(req)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return resp{status: res.StatusCode, header: res.Header, body: b}
+}
+
+// expect checks the status and returns the response.
+func (h *apiHarness) expect(status int, method, path, ver string, body any) resp {
+	h.t.Helper()
+	r := h.do(method, path, ver, body)
+	if r.status != status {
+		h.t.Fatalf("%s %s (ver %s): status %d, want %d: %s", method, path, ver, r.status, status, r.body)
+	}
+	return r
+}
+
+const latest = "latest"
+
+func (h *apiHarness) createNode(body map[string]any) map[string]any {
+	h.t.Helper()
+	if _, ok := body["driver"]; !ok {
+		body["driver"] = "fake-hardware"
+	}
+	return h.expect(http.StatusCreated, "POST", "/v1/nodes", latest, body).json(h.t)
+}
+
+// waitState polls the node until it is idle in want.
+func (h *apiHarness) waitState(ident, want string) map[string]any {
+	h.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		n := h.expect(http.StatusOK, "GET", "/v1/nodes/"+ident, latest, nil).json(h.t)
+		if n["provision_state"] == want && n["reservation"] == nil {
+			return n
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("node %s in %v (last_error %v), want %s", ident, n["provision_state"], n["last_error"], want)
+		}
+		time.Sleep(3 * time.Millisecond)
+	}
+}
+
+func (h *apiHarness) provision(ident, target string, extra map[string]any) resp {
+	h.t.Helper()
+	body := map[string]any{"target": target}
+	for k, v := range extra {
+		body[k] = v
+	}
+	return h.do("PUT", "/v1/nodes/"+ident+"/states/provision", latest, body)
+}
+
+func newRequest(h *apiHarness, method, path string) (*http.Request, error) {
+	req, err := http.NewRequest(method, h.srv.URL+path, nil)
+	if err == nil {
+		req.Header.Set(hdrVersion, latest)
+	}
+	return req, err
+}

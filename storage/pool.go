@@ -1,0 +1,141 @@
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"sync"
+)
+
+// maxStmts bounds each pool's statement cache. List queries vary with their
+// filters, but real clients use a handful of combinations.
+const maxStmts = 256
+
+// pool is a *sql.DB with a cache of prepared statements: parsing a 60-column
+// SELECT costs more than running it for one row.
+type pool struct {
+	db *sql.DB
+
+	mu    sync.Mutex
+	stmts map[string]*sql.Stmt
+}
+
+func newPool(db *sql.DB) *pool {
+	return &pool{db: db, stmts: map[string]*sql.Stmt{}}
+}
+
+// cached returns the prepared statement for query, or nil.
+func (p *pool) cached(query string) *sql.Stmt {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stmts[query]
+}
+
+// prepare returns a cached prepared statement for query, preparing it if
+// needed; nil when the cache is full or preparing failed (the caller then
+// runs the query unprepared, which reports any error in the usual place).
+// It takes a connection, so it must not be called from inside a transaction
+// of a one-connection pool.
+func (p *pool) prepare(ctx context.Context, query string) *sql.Stmt {
+	if st := p.cached(query); st != nil {
+		return st
+	}
+	st, err := p.db.PrepareContext(ctx, query)
+	if err != nil {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if prev, ok := p.stmts[query]; ok {
+		st.Close()
+		return prev
+	}
+	if len(p.stmts) >= maxStmts {
+		st.Close()
+		return nil
+	}
+	p.stmts[query] = st
+	return st
+}
+
+func (p *pool) close() error {
+	p.mu.Lock()
+	var errs []error
+	for q, st := range p.stmts {
+		errs = append(errs, st.Close())
+		delete(p.stmts, q)
+	}
+	p.mu.Unlock()
+	return errors.Join(append(errs, p.db.Close())...)
+}
+
+// runner runs statements on a pool, inside tx when tx is set, through the
+// pool's prepared statements where it has them.
+type runner struct {
+	p  *pool
+	tx *sql.Tx
+}
+
+func (r runner) stmt(ctx context.Context, query string) *sql.Stmt {
+	if r.tx == nil {
+		return r.p.prepare(ctx, query)
+	}
+	// The transaction holds the writer's only connection: use what is
+	// already prepared, never prepare (that would wait for the connection).
+	if st := r.p.cached(query); st != nil {
+		return r.tx.StmtContext(ctx, st)
+	}
+	return nil
+}
+
+func (r runner) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
+	if st := r.stmt(ctx, query); st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
+	if r.tx != nil {
+		return r.tx.QueryRowContext(ctx, query, args...)
+	}
+	return r.p.db.QueryRowContext(ctx, query, args...)
+}
+
+func (r runner) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if st := r.stmt(ctx, query); st != nil {
+		return st.QueryContext(ctx, args...)
+	}
+	if r.tx != nil {
+		return r.tx.QueryContext(ctx, query, args...)
+	}
+	return r.p.db.QueryContext(ctx, query, args...)
+}
+
+func (r runner) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if st := r.stmt(ctx, query); st != nil {
+		return st.ExecContext(ctx, args...)
+	}
+	if r.tx != nil {
+		return r.tx.ExecContext(ctx, query, args...)
+	}
+	return r.p.db.ExecContext(ctx, query, args...)
+}
+
+// reader runs on the query_only pool, writer on the one write connection
+// (outside any transaction: each statement commits on its own).
+func (s *SQLite) reader() runner { return runner{p: s.r} }
+func (s *SQLite) writer() runner { return runner{p: s.w} }
+
+// execOne runs a statement meant to change one row; when it changes none
+// the row did not exist and notFound is returned.
+func execOne(ctx context.Context, r runner, notFound error, query string, args ...any) error {
+	res, err := r.exec(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return notFound
+	}
+	return nil
+}
