@@ -150,7 +150,7 @@ func serve(args []string) error {
 	ipmiDriver := ipmi.New(ipmi.Config{Logger: log})
 	hw := engine.NewRegistry(
 		engine.NewFakeHardware(fakeDriver),
-		engine.NewIPMIHardware(ipmiDriver, ipmiDriver),
+		engine.NewIPMIHardware(ipmiDriver, ipmiDriver, ipmi.Properties()),
 		engine.NewManualManagement(fakeDriver),
 	)
 	cond := engine.New(store, hw, engine.Config{

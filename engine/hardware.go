@@ -77,7 +77,7 @@ func NewFakeHardware(d interface {
 
 // NewIPMIHardware is the ipmi type; its power/management/vendor interfaces
 // keep Ironic's name "ipmitool" although castiron speaks IPMI natively.
-func NewIPMIHardware(p driver.Power, m driver.Management) *HardwareType {
+func NewIPMIHardware(p driver.Power, m driver.Management, props []driver.Property) *HardwareType {
 	return &HardwareType{
 		Name: "ipmi",
 		Interfaces: map[string][]string{
@@ -97,17 +97,7 @@ func NewIPMIHardware(p driver.Power, m driver.Management) *HardwareType {
 		},
 		Power:      p,
 		Management: m,
-		Properties: []driver.Property{
-			{Name: "ipmi_address", Description: "IP address or hostname of the node. Required."},
-			{Name: "ipmi_username", Description: "username; default is NULL user. Optional."},
-			{Name: "ipmi_password", Description: "password. Optional."},
-			{Name: "ipmi_port", Description: "remote IPMI RMCP port. Optional."},
-			{Name: "ipmi_cipher_suite", Description: "IPMI cipher suite (3 or 17); probed and remembered when unset. Optional."},
-			{Name: "ipmi_priv_level", Description: "privilege level; default is ADMINISTRATOR. One of ADMINISTRATOR, CALLBACK, OPERATOR, USER. Optional."},
-			{Name: "ipmi_protocol_version", Description: "the version of the IPMI protocol; default is \"2.0\". One of \"1.5\", \"2.0\". Optional."},
-			{Name: "deploy_kernel", Description: "UUID (from Glance) of the deployment kernel, or a URL. Required for agent-driven interfaces unless castiron's built-in ramdisk is used."},
-			{Name: "deploy_ramdisk", Description: "UUID (from Glance) of the ramdisk with agent, or a URL. Required for agent-driven interfaces unless castiron's built-in ramdisk is used."},
-		},
+		Properties: props,
 	}
 }
 

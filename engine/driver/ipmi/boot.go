@@ -145,6 +145,7 @@ func forcedBootDevice(inf *info, n driver.Node) (string, bool) {
 	if next, ok := n.InternalInfo[internalNextPer].(bool); ok && !next {
 		return "", false
 	}
-	dev, ok := n.InternalInfo[internalBootDev].(string)
-	return dev, ok && dev != ""
+	dev, _ := n.InternalInfo[internalBootDev].(string)
+	_, known := bootSelectors[dev]
+	return dev, known
 }

@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +19,24 @@ import (
 
 func testNode(di map[string]any) driver.Node {
 	return driver.Node{UUID: "6c616230-0000-4000-8000-000000000001", DriverInfo: di}
+}
+
+// noLeaks fails the test if it leaves goroutines behind: every session's
+// keep-alive goroutine and UDP socket must be gone once an operation returns.
+// Call it first, so its cleanup runs after the simulators are stopped.
+func noLeaks(t *testing.T) {
+	before := runtime.NumGoroutine()
+	t.Cleanup(func() {
+		// go-ipmi's UDP reader may outlive a cancelled exchange by up to
+		// its read timeout (1s).
+		for end := time.Now().Add(3 * time.Second); runtime.NumGoroutine() > before && time.Now().Before(end); {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if n := runtime.NumGoroutine(); n > before {
+			buf := make([]byte, 1<<20)
+			t.Errorf("%d goroutines leaked:\n%s", n-before, buf[:runtime.Stack(buf, true)])
+		}
+	})
 }
 
 func ctxT(t testing.TB, d time.Duration) context.Context {
@@ -39,6 +59,7 @@ func ipmitoolPower(t *testing.T, s *bmcSim) string {
 }
 
 func TestPowerRoundTrip(t *testing.T) {
+	noLeaks(t)
 	s := startSim(t)
 	d := newTestDriver(t, Config{})
 	n := testNode(s.driverInfo())
@@ -118,6 +139,7 @@ func TestPowerRoundTrip(t *testing.T) {
 }
 
 func TestSoftPowerOffTimeout(t *testing.T) {
+	noLeaks(t)
 	s := startSim(t)
 	d := newTestDriver(t, Config{})
 	n := testNode(s.driverInfo())
@@ -149,6 +171,7 @@ func TestSoftPowerOffTimeout(t *testing.T) {
 }
 
 func TestBootDevice(t *testing.T) {
+	noLeaks(t)
 	s := startSim(t)
 	d := newTestDriver(t, Config{})
 	ctx := ctxT(t, 30*time.Second)
@@ -265,6 +288,7 @@ func TestForceBootDevice(t *testing.T) {
 }
 
 func TestWrongCredentials(t *testing.T) {
+	noLeaks(t)
 	s := startSim(t)
 	ctx := ctxT(t, 30*time.Second)
 	for _, tt := range []struct {
@@ -304,7 +328,7 @@ func TestWrongCredentials(t *testing.T) {
 }
 
 func TestUnreachable(t *testing.T) {
-	requireSim(t) // not needed, but keeps the BMC tests together
+	noLeaks(t)
 	d := newTestDriver(t, Config{})
 
 	// Nothing listens: the kernel answers ICMP port unreachable at once.
@@ -430,6 +454,7 @@ func TestPrivilegeLevel(t *testing.T) {
 
 // TestConcurrentNodes drives several BMCs at once through one Driver.
 func TestConcurrentNodes(t *testing.T) {
+	noLeaks(t)
 	const nodes = 4
 	d := newTestDriver(t, Config{})
 	ctx := ctxT(t, 60*time.Second)
@@ -472,7 +497,7 @@ func TestConcurrentNodes(t *testing.T) {
 // status forks a shell for its chassis_control program, which is most of it.
 func BenchmarkPowerStateWarm(b *testing.B) {
 	s := startSim(b)
-	d := newTestDriver(b, Config{})
+	d := New(Config{Logger: slog.New(slog.DiscardHandler)})
 	n := testNode(s.driverInfo())
 	ctx := context.Background()
 	if _, err := d.PowerState(ctx, n); err != nil { // learn the suite
@@ -486,26 +511,49 @@ func BenchmarkPowerStateWarm(b *testing.B) {
 	}
 }
 
-// BenchmarkVerifySession is the session alone (Get Device ID needs no
-// chassis_control fork): what the driver itself costs per operation.
-func BenchmarkSessionWarm(b *testing.B) {
+// BenchmarkSessionCold is the session alone on a BMC the driver has not
+// seen: suite 17 refused by ipmi_sim, then suite 3.
+func BenchmarkSessionCold(b *testing.B) {
 	s := startSim(b)
-	d := newTestDriver(b, Config{})
 	inf, err := parseInfo(testNode(s.driverInfo()))
 	if err != nil {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
 	for b.Loop() {
-		err := d.session(ctx, inf, func(s *conn) error {
-			c, err := s.client(ctx)
-			if err != nil {
-				return err
-			}
-			_, err = c.GetDeviceID(ctx)
-			return err
-		})
+		d := New(Config{Logger: slog.New(slog.DiscardHandler)})
+		if err := d.session(ctx, inf, deviceID(ctx)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func deviceID(ctx context.Context) func(s *conn) error {
+	return func(s *conn) error {
+		c, err := s.client(ctx)
 		if err != nil {
+			return err
+		}
+		_, err = c.GetDeviceID(ctx)
+		return err
+	}
+}
+
+// BenchmarkSessionWarm is the session alone (Get Device ID needs no
+// chassis_control fork): what the driver itself costs per operation.
+func BenchmarkSessionWarm(b *testing.B) {
+	s := startSim(b)
+	d := New(Config{Logger: slog.New(slog.DiscardHandler)})
+	inf, err := parseInfo(testNode(s.driverInfo()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := d.session(ctx, inf, deviceID(ctx)); err != nil { // learn the suite
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if err := d.session(ctx, inf, deviceID(ctx)); err != nil {
 			b.Fatal(err)
 		}
 	}
