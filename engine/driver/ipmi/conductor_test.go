@@ -79,7 +79,9 @@ func TestConductorWithIPMISim(t *testing.T) {
 	if err := c.SetPower(ctx, good.UUID, "power on", 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	wait(good.UUID, func(n *storage.Node) bool { return n.PowerState != nil && *n.PowerState == "power on" && n.TargetPowerState == nil })
+	wait(good.UUID, func(n *storage.Node) bool {
+		return n.PowerState != nil && *n.PowerState == "power on" && n.TargetPowerState == nil
+	})
 	if out := sim.ipmitool(t, "chassis", "power", "status"); !strings.Contains(out, "on") {
 		t.Fatalf("ipmitool says %q after power on", out)
 	}
