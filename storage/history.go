@@ -51,7 +51,13 @@ func historyNotFound(eventUUID string) error {
 // r (the writer, or UpdateNode's transaction).
 func (s *SQLite) insertEvent(ctx context.Context, r runner, e *Event) error {
 	if e.UUID == "" {
-		e.UUID = uuid.NewString()
+		// Time-ordered (v7), so new rows append to the uuid index instead
+		// of landing on a random page of it.
+		u, err := uuid.NewV7()
+		if err != nil {
+			return fmt.Errorf("storage: event uuid: %w", err)
+		}
+		e.UUID = u.String()
 	}
 	if e.CreatedAt.IsZero() {
 		e.CreatedAt = time.Now()

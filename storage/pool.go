@@ -74,6 +74,9 @@ func (p *pool) close() error {
 type runner struct {
 	p  *pool
 	tx *sql.Tx
+	// missed collects the queries a transaction ran unprepared, for
+	// writeTx to prepare once the connection is free again.
+	missed *[]string
 }
 
 func (r runner) stmt(ctx context.Context, query string) *sql.Stmt {
@@ -84,6 +87,9 @@ func (r runner) stmt(ctx context.Context, query string) *sql.Stmt {
 	// already prepared, never prepare (that would wait for the connection).
 	if st := r.p.cached(query); st != nil {
 		return r.tx.StmtContext(ctx, st)
+	}
+	if r.missed != nil {
+		*r.missed = append(*r.missed, query)
 	}
 	return nil
 }

@@ -106,7 +106,7 @@ func Open(ctx context.Context, path string) (*SQLite, error) {
 	}
 	// Statements that run inside write transactions are prepared now: a
 	// transaction holds the only writer connection and cannot prepare
-	// through the pool.
+	// through the pool (writeTx prepares the others after commit).
 	for _, q := range []string{s.nodes.byUUID, s.nodes.byName, s.ports.byUUID, s.hist.insert} {
 		if s.w.prepare(ctx, q) == nil {
 			s.Close()
@@ -132,12 +132,18 @@ func (s *SQLite) writeTx(ctx context.Context, fn func(r runner) error) error {
 	if err != nil {
 		return fmt.Errorf("storage: begin: %w", err)
 	}
-	if err := fn(runner{p: s.w, tx: tx}); err != nil {
+	var missed []string
+	if err := fn(runner{p: s.w, tx: tx, missed: &missed}); err != nil {
 		tx.Rollback()
 		return err
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("storage: commit: %w", err)
+	}
+	// The UPDATE of a given set of changed columns recurs (every power
+	// sync writes the same ones): have it prepared for next time.
+	for _, q := range missed {
+		s.w.prepare(ctx, q)
 	}
 	return nil
 }

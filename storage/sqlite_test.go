@@ -107,9 +107,22 @@ func wantKind(t *testing.T, err error, kind fault.Kind, msg string) {
 	}
 }
 
+// allFieldsSet fails when a field of v other than ID is zero: a field added
+// to the model must be added to fullNode, and so to the round-trip test.
+func allFieldsSet(t *testing.T, v any) {
+	t.Helper()
+	rv := reflect.ValueOf(v).Elem()
+	for i := 0; i < rv.NumField(); i++ {
+		if name := rv.Type().Field(i).Name; name != "ID" && rv.Field(i).IsZero() {
+			t.Fatalf("%s.%s is not set by the test fixture", rv.Type().Name(), name)
+		}
+	}
+}
+
 func TestNodeRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	s := openTest(t)
+	allFieldsSet(t, fullNode())
 	tests := []struct {
 		name string
 		node *Node
@@ -443,6 +456,56 @@ func TestUpdateNodeConcurrent(t *testing.T) {
 	}
 }
 
+// TestUpdateNodeTwoStores: two stores on one file behave like two processes;
+// BEGIN IMMEDIATE and busy_timeout must serialise them without SQLITE_BUSY.
+func TestUpdateNodeTwoStores(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "castiron.db")
+	var stores [2]*SQLite
+	for i := range stores {
+		s, err := Open(ctx, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		stores[i] = s
+	}
+	n := mustCreateNode(t, stores[0], newNode("shared"))
+	const perStore, rounds = 10, 10
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*perStore*rounds)
+	for _, s := range stores {
+		for w := 0; w < perStore; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < rounds; i++ {
+					_, err := s.UpdateNode(ctx, n.UUID, func(n *Node) (*Event, error) {
+						c, _ := n.Extra["counter"].(float64)
+						n.Extra["counter"] = c + 1
+						return nil, nil
+					})
+					if err != nil {
+						errs <- err
+					}
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("UpdateNode: %v", err)
+	}
+	got, err := stores[1].GetNode(ctx, n.UUID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := got.Extra["counter"]; c != float64(2*perStore*rounds) {
+		t.Fatalf("counter = %v, want %d", c, 2*perStore*rounds)
+	}
+}
+
 func names(nodes []*Node) []string {
 	out := make([]string, len(nodes))
 	for i, n := range nodes {
@@ -691,6 +754,7 @@ func TestPorts(t *testing.T) {
 		InternalInfo: JSONObject{"tenant_vif_port_id": "x"}, Extra: JSONObject{"k": "v"},
 		IsSmartNIC: true, CreatedAt: time.Now(), UpdatedAt: ptr(time.Now()),
 	}
+	allFieldsSet(t, full)
 	if err := s.CreatePort(ctx, full); err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,9 @@
 -- castiron schema, version 1.
 --
 -- Portable on purpose: plain TEXT/INTEGER/BOOLEAN types, no SQLite-only
--- syntax, so a PostgreSQL store can start from the same file. Timestamps are
+-- syntax, so a PostgreSQL store can start from this file (its id columns
+-- need an identity type; SQLite's INTEGER PRIMARY KEY is the rowid, which
+-- numbers rows in creation order). Timestamps are
 -- TEXT in a fixed-width UTC format ("2006-01-02 15:04:05.000000") so that
 -- string order is time order and microseconds survive. JSON columns hold an
 -- object ('{}') or, for traits, an array ('[]'); never NULL.
@@ -77,6 +79,7 @@ CREATE INDEX nodes_provision_state_idx ON nodes (provision_state);
 CREATE INDEX nodes_driver_idx ON nodes (driver);
 CREATE INDEX nodes_conductor_group_idx ON nodes (conductor_group);
 CREATE INDEX nodes_maintenance_idx ON nodes (maintenance);
+CREATE INDEX nodes_retired_idx ON nodes (retired);
 CREATE INDEX nodes_resource_class_idx ON nodes (resource_class);
 CREATE INDEX nodes_owner_idx ON nodes (owner);
 CREATE INDEX nodes_lessee_idx ON nodes (lessee);
@@ -84,6 +87,7 @@ CREATE INDEX nodes_lessee_idx ON nodes (lessee);
 -- list query's "parent_node IS NULL" cannot lure the planner into an index
 -- that holds nearly every row instead of the one that gives the sort order.
 CREATE INDEX nodes_reservation_idx ON nodes (reservation) WHERE reservation IS NOT NULL;
+CREATE INDEX nodes_fault_idx ON nodes (fault) WHERE fault IS NOT NULL;
 CREATE INDEX nodes_chassis_uuid_idx ON nodes (chassis_uuid) WHERE chassis_uuid IS NOT NULL;
 CREATE INDEX nodes_shard_idx ON nodes (shard) WHERE shard IS NOT NULL;
 CREATE INDEX nodes_parent_node_idx ON nodes (parent_node) WHERE parent_node IS NOT NULL;
@@ -109,7 +113,7 @@ CREATE TABLE ports (
 
 -- node_uuid also serves the ON DELETE CASCADE lookup.
 CREATE INDEX ports_node_uuid_idx ON ports (node_uuid);
-CREATE INDEX ports_portgroup_uuid_idx ON ports (portgroup_uuid);
+CREATE INDEX ports_portgroup_uuid_idx ON ports (portgroup_uuid) WHERE portgroup_uuid IS NOT NULL;
 
 CREATE TABLE conductors (
     hostname        TEXT PRIMARY KEY,
