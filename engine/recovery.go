@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"castiron/storage"
 )
@@ -101,13 +102,39 @@ func (c *Conductor) checkTimeouts(ctx context.Context) error {
 				continue
 			}
 			msg := fmt.Sprintf("Timeout reached while waiting for callback for node %s in state %q (%s).", n.UUID, state, c.cfg.CallbackTimeout)
-			if err := c.failIfIn(ctx, n.UUID, st, msg); err != nil {
+			failedNode, err := c.failTimedOut(ctx, n.UUID, st, now, msg)
+			if err != nil {
 				return err
 			}
-			if nn, err := c.store.GetNode(ctx, n.UUID); err == nil {
-				c.runTask(nn, "timeout", abortTask(st))
+			if failedNode != nil {
+				// The node stays reserved until the power off is done, as
+				// Ironic holds the task lock through cleanup_after_timeout.
+				c.runTask(failedNode, "timeout", abortTask(st))
 			}
 		}
 	}
 	return nil
+}
+
+// failTimedOut fires EvFail on a node whose wait in st has passed its
+// deadline, re-checked under the write lock (the agent may have called back,
+// or a request may hold the node, since the listing), and reserves it for
+// the clean-up. It returns the node as written, or nil when nothing fired.
+func (c *Conductor) failTimedOut(ctx context.Context, uuid string, st State, now time.Time, msg string) (*storage.Node, error) {
+	fired := false
+	updated, err := c.store.UpdateNode(ctx, uuid, func(n *storage.Node) (*storage.Event, error) {
+		fired = false
+		if State(n.ProvisionState) != st || n.Reservation != nil || !Actionable(st, EvFail) ||
+			n.ProvisionUpdatedAt == nil || now.Sub(*n.ProvisionUpdatedAt) < c.cfg.CallbackTimeout {
+			return nil, nil
+		}
+		fired = true
+		n.Reservation = strp(c.cfg.Hostname)
+		c.log.Warn("failing node", "node", n.UUID, "state", n.ProvisionState, "verb", "fail", "reason", msg)
+		return c.fire(ctx, n, EvFail, noTargetState, &msg), nil
+	})
+	if err != nil || !fired {
+		return nil, err
+	}
+	return updated, nil
 }

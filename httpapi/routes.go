@@ -34,6 +34,25 @@ func (a *API) routes() {
 	a.route("GET", "/nodes/{ident}/conductor", 49, a.getNodeConductor)
 	a.route("GET", "/nodes/{ident}/ports", 1, a.listPorts(false))
 	a.route("GET", "/nodes/{ident}/ports/detail", 1, a.listPorts(true))
+	a.route("GET", "/nodes/{ident}/history", 78, a.listHistory)
+	a.route("GET", "/nodes/{ident}/history/{event}", 78, a.getHistoryEvent)
+	a.route("GET", "/nodes/{ident}/inventory", 81, a.getInventory)
+	a.route("GET", "/nodes/{ident}/bios", 40, a.listBIOS)
+	a.route("GET", "/nodes/{ident}/bios/{setting}", 40, a.getBIOSSetting)
+	a.route("GET", "/nodes/{ident}/firmware", 86, a.listFirmware)
+	a.route("GET", "/nodes/{ident}/children", 83, a.getChildren)
+	a.route("GET", "/nodes/{ident}/vendor_passthru/methods", 1, a.getNodeVendorMethods)
+	for _, m := range []string{"GET", "POST", "PUT", "PATCH", "DELETE"} {
+		a.route(m, "/nodes/{ident}/vendor_passthru", 1, a.callNodeVendor)
+		a.route(m, "/drivers/{name}/vendor_passthru", 1, a.callDriverVendor)
+	}
+	a.route("GET", "/nodes/{ident}/states/console", 1, a.getConsole)
+	a.route("PUT", "/nodes/{ident}/states/console", 1, a.putConsole)
+	a.route("GET", "/nodes/states/console/{ident}", 1, a.getConsole) // Ironic's pecan quirk
+	a.route("PUT", "/nodes/{ident}/states/raid", 1, a.putRAID)
+	a.route("GET", "/nodes/{ident}/vifs", 28, a.listVIFs)
+	a.route("POST", "/nodes/{ident}/vifs", 28, a.postVIF)
+	a.route("DELETE", "/nodes/{ident}/vifs/{vif}", 28, a.deleteVIF)
 
 	// Ports.
 	a.route("GET", "/ports", 1, a.listPorts(false))
@@ -49,6 +68,8 @@ func (a *API) routes() {
 	a.route("GET", "/drivers", 1, a.listDrivers)
 	a.route("GET", "/drivers/{name}", 1, a.getDriver)
 	a.route("GET", "/drivers/{name}/properties", 1, a.getDriverProperties)
+	a.route("GET", "/drivers/{name}/vendor_passthru/methods", 1, a.getDriverVendorMethods)
+	a.route("GET", "/drivers/{name}/raid/logical_disk_properties", 1, a.getRAIDProperties)
 
 	// Ironic resources castiron does not serve yet answer a clear 400
 	// rather than a misleading 404.
