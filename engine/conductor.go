@@ -122,6 +122,7 @@ func (c *Conductor) Start(ctx context.Context) error {
 		return c.store.TouchConductor(ctx, c.cfg.Hostname, c.now())
 	})
 	c.every(c.cfg.TimeoutCheckInterval, "wait-timeouts", c.checkTimeouts)
+	c.every(c.cfg.HeartbeatInterval, "takeover", c.takeOverDead)
 	c.every(c.cfg.PowerSyncInterval, "power-sync", c.syncPowerStates)
 	return nil
 }

@@ -49,15 +49,7 @@ func (c *Conductor) recover(ctx context.Context) error {
 		if n.TargetPowerState == nil {
 			continue
 		}
-		_, err := c.store.UpdateNode(ctx, n.UUID, func(cur *storage.Node) (*storage.Event, error) {
-			if cur.TargetPowerState == nil {
-				return nil, nil
-			}
-			msg := fmt.Sprintf("Pending power operation to %q was aborted because the conductor %s restarted.", *cur.TargetPowerState, c.cfg.Hostname)
-			cur.TargetPowerState = nil
-			cur.LastError = &msg
-			return c.powerEvent(ctx, cur, "recovery", "ERROR", msg), nil
-		})
+		err := c.dropPendingPower(ctx, n.UUID, c.cfg.Hostname)
 		if err != nil {
 			return err
 		}
@@ -137,4 +129,61 @@ func (c *Conductor) failTimedOut(ctx context.Context, uuid string, st State, now
 		return nil, err
 	}
 	return updated, nil
+}
+
+// takeOverDead releases what conductors that stopped heartbeating still hold
+// (a conductor renamed across a crash leaves its old name's reservations
+// behind): stuck nodes fail, pending power changes are dropped, and the dead
+// row is marked offline so this happens once. Ironic's takeover does the same
+// from its periodic tasks; a conductor that just died looks alive for up to
+// HeartbeatTimeout, so this runs periodically, not only at start-up.
+func (c *Conductor) takeOverDead(ctx context.Context) error {
+	cs, err := c.store.ListConductors(ctx, storage.Page{})
+	if err != nil {
+		return err
+	}
+	for _, cd := range cs {
+		if cd.Hostname == c.cfg.Hostname || !cd.Online || c.Alive(cd) {
+			continue
+		}
+		held, err := c.store.ReleaseAllReservations(ctx, cd.Hostname)
+		if err != nil {
+			return err
+		}
+		for _, uuid := range held {
+			n, err := c.store.GetNode(ctx, uuid)
+			if err != nil {
+				continue // deleted meanwhile
+			}
+			st := State(n.ProvisionState)
+			if States[st].StuckFails {
+				msg := fmt.Sprintf("The conductor %s stopped heartbeating while node %s was in state %q; the operation was interrupted.", cd.Hostname, n.UUID, st)
+				if err := c.failIfIn(ctx, n.UUID, st, msg); err != nil {
+					return err
+				}
+			}
+			if err := c.dropPendingPower(ctx, n.UUID, cd.Hostname); err != nil {
+				return err
+			}
+		}
+		c.log.Warn("took over from a dead conductor", "dead", cd.Hostname, "released", len(held))
+		if err := c.store.UnregisterConductor(ctx, cd.Hostname); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// dropPendingPower clears a power change that died with conductor host.
+func (c *Conductor) dropPendingPower(ctx context.Context, uuid, host string) error {
+	_, err := c.store.UpdateNode(ctx, uuid, func(cur *storage.Node) (*storage.Event, error) {
+		if cur.TargetPowerState == nil {
+			return nil, nil
+		}
+		msg := fmt.Sprintf("Pending power operation to %q was aborted because the conductor %s stopped or restarted.", *cur.TargetPowerState, host)
+		cur.TargetPowerState = nil
+		cur.LastError = &msg
+		return c.powerEvent(ctx, cur, "recovery", "ERROR", msg), nil
+	})
+	return err
 }

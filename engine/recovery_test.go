@@ -108,3 +108,40 @@ func TestRestartRecovery(t *testing.T) {
 		t.Errorf("verifying->enroll left target %q", deref(v.TargetProvisionState))
 	}
 }
+
+// TestTakeOverFromDeadConductor: a conductor renamed across a crash leaves
+// reservations under its old name; once that name stops heartbeating they are
+// released and its stuck nodes failed.
+func TestTakeOverFromDeadConductor(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	dead := "old-name"
+	long := time.Now().UTC().Add(-time.Hour)
+	if err := h.store.RegisterConductor(ctx, &storage.Conductor{Hostname: dead, Drivers: []string{"fake-hardware"}, Online: true, CreatedAt: long}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.store.TouchConductor(ctx, dead, long); err != nil {
+		t.Fatal(err)
+	}
+	stuck := h.nodeIn(t, Cleaning, func(n *storage.Node) { n.Reservation = &dead })
+	power := h.nodeIn(t, Manageable, func(n *storage.Node) { n.Reservation = &dead; n.TargetPowerState = strp("power on") })
+	mine := h.nodeIn(t, Manageable, nil)
+	if err := h.c.takeOverDead(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := h.store.GetNode(ctx, stuck.UUID)
+	if State(s.ProvisionState) != CleanFail || s.Reservation != nil || !strings.Contains(deref(s.LastError), dead) {
+		t.Fatalf("stuck node: %q %v %q", s.ProvisionState, s.Reservation, deref(s.LastError))
+	}
+	p, _ := h.store.GetNode(ctx, power.UUID)
+	if p.Reservation != nil || p.TargetPowerState != nil || State(p.ProvisionState) != Manageable {
+		t.Fatalf("power node: %v %v %q", p.Reservation, p.TargetPowerState, p.ProvisionState)
+	}
+	if err := h.c.Provision(ctx, mine.UUID, ProvisionRequest{Target: "provide"}); err != nil {
+		t.Fatal(err)
+	}
+	cd, _ := h.store.GetConductor(ctx, dead)
+	if cd.Online {
+		t.Fatal("dead conductor still online")
+	}
+}
