@@ -93,7 +93,11 @@ func (c *Conductor) Provision(ctx context.Context, ident string, req ProvisionRe
 	case EvDelete:
 		task = tearDownTask
 	case EvAbort:
-		task = abortTask(from)
+		// Aborting a wait or hold stops the ramdisk: power the node off.
+		// (service failed --abort--> active leaves a deployed node running.)
+		if States[from].WaitsForCallback || from == DeployHold || from == CleanHold || from == ServiceHold {
+			task = abortTask(from)
+		}
 	case EvAdopt:
 		task = adoptTask
 	case EvRescue:

@@ -21,13 +21,13 @@ import (
 // apiHarness is castiron's API on a real loopback HTTP server over a real
 // SQLite file with the fake-hardware and manual-management types.
 type apiHarness struct {
-	t     *testing.T
+	t     testing.TB
 	srv   *httptest.Server
 	cond  *engine.Conductor
 	store *storage.SQLite
 }
 
-func newAPI(t *testing.T, opts ...func(*Options)) *apiHarness {
+func newAPI(t testing.TB, opts ...func(*Options)) *apiHarness {
 	t.Helper()
 	ctx := context.Background()
 	st, err := storage.Open(ctx, filepath.Join(t.TempDir(), "castiron.db"))
@@ -62,7 +62,7 @@ type resp struct {
 	body   []byte
 }
 
-func (r resp) json(t *testing.T) map[string]any {
+func (r resp) json(t testing.TB) map[string]any {
 	t.Helper()
 	var m map[string]any
 	if err := json.Unmarshal(r.body, &m); err != nil {
@@ -72,7 +72,7 @@ func (r resp) json(t *testing.T) map[string]any {
 }
 
 // faultstring digs the message out of Ironic's double-encoded error body.
-func (r resp) faultstring(t *testing.T) string {
+func (r resp) faultstring(t testing.TB) string {
 	t.Helper()
 	var inner map[string]any
 	if err := json.Unmarshal([]byte(r.json(t)["error_message"].(string)), &inner); err != nil {

@@ -139,6 +139,7 @@ func (a *API) listNodes(detail bool) handlerFunc {
 			return err
 		}
 		q.Page = page
+		q.Columns = nodeColumns(fields)
 		nodes, err := a.cond.Store().ListNodes(r.Context(), q)
 		if err != nil {
 			return err
@@ -147,6 +148,25 @@ func (a *API) listNodes(detail bool) handlerFunc {
 			nodeFields, nodeFieldIndex, fields, page)
 		return nil
 	}
+}
+
+// nodeColumns names the stored columns the given view fields need (nil for
+// all fields), so a summary list reads 8 columns instead of 60.
+func nodeColumns(fields []string) []string {
+	if fields == nil {
+		return nil
+	}
+	cols := []string{"uuid"}
+	for _, f := range fields {
+		switch f {
+		case "links", "ports", "states", "portgroups", "volume":
+		case "conductor":
+			cols = append(cols, "conductor_group", "driver")
+		default:
+			cols = append(cols, f)
+		}
+	}
+	return cols
 }
 
 // getNode is GET /v1/nodes/{ident}.

@@ -158,6 +158,9 @@ type NodeQuery struct {
 	ParentNode          *string
 	IncludeChildren     bool // false: nodes with a parent are left out
 	Reserved            *bool
+	// Columns, when set, limits what is read to these node columns (named
+	// as the node fields; uuid is always read). Nil reads everything.
+	Columns []string
 }
 
 // PortQuery filters a port list.

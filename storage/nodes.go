@@ -252,6 +252,7 @@ func (s *SQLite) ListNodes(ctx context.Context, q NodeQuery) ([]*Node, error) {
 		defaultSort:    "id",
 		markerCol:      "uuid",
 		markerNotFound: fault.NodeNotFound,
+		columns:        q.Columns,
 	})
 }
 

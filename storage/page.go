@@ -71,6 +71,9 @@ type pageSpec struct {
 	markerNotFound func(marker string) error
 	// scope restricts the marker lookup (e.g. to one node's history).
 	scope func(f *filter)
+	// columns, when set, are the only columns read (a projection); the
+	// other fields stay zero.
+	columns []string
 }
 
 // paged runs a list query with Ironic's sort and marker semantics using
@@ -128,15 +131,16 @@ func (t *table[T]) paged(ctx context.Context, r runner, f *filter, p Page, spec 
 		hint = p.Limit
 	}
 	out := make([]*T, 0, hint)
+	selectList, scan := t.projection(spec.columns)
 	for _, seg := range segments {
-		query := t.selectFrom() + seg.where() + order
+		query := "SELECT " + selectList + " FROM " + t.name + seg.where() + order
 		args := seg.args
 		if p.Limit > 0 {
 			query += " LIMIT ?"
 			args = append(args[:len(args):len(args)], p.Limit-len(out))
 		}
 		var err error
-		if out, err = t.appendRows(ctx, r, out, query, args); err != nil {
+		if out, err = t.appendRowsWith(ctx, r, out, query, args, scan); err != nil {
 			return nil, err
 		}
 		if p.Limit > 0 && len(out) >= p.Limit {

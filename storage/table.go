@@ -180,8 +180,48 @@ func (t *table[T]) getOne(ctx context.Context, r runner, notFound error, query s
 	return v, nil
 }
 
+// projection returns the select list and scan destinations for the named
+// columns (nil or empty: all). The id column is always read. Reading only
+// what a list shows matters: each column read costs a cgo-free but
+// mutex-guarded call per row in modernc's SQLite.
+func (t *table[T]) projection(names []string) (string, func(*T) []any) {
+	if len(names) == 0 {
+		return t.selectList, t.scanDest
+	}
+	want := make(map[string]bool, len(names))
+	for _, n := range names {
+		want[n] = true
+	}
+	var sel []string
+	var refs []func(*T) codec
+	if t.id != nil {
+		sel = append(sel, "id")
+	}
+	for _, c := range t.cols {
+		if want[c.name] {
+			sel = append(sel, c.name)
+			refs = append(refs, c.ref)
+		}
+	}
+	return strings.Join(sel, ", "), func(v *T) []any {
+		dest := make([]any, 0, len(refs)+1)
+		if t.id != nil {
+			dest = append(dest, t.id(v))
+		}
+		for _, ref := range refs {
+			dest = append(dest, ref(v))
+		}
+		return dest
+	}
+}
+
 // appendRows runs query and appends the rows it returns to out.
 func (t *table[T]) appendRows(ctx context.Context, r runner, out []*T, query string, args []any) ([]*T, error) {
+	return t.appendRowsWith(ctx, r, out, query, args, t.scanDest)
+}
+
+// appendRowsWith is appendRows with explicit scan destinations.
+func (t *table[T]) appendRowsWith(ctx context.Context, r runner, out []*T, query string, args []any, scan func(*T) []any) ([]*T, error) {
 	rows, err := r.query(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("storage: list %s: %w", t.name, err)
@@ -189,7 +229,7 @@ func (t *table[T]) appendRows(ctx context.Context, r runner, out []*T, query str
 	defer rows.Close()
 	for rows.Next() {
 		v := new(T)
-		if err := rows.Scan(t.scanDest(v)...); err != nil {
+		if err := rows.Scan(scan(v)...); err != nil {
 			return nil, fmt.Errorf("storage: list %s: %w", t.name, err)
 		}
 		out = append(out, v)
