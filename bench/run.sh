@@ -20,6 +20,8 @@
 #        SMALL=1000 LARGE=10000 LIFECYCLE_N=100 LIFECYCLE_POLL=50ms
 #        API_VERSION=1.78
 #        BUILD=1        run `make build` first (0: use ./castiron as it is)
+#        CASTIRON_ARGS= extra `castiron serve` flags (e.g. --automated-clean=false,
+#                       which the Ironic reference config has)
 #        KEEP=0         1: keep the temporary directory (data dirs, logs)
 #        OUT=bench/results
 #        IRONIC_REF=<repo>/../shared/ironic-reference
@@ -44,6 +46,7 @@ LIFECYCLE_N="${LIFECYCLE_N:-100}"
 LIFECYCLE_POLL="${LIFECYCLE_POLL:-50ms}"
 API_VERSION="${API_VERSION:-1.78}"
 BUILD="${BUILD:-1}"
+CASTIRON_ARGS="${CASTIRON_ARGS:-}"
 KEEP="${KEEP:-0}"
 OUT="${OUT:-$HERE/results}"
 IRONIC_REF="${IRONIC_REF:-$(cd "$ROOT/.." && pwd)/shared/ironic-reference}"
@@ -53,6 +56,7 @@ LOG="$TMP/run.log"
 JSONL="$TMP/results.jsonl"
 LG="$TMP/loadgen"
 CASTIRON_PID=""
+CASTIRON_BUILT="not run"
 IRONIC_STARTED=0
 PROBLEMS=0
 
@@ -204,12 +208,19 @@ bench_castiron() {
             note castiron skipped "make build failed"
             return
         fi
+        CASTIRON_BUILT="built by make build"
+    elif [ "$BUILD" = 1 ]; then
+        echo "no $ROOT/Makefile yet: using ./castiron as it is"
+        CASTIRON_BUILT="no Makefile yet: binary as found"
+    else
+        CASTIRON_BUILT="BUILD=0: binary as found"
     fi
     if [ ! -x "$bin" ]; then
         problem "castiron skipped: $bin does not exist yet (no Makefile or make build did not produce it)"
         note castiron skipped "$bin not built yet"
         return
     fi
+    echo "binary: $bin ($(stat -c '%s bytes, built %y' "$bin"))"
     if port_busy "$CASTIRON_PORT"; then
         problem "castiron skipped: port $CASTIRON_PORT is in use"
         note castiron skipped "port $CASTIRON_PORT in use"
@@ -217,14 +228,15 @@ bench_castiron() {
     fi
     say "castiron: start-up x$STARTUP_REPS (each with a new empty data dir)"
     if ! "$LG" -url "$url" -target castiron startup -reps "$STARTUP_REPS" -log "$TMP/castiron-startup.log" \
-        -cmd "exec '$bin' serve --listen 127.0.0.1:$CASTIRON_PORT --data-dir \"\$(mktemp -d '$TMP/castiron-startup.XXXX')\"" \
+        -cmd "exec '$bin' serve --listen 127.0.0.1:$CASTIRON_PORT --data-dir \"\$(mktemp -d '$TMP/castiron-startup.XXXX')\" $CASTIRON_ARGS" \
         >> "$JSONL"; then
         tail -20 "$TMP/castiron-startup.log"
         problem "castiron skipped: './castiron serve' did not answer GET /v1 with 200 (log above)"
         return
     fi
     mkdir -p "$TMP/castiron"
-    "$bin" serve --listen "127.0.0.1:$CASTIRON_PORT" --data-dir "$TMP/castiron" > "$TMP/castiron.log" 2>&1 < /dev/null &
+    # shellcheck disable=SC2086 # CASTIRON_ARGS is a list of flags
+    "$bin" serve --listen "127.0.0.1:$CASTIRON_PORT" --data-dir "$TMP/castiron" $CASTIRON_ARGS > "$TMP/castiron.log" 2>&1 < /dev/null &
     CASTIRON_PID=$!
     if ! "$LG" -url "$url" -target castiron ready -wait 60s; then
         tail -20 "$TMP/castiron.log"
@@ -273,13 +285,20 @@ cp "$JSONL" "$base.jsonl"
     echo "# castiron vs Ironic, $STARTED"
     echo
     echo "Machine: $(nproc) cores, $(awk '/MemTotal/{printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -r); load average before $LOAD_BEFORE, after $LOAD_AFTER (the machine is shared)."
-    echo "Ironic: $(dpkg-query -W -f='${Version}' ironic-common 2>/dev/null || echo '?') (Debian), single process, SQLite, noauth, fake-hardware; castiron: \`./castiron serve\` from \`make build\`."
+    echo "Ironic: $(dpkg-query -W -f='${Version}' ironic-common 2>/dev/null || echo '?') (Debian), single process, SQLite, noauth, fake-hardware; castiron: \`./castiron serve${CASTIRON_ARGS:+ $CASTIRON_ARGS}\` ($CASTIRON_BUILT)."
     echo "Client: bench/loadgen, $WORKERS workers, closed loop, keep-alive, X-OpenStack-Ironic-API-Version: $API_VERSION; list/get $DURATION each; lifecycle poll $LIFECYCLE_POLL."
     echo "Targets ran one after the other, each on a fresh empty database."
     echo
     "$LG" table -in "$JSONL" -targets "$(echo "$TARGETS" | tr ' ' ',')"
     echo
     echo "Raw records: $(basename "$base").jsonl"
+    echo
+    echo "<details><summary>run log</summary>"
+    echo
+    echo '```'
+    grep -E '^(\[|=== |!!! |ironic |startup_seconds|castiron exited|binary:|no .*Makefile)' "$LOG" | sed "s#$TMP#\$TMP#g"
+    echo '```'
+    echo "</details>"
 } > "$base.md"
 say "results: $base.md"
 cat "$base.md"
