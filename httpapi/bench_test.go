@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 
 	"castiron/storage"
@@ -64,4 +65,28 @@ func BenchmarkGetNodeAt10k(b *testing.B) {
 	h := newAPI(b)
 	ids := seedNodes(b, h, 10000)
 	benchGet(b, h, func(i int) string { return "/v1/nodes/" + ids[(i*7919)%len(ids)] })
+}
+
+// BenchmarkCreateNode is POST /v1/nodes through the whole HTTP stack.
+func BenchmarkCreateNode(b *testing.B) {
+	h := newAPI(b)
+	client := h.srv.Client()
+	body := `{"driver": "fake-hardware", "properties": {"cpus": 8}}`
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			req, _ := http.NewRequest("POST", h.srv.URL+"/v1/nodes", strings.NewReader(body))
+			req.Header.Set(hdrVersion, "1.78")
+			res, err := client.Do(req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			_, _ = io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+			if res.StatusCode != 201 {
+				b.Fatalf("status %d", res.StatusCode)
+			}
+		}
+	})
 }

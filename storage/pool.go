@@ -79,6 +79,16 @@ type runner struct {
 	missed *[]string
 }
 
+// txCtx detaches statements inside a transaction from the caller's
+// cancellation: an interrupted INSERT/UPDATE makes SQLite roll back the
+// whole transaction, which the group commit shares between callers.
+func (r runner) txCtx(ctx context.Context) context.Context {
+	if r.tx != nil {
+		return context.WithoutCancel(ctx)
+	}
+	return ctx
+}
+
 func (r runner) stmt(ctx context.Context, query string) *sql.Stmt {
 	if r.tx == nil {
 		return r.p.prepare(ctx, query)
@@ -95,6 +105,7 @@ func (r runner) stmt(ctx context.Context, query string) *sql.Stmt {
 }
 
 func (r runner) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
+	ctx = r.txCtx(ctx)
 	if st := r.stmt(ctx, query); st != nil {
 		return st.QueryRowContext(ctx, args...)
 	}
@@ -105,6 +116,7 @@ func (r runner) queryRow(ctx context.Context, query string, args ...any) *sql.Ro
 }
 
 func (r runner) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	ctx = r.txCtx(ctx)
 	if st := r.stmt(ctx, query); st != nil {
 		return st.QueryContext(ctx, args...)
 	}
@@ -115,6 +127,7 @@ func (r runner) query(ctx context.Context, query string, args ...any) (*sql.Rows
 }
 
 func (r runner) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	ctx = r.txCtx(ctx)
 	if st := r.stmt(ctx, query); st != nil {
 		return st.ExecContext(ctx, args...)
 	}

@@ -31,6 +31,8 @@ type SQLite struct {
 	ports portSQL
 	conds conductorSQL
 	hist  eventSQL
+
+	commits *committer // group commit of write transactions
 }
 
 var _ Store = (*SQLite)(nil)
@@ -113,39 +115,18 @@ func Open(ctx context.Context, path string) (*SQLite, error) {
 			return nil, fmt.Errorf("storage: prepare %q failed", q)
 		}
 	}
+	s.commits = startCommitter(s.w)
 	return s, nil
 }
 
 // Close closes both pools, first letting SQLite refresh its planner
 // statistics as its documentation recommends for long-lived connections.
 func (s *SQLite) Close() error {
+	if s.commits != nil {
+		s.commits.stop()
+	}
 	_, err := s.w.db.ExecContext(context.Background(), "PRAGMA optimize")
 	return errors.Join(err, s.r.close(), s.w.close())
-}
-
-// writeTx runs fn in one short write transaction (BEGIN IMMEDIATE through the
-// DSN's _txlock, so the write lock is taken up front and never upgraded from a
-// read lock, which is what produces SQLITE_BUSY under concurrency). An error
-// from fn is returned unchanged after rollback.
-func (s *SQLite) writeTx(ctx context.Context, fn func(r runner) error) error {
-	tx, err := s.w.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("storage: begin: %w", err)
-	}
-	var missed []string
-	if err := fn(runner{p: s.w, tx: tx, missed: &missed}); err != nil {
-		tx.Rollback()
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("storage: commit: %w", err)
-	}
-	// The UPDATE of a given set of changed columns recurs (every power
-	// sync writes the same ones): have it prepared for next time.
-	for _, q := range missed {
-		s.w.prepare(ctx, q)
-	}
-	return nil
 }
 
 // migration is one embedded schema file, "NNNN_description.sql".

@@ -1,0 +1,162 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// maxBatch bounds how many write transactions share one commit.
+const maxBatch = 128
+
+var errClosed = errors.New("storage: closed")
+
+// writeJob is one caller's write transaction waiting for the committer.
+type writeJob struct {
+	ctx  context.Context
+	fn   func(r runner) error
+	done chan error
+}
+
+// committer is the group commit: one goroutine owns the writer connection
+// and runs every write transaction that is queued when it gets to them in
+// one SQLite transaction, each inside its own SAVEPOINT so that one failing
+// (a duplicate name, a NodeLocked check) rolls back alone. Under concurrent
+// writes a commit (WAL frames written with pwrite, the dominant cost of a
+// small write) is then shared by many callers; a lone write still commits at
+// once. Every caller returns only after its own commit is durable.
+type committer struct {
+	w       *pool
+	jobs    chan *writeJob
+	closing chan struct{}
+	done    chan struct{}
+}
+
+func startCommitter(w *pool) *committer {
+	c := &committer{w: w, jobs: make(chan *writeJob), closing: make(chan struct{}), done: make(chan struct{})}
+	go c.loop()
+	return c
+}
+
+func (c *committer) stop() {
+	close(c.closing)
+	<-c.done
+}
+
+// writeTx runs fn in a write transaction (BEGIN IMMEDIATE through the DSN's
+// _txlock, so the write lock is taken up front and never upgraded from a read
+// lock, which is what produces SQLITE_BUSY under concurrency), possibly
+// together with other callers' transactions. An error from fn is returned
+// unchanged and none of fn's writes persist.
+func (s *SQLite) writeTx(ctx context.Context, fn func(r runner) error) error {
+	job := &writeJob{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	select {
+	case s.commits.jobs <- job:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.commits.closing:
+		return errClosed
+	}
+	// Once queued the job runs (or is skipped if ctx ended first); wait for
+	// its outcome so the caller never races its own write.
+	return <-job.done
+}
+
+func (c *committer) loop() {
+	defer close(c.done)
+	batch := make([]*writeJob, 0, maxBatch)
+	for {
+		select {
+		case <-c.closing:
+			return
+		case j := <-c.jobs:
+			batch = append(batch[:0], j)
+		}
+	drain:
+		for len(batch) < maxBatch {
+			select {
+			case j := <-c.jobs:
+				batch = append(batch, j)
+			default:
+				break drain
+			}
+		}
+		c.run(batch)
+	}
+}
+
+// run commits one batch and tells each caller its own outcome.
+func (c *committer) run(batch []*writeJob) {
+	ctx := context.Background()
+	errs := make([]error, len(batch))
+	defer func() {
+		for i, j := range batch {
+			j.done <- errs[i]
+		}
+	}()
+	tx, err := c.w.db.BeginTx(ctx, nil)
+	if err != nil {
+		for i := range errs {
+			errs[i] = fmt.Errorf("storage: begin: %w", err)
+		}
+		return
+	}
+	var missed []string
+	r := runner{p: c.w, tx: tx, missed: &missed}
+	alone := len(batch) == 1
+	anyOK := false
+	for i, j := range batch {
+		if err := j.ctx.Err(); err != nil {
+			errs[i] = err
+			continue
+		}
+		if !alone {
+			if _, err := tx.ExecContext(ctx, "SAVEPOINT job"); err != nil {
+				errs[i] = fmt.Errorf("storage: savepoint: %w", err)
+				continue
+			}
+		}
+		if err := j.fn(r); err != nil {
+			errs[i] = err
+			if !alone {
+				_, err1 := tx.ExecContext(ctx, "ROLLBACK TO job")
+				_, err2 := tx.ExecContext(ctx, "RELEASE job")
+				if err := errors.Join(err1, err2); err != nil {
+					// The transaction is unusable: fail the whole batch.
+					tx.Rollback()
+					for k := range errs {
+						if errs[k] == nil {
+							errs[k] = fmt.Errorf("storage: rollback to savepoint: %w", err)
+						}
+					}
+					return
+				}
+			}
+			continue
+		}
+		if !alone {
+			if _, err := tx.ExecContext(ctx, "RELEASE job"); err != nil {
+				errs[i] = fmt.Errorf("storage: release savepoint: %w", err)
+				continue
+			}
+		}
+		anyOK = true
+	}
+	if !anyOK {
+		tx.Rollback()
+		return
+	}
+	if err := tx.Commit(); err != nil {
+		for i := range errs {
+			if errs[i] == nil {
+				errs[i] = fmt.Errorf("storage: commit: %w", err)
+			}
+		}
+		return
+	}
+	// The UPDATE of a given set of changed columns recurs (every power sync
+	// writes the same ones): have it prepared for next time.
+	for _, q := range missed {
+		c.w.prepare(ctx, q)
+	}
+}
