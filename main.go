@@ -23,7 +23,9 @@ import (
 	"castiron/engine/driver/fake"
 	"castiron/engine/driver/ipmi"
 	"castiron/httpapi"
+	"castiron/httpapi/client/workflow"
 	"castiron/storage"
+	"castiron/web"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -43,6 +45,8 @@ func main() {
 		fmt.Println("castiron", version, "(Ironic API 1.1 -", fmt.Sprintf("1.%d)", httpapi.MaxMinor))
 	case "states":
 		err = states(args)
+	case "import", "introspect", "provide", "manage", "abort", "configure", "node", "conductor":
+		os.Exit(workflow.Main(cmd, args))
 	case "help", "-h", "--help":
 		usage()
 	default:
@@ -63,6 +67,7 @@ commands:
   serve        run the appliance (default); "castiron serve -h" lists flags
   states --dot print the provision state machine as a Graphviz diagram
   version      print the version
+`+workflow.Usage+`
 
 Every flag also reads an environment variable: --data-dir = CASTIRON_DATA_DIR.
 `)
@@ -164,7 +169,8 @@ func serve(args []string) error {
 	if err := cond.Start(ctx); err != nil {
 		return fmt.Errorf("start conductor: %w", err)
 	}
-	api := httpapi.New(cond, httpapi.Options{Auth: auth, Logger: log})
+	ui := web.Handler(web.Options{Auth: auth})
+	api := httpapi.New(cond, httpapi.Options{Auth: auth, Logger: log, HTML: ui, Extra: web.Mounts(ui)})
 	srv := &http.Server{
 		Handler:           api,
 		ReadHeaderTimeout: 10 * time.Second,

@@ -118,6 +118,9 @@ func (c *Conductor) Start(ctx context.Context) error {
 		return err
 	}
 	c.started = true
+	if err := c.ResumeAllocations(ctx); err != nil {
+		return err
+	}
 	c.every(c.cfg.HeartbeatInterval, "heartbeat", func(ctx context.Context) error {
 		return c.store.TouchConductor(ctx, c.cfg.Hostname, c.now())
 	})

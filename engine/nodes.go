@@ -15,6 +15,9 @@ import (
 // CreateNode validates n, fills its defaults and stores it. enrollFirst is
 // true from API 1.11 on (nodes start in enroll), false before (available).
 func (c *Conductor) CreateNode(ctx context.Context, n *storage.Node, enrollFirst bool) error {
+	if err := c.checkNodeChassis(ctx, nil, n); err != nil {
+		return err
+	}
 	hw, ok := c.hw.Get(n.Driver)
 	if !ok || n.ConductorGroup != c.cfg.ConductorGroup {
 		return unknownDriver(n.Driver, n.ConductorGroup)
@@ -68,6 +71,9 @@ func (c *Conductor) UpdateNode(ctx context.Context, ident string, change NodeCha
 		}
 		before := *n
 		if err := change(n); err != nil {
+			return nil, err
+		}
+		if err := c.checkNodeChassis(ctx, before.ChassisUUID, n); err != nil {
 			return nil, err
 		}
 		// Fields only the engine moves.
@@ -137,11 +143,12 @@ func (c *Conductor) DeleteNode(ctx context.Context, ident string) error {
 	if n.Protected {
 		return fault.New(fault.Forbidden, "Node %s is protected and cannot be undeployed, rebuilt or deleted", n.UUID)
 	}
+	// Ironic checks the instance first, then the state.
+	if n.InstanceUUID != nil && !n.Maintenance {
+		return fault.New(fault.Conflict, "Node %s is associated with instance %s.", n.UUID, *n.InstanceUUID)
+	}
 	if !n.Maintenance && !slices.Contains(deletableStates, State(n.ProvisionState)) {
 		return fault.New(fault.Conflict, "Can not delete node \"%s\" while it is in provision state \"%s\". Valid provision states to perform deletion are: \"('manageable', 'enroll', 'adopt failed', 'available')\", or set the node into maintenance mode", n.UUID, n.ProvisionState)
-	}
-	if n.InstanceUUID != nil && State(n.ProvisionState) == Active {
-		return fault.New(fault.Conflict, "Node %s is associated with instance %s.", n.UUID, *n.InstanceUUID)
 	}
 	if err := c.store.DeleteNode(ctx, n.UUID); err != nil {
 		return err

@@ -37,6 +37,9 @@ func (c *Conductor) CreatePort(ctx context.Context, p *storage.Port) error {
 	if p.UUID == "" {
 		p.UUID = uuid.NewString()
 	}
+	if err := c.checkPortPortgroup(ctx, nil, p); err != nil {
+		return err
+	}
 	p.CreatedAt = c.now()
 	ensurePortMaps(p)
 	if err := c.store.CreatePort(ctx, p); err != nil {
@@ -84,7 +87,7 @@ func (c *Conductor) UpdatePort(ctx context.Context, portUUID string, change func
 			p.NodeUUID = target.UUID
 		}
 		ensurePortMaps(p)
-		return nil
+		return c.checkPortPortgroup(ctx, old, p)
 	})
 }
 

@@ -207,6 +207,7 @@ func TestNodeListFiltersFieldsAndPaging(t *testing.T) {
 	}
 	h.expect(400, "GET", "/v1/nodes?sort_key=properties", latest, nil)
 	h.expect(400, "GET", "/v1/nodes?sort_dir=up", latest, nil)
+	h.expect(404, "GET", "/v1/nodes?chassis_uuid=00000000-0000-0000-0000-000000000001", latest, nil)
 
 	// Paging through with next links visits every node once, in order.
 	var seen []string

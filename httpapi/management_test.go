@@ -180,7 +180,9 @@ func TestHTTPBasicAuth(t *testing.T) {
 	}
 	h := newAPI(t, func(o *Options) { o.Auth = auth })
 	h.expect(401, "GET", "/v1/nodes", latest, nil)
-	h.expect(200, "GET", "/", "", nil) // the version document is public
+	h.expect(200, "GET", "/", "", nil) // the version documents are public
+	h.expect(200, "GET", "/v1", latest, nil)
+	h.expect(401, "GET", "/v1/drivers", latest, nil)
 	for _, pw := range []string{"pw", "wrong", "pw"} {
 		req, _ := newRequest(h, "GET", "/v1/nodes")
 		req.SetBasicAuth("admin", pw)

@@ -98,6 +98,14 @@ func (a *API) listNodes(detail bool) handlerFunc {
 		} else if !ver.AtLeast(83) {
 			q.IncludeChildren = true
 		}
+		if q.ChassisUUID != nil {
+			// Ironic answers 404 for an unknown chassis, not an empty list.
+			ch, err := a.cond.Store().GetChassis(r.Context(), *q.ChassisUUID)
+			if err != nil {
+				return err
+			}
+			q.ChassisUUID = &ch.UUID
+		}
 		if c := qs.Get("conductor"); c != "" {
 			if !ver.AtLeast(49) {
 				return errNotAcceptable()
@@ -318,7 +326,7 @@ func (a *API) patchNode(w http.ResponseWriter, r *http.Request) error {
 				return err
 			}
 		}
-		return nil
+		return checkChassisRemoval(ver, doc["chassis_uuid"], n)
 	}, resetIfaces)
 	if err != nil {
 		return err

@@ -73,7 +73,11 @@ func (a *API) listPorts(detail bool) handlerFunc {
 			if !ver.AtLeast(24) {
 				return errNotAcceptable()
 			}
-			q.PortgroupUUID = &pg
+			pgUUID, err := a.portgroupUUID(r.Context(), pg)
+			if err != nil {
+				return err
+			}
+			q.PortgroupUUID = &pgUUID
 		}
 		if d := qs.Get("detail"); d != "" {
 			if !ver.AtLeast(43) {

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"fmt"
 	"net/http"
+	"strings"
 )
 
 func versionDoc(r *http.Request) map[string]any {
@@ -15,8 +16,16 @@ func versionDoc(r *http.Request) map[string]any {
 	}
 }
 
-// getRoot is GET /: the API's versions (unauthenticated, unversioned).
+// getRoot is GET /: the API's versions (unauthenticated, unversioned), or
+// opts.HTML for a browser that asks for text/html.
 func (a *API) getRoot(w http.ResponseWriter, r *http.Request) {
+	if a.opts.HTML != nil {
+		w.Header().Add("Vary", "Accept")
+		if strings.Contains(r.Header.Get("Accept"), "text/html") {
+			a.opts.HTML.ServeHTTP(w, r)
+			return
+		}
+	}
 	_ = writeJSON(w, http.StatusOK, map[string]any{
 		"name":            "OpenStack Ironic API",
 		"description":     "Ironic is an OpenStack project which enables the provision and management of baremetal machines.",

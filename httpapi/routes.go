@@ -62,6 +62,48 @@ func (a *API) routes() {
 	a.route("PATCH", "/ports/{uuid}", 1, a.patchPort)
 	a.route("DELETE", "/ports/{uuid}", 1, a.deletePort)
 
+	// Chassis.
+	a.route("GET", "/chassis", 1, a.listChassis(false))
+	a.route("GET", "/chassis/detail", 1, a.listChassis(true))
+	a.route("POST", "/chassis", 1, a.createChassis)
+	a.route("GET", "/chassis/{uuid}", 1, a.getChassis)
+	a.route("PATCH", "/chassis/{uuid}", 1, a.patchChassis)
+	a.route("DELETE", "/chassis/{uuid}", 1, a.deleteChassis)
+	a.route("GET", "/chassis/{uuid}/nodes", 1, a.listChassisNodes(false))
+	a.route("GET", "/chassis/{uuid}/nodes/detail", 1, a.listChassisNodes(true))
+
+	// Portgroups.
+	a.route("GET", "/portgroups", 23, a.listPortgroups(false))
+	a.route("GET", "/portgroups/detail", 23, a.listPortgroups(true))
+	a.route("POST", "/portgroups", 23, a.createPortgroup)
+	a.route("GET", "/portgroups/{ident}", 23, a.getPortgroup)
+	a.route("PATCH", "/portgroups/{ident}", 23, a.patchPortgroup)
+	a.route("DELETE", "/portgroups/{ident}", 23, a.deletePortgroup)
+	a.route("GET", "/portgroups/{portgroup}/ports", 24, a.listPortgroupPorts(false))
+	a.route("GET", "/portgroups/{portgroup}/ports/detail", 24, a.listPortgroupPorts(true))
+	a.route("GET", "/nodes/{ident}/portgroups", 24, a.listPortgroups(false))
+	a.route("GET", "/nodes/{ident}/portgroups/detail", 24, a.listPortgroups(true))
+
+	// Allocations (1.52), events (1.54), shards (1.82): the handlers answer
+	// Ironic's own responses below those versions.
+	a.route("GET", "/allocations", 1, a.listAllocations)
+	a.route("POST", "/allocations", 1, a.createAllocation)
+	a.route("GET", "/allocations/{ident}", 1, a.getAllocation)
+	a.route("PATCH", "/allocations/{ident}", 1, a.patchAllocation)
+	a.route("DELETE", "/allocations/{ident}", 1, a.deleteAllocation)
+	a.route("GET", "/nodes/{ident}/allocation", 1, a.getNodeAllocation)
+	a.route("DELETE", "/nodes/{ident}/allocation", 1, a.deleteNodeAllocation)
+	a.route("POST", "/events", 1, a.postEvents)
+	a.route("GET", "/events", 1, a.getEvents)
+	a.route("GET", "/shards", 1, a.listShards)
+	a.route("POST", "/shards", 1, a.postShards)
+	a.route("GET", "/shards/{name}", 1, a.getShard)
+
+	// Volume connectors and targets (1.32), deploy templates (1.55): the
+	// handlers answer Ironic's own responses below those versions.
+	a.volumeRoutes()
+	a.deployTemplateRoutes()
+
 	// Conductors and drivers.
 	a.route("GET", "/conductors", 49, a.listConductors)
 	a.route("GET", "/conductors/{hostname}", 49, a.getConductor)
@@ -78,13 +120,6 @@ func (a *API) routes() {
 		minMinor int
 		what     string
 	}{
-		{"/chassis", 1, "The chassis API"},
-		{"/portgroups", 23, "The portgroups API"},
-		{"/volume", 32, "The volume API"},
-		{"/allocations", 52, "The allocations API"},
-		{"/deploy_templates", 55, "The deploy templates API"},
-		{"/events", 54, "The events API"},
-		{"/shards", 82, "The shards API"},
 		{"/lookup", 22, "The ramdisk lookup API"},
 		{"/heartbeat/{ident}", 22, "The ramdisk heartbeat API"},
 		{"/continue_inspection", 84, "The ramdisk inspection callback"},

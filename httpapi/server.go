@@ -29,6 +29,9 @@ type Options struct {
 	// Extra mounts other handlers (web UI, ramdisk callbacks) on the same mux
 	// under their own patterns.
 	Extra map[string]http.Handler
+	// HTML, when set, answers GET / for browsers (Accept: text/html); API
+	// clients keep getting Ironic's version document there.
+	HTML http.Handler
 }
 
 // API is the HTTP handler of the /v1 API.
@@ -80,7 +83,9 @@ func (a *API) versioned(minMinor int, h handlerFunc) http.Handler {
 		setRangeHeaders(hdr)
 		hdr.Set(hdrVersion, v.String())
 		hdr.Set("Openstack-Request-Id", "req-"+uuid.NewString())
-		if !a.authorized(w, r) {
+		// The version documents are public in Ironic too (clients discover
+		// the version before they authenticate).
+		if r.URL.Path != "/v1" && r.URL.Path != "/v1/" && !a.authorized(w, r) {
 			return
 		}
 		if v.Minor < minMinor {
@@ -115,6 +120,12 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			a.log.Debug("request", "method", r.Method, "path", r.URL.Path, "status", rec.status, "took", time.Since(start))
 		}
 	}()
+	// Ironic (pecan) ignores a trailing slash, and python-ironicclient sends
+	// one with filters: GET /v1/ports/?node=X, GET /v1/nodes/?conductor=Y.
+	if p := r.URL.Path; len(p) > len("/v1/") && strings.HasPrefix(p, "/v1/") && strings.HasSuffix(p, "/") {
+		r.URL.Path = strings.TrimRight(p, "/")
+		r.URL.RawPath = strings.TrimRight(r.URL.RawPath, "/")
+	}
 	if _, pattern := a.mux.Handler(r); pattern == "" {
 		// No route: the mux would answer text 404 or 405 (with Allow).
 		probe := &headerProbe{h: http.Header{}}

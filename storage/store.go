@@ -53,5 +53,12 @@ type Store interface {
 	ListEvents(ctx context.Context, nodeUUID string, page Page) ([]*Event, error)
 	GetEvent(ctx context.Context, nodeUUID, eventUUID string) (*Event, error)
 
+	AllocationStore
+
 	Close() error
+
+	ChassisStore
+	PortgroupStore
+	VolumeStore
+	DeployTemplateStore
 }

@@ -1,0 +1,579 @@
+package httpapi
+
+import (
+	"bytes"
+	"net/http"
+	"net/url"
+	"reflect"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"castiron/engine/fault"
+	"castiron/storage"
+)
+
+// Allocations (API 1.52; PATCH 1.57, backfill 1.58, owner 1.60), as
+// Ironic's AllocationsController and NodeAllocationController serve them.
+
+type allocationField = viewField[storage.Allocation]
+
+// allocationFields is Ironic's allocation view, in its order.
+var allocationFields = []allocationField{
+	{"uuid", 1, func(_ *viewCtx, a *storage.Allocation) any { return a.UUID }},
+	{"created_at", 1, func(_ *viewCtx, a *storage.Allocation) any { return ironicTime(a.CreatedAt) }},
+	{"updated_at", 1, func(_ *viewCtx, a *storage.Allocation) any { return timeOrNil(a.UpdatedAt) }},
+	{"candidate_nodes", 1, func(_ *viewCtx, a *storage.Allocation) any { return nonNilList(a.CandidateNodes) }},
+	{"extra", 1, func(_ *viewCtx, a *storage.Allocation) any { return nonNilMap(a.Extra) }},
+	{"last_error", 1, func(_ *viewCtx, a *storage.Allocation) any { return strOrNil(a.LastError) }},
+	{"name", 1, func(_ *viewCtx, a *storage.Allocation) any { return strOrNil(a.Name) }},
+	{"owner", 60, func(_ *viewCtx, a *storage.Allocation) any { return strOrNil(a.Owner) }},
+	{"resource_class", 1, func(_ *viewCtx, a *storage.Allocation) any { return strOrNil(a.ResourceClass) }},
+	{"state", 1, func(_ *viewCtx, a *storage.Allocation) any { return a.State }},
+	{"traits", 1, func(_ *viewCtx, a *storage.Allocation) any { return nonNilList(a.Traits) }},
+	{"links", 1, func(v *viewCtx, a *storage.Allocation) any {
+		return []link{{Href: v.base + "/v1/allocations/" + a.UUID, Rel: "self"}, {Href: v.base + "/allocations/" + a.UUID, Rel: "bookmark"}}
+	}},
+	{"node_uuid", 1, func(_ *viewCtx, a *storage.Allocation) any { return strOrNil(a.NodeUUID) }},
+}
+
+var allocationFieldIndex = indexFields(allocationFields)
+
+func nonNilList(l []string) []string {
+	if l == nil {
+		return []string{}
+	}
+	return l
+}
+
+func nonNilMap(m storage.JSONObject) storage.JSONObject {
+	if m == nil {
+		return storage.JSONObject{}
+	}
+	return m
+}
+
+// allocationSortable are the sort keys Ironic takes (the model's columns);
+// allocationUnsortable the ones it refuses with its own message.
+var (
+	allocationSortable   = []string{"uuid", "name", "state", "owner", "last_error", "resource_class", "conductor_affinity", "created_at", "updated_at"}
+	allocationUnsortable = []string{"extra", "candidate_nodes", "traits"}
+)
+
+// allocationVersionGate answers Ironic's responses below 1.52: 404 for GET,
+// 405 for the other methods. It reports whether it answered.
+func allocationVersionGate(w http.ResponseWriter, r *http.Request) bool {
+	if versionOf(r).AtLeast(52) {
+		return false
+	}
+	status := http.StatusMethodNotAllowed
+	if r.Method == http.MethodGet {
+		status = http.StatusNotFound
+	}
+	writeRaw(w, status, codeBody(status, "The API version does not allow allocations"))
+	return true
+}
+
+// checkQueryArgs refuses query parameters a handler does not take, as
+// Ironic's args.validate does.
+func checkQueryArgs(q url.Values, allowed ...string) error {
+	var extra []string
+	for k := range q {
+		if !slices.Contains(allowed, k) {
+			extra = append(extra, k)
+		}
+	}
+	if len(extra) == 0 {
+		return nil
+	}
+	sort.Strings(extra)
+	return errInvalid("Unexpected arguments: %s", strings.Join(extra, ", "))
+}
+
+// allocationViewFields parses ?fields= for the allocation view and puts
+// them in the view's order, which Ironic keeps whatever the request's. A
+// present but empty list leaves only the links, as in Ironic.
+func allocationViewFields(q url.Values, ver Version) ([]string, error) {
+	raw := q.Get("fields")
+	if q.Has("fields") && strings.Trim(raw, ", ") == "" {
+		return []string{"links"}, nil
+	}
+	fields, err := parseFields(strings.ToLower(raw), ver, allocationFields, allocationFieldIndex)
+	if err != nil || fields == nil {
+		return fields, err
+	}
+	sort.SliceStable(fields, func(i, j int) bool { return allocationFieldIndex[fields[i]] < allocationFieldIndex[fields[j]] })
+	return fields, nil
+}
+
+func (a *API) writeAllocation(w http.ResponseWriter, r *http.Request, status int, al *storage.Allocation, fields []string) error {
+	var buf bytes.Buffer
+	renderView(&buf, a.view(r), al, allocationFields, allocationFieldIndex, fields)
+	writeRaw(w, status, buf.Bytes())
+	return nil
+}
+
+// listAllocations is GET /v1/allocations.
+func (a *API) listAllocations(w http.ResponseWriter, r *http.Request) error {
+	if allocationVersionGate(w, r) {
+		return nil
+	}
+	ver := versionOf(r)
+	qs := r.URL.Query()
+	if err := checkQueryArgs(qs, "node", "resource_class", "state", "marker", "limit", "sort_key", "sort_dir", "fields", "owner"); err != nil {
+		return err
+	}
+	if node := qs.Get("node"); qs.Has("node") && !jsvLogicalName(node) && !jsvUUIDLike(node) {
+		return errInvalid("Expected UUID or name for node: %s", node)
+	}
+	if m := qs.Get("marker"); qs.Has("marker") && !jsvUUIDLike(m) {
+		return errInvalid("Expected UUID for marker: %s", m)
+	}
+	if l := qs.Get("limit"); qs.Has("limit") {
+		if _, err := strconv.Atoi(strings.TrimSpace(l)); err != nil {
+			return errInvalid("Expected an integer for limit: %s", l)
+		}
+	}
+	fields, err := allocationViewFields(qs, ver)
+	if err != nil {
+		return err
+	}
+	q := storage.AllocationQuery{}
+	if qs.Has("owner") {
+		if !ver.AtLeast(60) {
+			return errNotAcceptable()
+		}
+		o := qs.Get("owner")
+		q.Owner = &o
+	}
+	page, err := parsePage(qs, append(slices.Clone(allocationSortable), allocationUnsortable...))
+	if err != nil {
+		return err
+	}
+	if slices.Contains(allocationUnsortable, page.SortKey) {
+		return errInvalid("The sort_key value %s is an invalid field for sorting", page.SortKey)
+	}
+	if page.Marker != "" {
+		if _, err := a.cond.Store().GetAllocation(r.Context(), page.Marker); err != nil {
+			return err
+		}
+	}
+	if qs.Has("node") {
+		n, err := a.cond.Store().GetNode(r.Context(), qs.Get("node"))
+		if err != nil {
+			return asBadRequest(err)
+		}
+		q.NodeUUID = &n.UUID
+	}
+	if qs.Has("resource_class") {
+		rc := qs.Get("resource_class")
+		q.ResourceClass = &rc
+	}
+	if qs.Has("state") {
+		st := qs.Get("state")
+		q.State = &st
+	}
+	q.Page = page
+	list, err := a.cond.Store().ListAllocations(r.Context(), q)
+	if err != nil {
+		return err
+	}
+	renderList(w, r, a.view(r), "allocations", list, func(al *storage.Allocation) string { return al.UUID },
+		allocationFields, allocationFieldIndex, fields, page)
+	return nil
+}
+
+// asBadRequest turns a NotFound into the 400 Ironic answers when the
+// missing thing is a parameter, not the resource addressed.
+func asBadRequest(err error) error {
+	if fault.Is(err, fault.NotFound) {
+		return fault.New(fault.Invalid, "%s", err.Error())
+	}
+	return err
+}
+
+// lookupAllocation is Ironic's get_rpc_allocation_with_suffix: a UUID or a
+// logical name, retried without a ".json" suffix.
+// An ident that can be neither is refused with the API's argument message
+// for GET and DELETE, with InvalidUuidOrName's for PATCH.
+func (a *API) lookupAllocation(r *http.Request, ident string) (*storage.Allocation, error) {
+	if !jsvLogicalName(ident) && !jsvUUIDLike(ident) {
+		if r.Method == http.MethodPatch {
+			return nil, errInvalid("Expected a logical name or UUID but received %s.", ident)
+		}
+		return nil, errInvalid("Expected UUID or name for allocation_ident: %s", ident)
+	}
+	al, err := a.cond.Store().GetAllocation(r.Context(), ident)
+	if fault.Is(err, fault.NotFound) && strings.HasSuffix(ident, ".json") {
+		if al2, err2 := a.cond.Store().GetAllocation(r.Context(), strings.TrimSuffix(ident, ".json")); err2 == nil {
+			return al2, nil
+		}
+	}
+	return al, err
+}
+
+// getAllocation is GET /v1/allocations/{ident}.
+func (a *API) getAllocation(w http.ResponseWriter, r *http.Request) error {
+	if allocationVersionGate(w, r) {
+		return nil
+	}
+	qs := r.URL.Query()
+	if err := checkQueryArgs(qs, "fields"); err != nil {
+		return err
+	}
+	al, err := a.lookupAllocation(r, r.PathValue("ident"))
+	if err != nil {
+		return err
+	}
+	fields, err := allocationViewFields(qs, versionOf(r))
+	if err != nil {
+		return err
+	}
+	return a.writeAllocation(w, r, http.StatusOK, al, fields)
+}
+
+// allocationBodyFields are the properties of Ironic's ALLOCATION_SCHEMA, in
+// its order.
+var allocationBodyFields = []string{"candidate_nodes", "extra", "name", "node", "owner", "resource_class", "traits", "uuid"}
+
+// checkAllocationSchema is Ironic's ALLOCATION_VALIDATOR: the JSON schema,
+// then uuid must be a UUID.
+func checkAllocationSchema(name string, body map[string]any) error {
+	var e jsvErrors
+	for _, k := range allocationBodyFields {
+		v, ok := body[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "candidate_nodes":
+			if e.checkType(1, v, "array", "null") && v != nil {
+				for _, item := range v.([]any) {
+					e.checkType(2, item, "string")
+				}
+			}
+		case "extra":
+			e.checkType(1, v, "object", "null")
+		case "resource_class":
+			if e.checkType(1, v, "string", "null") && v != nil && len([]rune(v.(string))) > 80 {
+				e.add(1, "%s is too long", jsvRepr(v))
+			}
+		case "traits":
+			if e.checkType(1, v, "array", "null") && v != nil {
+				for _, item := range v.([]any) {
+					e.checkTrait(2, item)
+				}
+			}
+		default:
+			e.checkType(1, v, "string", "null")
+		}
+	}
+	e.checkAdditional(0, body, allocationBodyFields)
+	if err := e.err(name); err != nil {
+		return err
+	}
+	if u, ok := body["uuid"].(string); ok && !jsvUUIDLike(u) {
+		return errInvalid("Expected UUID for uuid: %s", u)
+	}
+	return nil
+}
+
+func optString(v any) *string {
+	if s, ok := v.(string); ok {
+		return &s
+	}
+	return nil
+}
+
+func stringList(v any) []string {
+	list, _ := v.([]any)
+	out := make([]string, 0, len(list))
+	for _, x := range list {
+		out = append(out, x.(string))
+	}
+	return out
+}
+
+// truthy is Python's truth value of a decoded JSON value.
+func truthy(v any) bool {
+	switch t := v.(type) {
+	case nil:
+		return false
+	case string:
+		return t != ""
+	case []any:
+		return len(t) > 0
+	case map[string]any:
+		return len(t) > 0
+	case bool:
+		return t
+	case int64:
+		return t != 0
+	case float64:
+		return t != 0
+	}
+	return true
+}
+
+// createAllocation is POST /v1/allocations.
+func (a *API) createAllocation(w http.ResponseWriter, r *http.Request) error {
+	if allocationVersionGate(w, r) {
+		return nil
+	}
+	ver := versionOf(r)
+	body, err := decodeObject(r, "allocation")
+	if err != nil {
+		return err
+	}
+	if err := checkAllocationSchema("allocation", body); err != nil {
+		return err
+	}
+	if _, ok := body["owner"]; ok && !ver.AtLeast(60) {
+		return errNotAcceptable()
+	}
+	if name := body["name"]; truthy(name) && !jsvLogicalName(name) {
+		return errInvalid("Cannot create allocation with invalid name '%s'", jsvStr(name))
+	}
+	ctx := r.Context()
+	var node *storage.Node
+	if ident := body["node"]; truthy(ident) {
+		if !ver.AtLeast(58) {
+			return errInvalid("Cannot set node when creating an allocation in this API version")
+		}
+		if node, err = a.cond.Store().GetNode(ctx, ident.(string)); err != nil {
+			return asBadRequest(err)
+		}
+	}
+	al := &storage.Allocation{
+		Name:          optString(body["name"]),
+		Owner:         optString(body["owner"]),
+		ResourceClass: optString(body["resource_class"]),
+		Traits:        stringList(body["traits"]),
+		Extra:         storage.JSONObject{},
+	}
+	if m, ok := body["extra"].(map[string]any); ok {
+		al.Extra = m
+	}
+	if !truthy(body["resource_class"]) {
+		if node == nil {
+			return errInvalid("The resource_class field is mandatory when not backfilling")
+		}
+		al.ResourceClass = node.ResourceClass
+	}
+	if idents := stringList(body["candidate_nodes"]); len(idents) > 0 {
+		if al.CandidateNodes, err = a.candidateNodeUUIDs(r, idents); err != nil {
+			return err
+		}
+	}
+	if u, ok := body["uuid"].(string); ok && u != "" {
+		al.UUID = u
+	} else if node != nil && node.InstanceUUID != nil {
+		// Backfilling without a UUID: the instance's is the one wanted.
+		al.UUID = *node.InstanceUUID
+	} else {
+		al.UUID = uuid.NewString()
+	}
+	backfill := ""
+	if node != nil {
+		backfill = node.UUID
+	}
+	if err := a.cond.CreateAllocation(actorContext(r), al, backfill); err != nil {
+		return err
+	}
+	w.Header().Set("Location", baseURL(r)+"/v1/allocations/"+al.UUID)
+	return a.writeAllocation(w, r, http.StatusCreated, al, nil)
+}
+
+// candidateNodeUUIDs is Ironic's check_node_list: every ident must name an
+// existing node (by UUID or name); the result keeps the request's order.
+func (a *API) candidateNodeUUIDs(r *http.Request, idents []string) ([]string, error) {
+	var missing []string
+	out := make([]string, 0, len(idents))
+	for _, ident := range idents {
+		if !jsvUUIDLike(ident) && !jsvLogicalName(ident) {
+			missing = append(missing, ident)
+			continue
+		}
+		n, err := a.cond.Store().GetNode(r.Context(), ident)
+		if fault.Is(err, fault.NotFound) {
+			missing = append(missing, ident)
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, n.UUID)
+	}
+	if len(missing) > 0 {
+		return nil, errInvalid("Nodes cannot be found: %s", strings.Join(slices.Compact(missing), ", "))
+	}
+	return out, nil
+}
+
+// allocationPatchable are Ironic's PATCH_ALLOWED_FIELDS, in its order.
+var allocationPatchable = []string{"name", "extra"}
+
+// patchAllocation is PATCH /v1/allocations/{ident} (1.57).
+func (a *API) patchAllocation(w http.ResponseWriter, r *http.Request) error {
+	if allocationVersionGate(w, r) {
+		return nil
+	}
+	raw, err := decodeAny(r)
+	if err != nil {
+		return err
+	}
+	ops, err := jsvParsePatch(raw)
+	if err != nil {
+		return err
+	}
+	// Ironic checks the version after the patch's schema.
+	if !versionOf(r).AtLeast(57) {
+		return fault.New(fault.MethodNotAllowed, "The API version does not allow updating allocations")
+	}
+	current, err := a.lookupAllocation(r, r.PathValue("ident"))
+	if err != nil {
+		return err
+	}
+	for _, op := range ops {
+		if !slices.Contains(allocationPatchable, strings.Split(op.path, "/")[1]) {
+			return errInvalid("Cannot patch %s. Only the following can be updated: %s", op.path, strings.Join(allocationPatchable, ", "))
+		}
+	}
+	for _, op := range ops {
+		if op.path == "/name" && truthy(op.value) && !jsvLogicalName(op.value) {
+			return errInvalid("Cannot update allocation with invalid name '%s'", jsvStr(op.value))
+		}
+	}
+	// The document Ironic patches: the allocation's stored fields.
+	doc := map[string]any{
+		"uuid": current.UUID, "name": strOrNil(current.Name),
+		"owner": strOrNil(current.Owner), "resource_class": strOrNil(current.ResourceClass),
+		"traits": anyList(current.Traits), "candidate_nodes": anyList(current.CandidateNodes),
+		"extra": jsvCopy(map[string]any(nonNilMap(current.Extra))),
+	}
+	patched, err := jsvApplyPatch(doc, ops)
+	if err != nil {
+		return err
+	}
+	for k := range patched {
+		if !slices.Contains(allocationBodyFields, k) {
+			delete(patched, k)
+		}
+	}
+	if err := checkAllocationSchema("patch", patched); err != nil {
+		return err
+	}
+	name := optString(patched["name"])
+	extra, _ := patched["extra"].(map[string]any)
+	if extra == nil {
+		extra = storage.JSONObject{}
+	}
+	if reflect.DeepEqual(name, current.Name) && reflect.DeepEqual(extra, map[string]any(nonNilMap(current.Extra))) {
+		// Nothing changes: Ironic saves nothing, updated_at stays.
+		return a.writeAllocation(w, r, http.StatusOK, current, nil)
+	}
+	updated, err := a.cond.UpdateAllocation(actorContext(r), current.UUID, func(al *storage.Allocation) error {
+		al.Name = name
+		al.Extra = extra
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return a.writeAllocation(w, r, http.StatusOK, updated, nil)
+}
+
+func anyList(l []string) []any {
+	out := make([]any, len(l))
+	for i, s := range l {
+		out[i] = s
+	}
+	return out
+}
+
+// deleteAllocation is DELETE /v1/allocations/{ident}.
+func (a *API) deleteAllocation(w http.ResponseWriter, r *http.Request) error {
+	if allocationVersionGate(w, r) {
+		return nil
+	}
+	al, err := a.lookupAllocation(r, r.PathValue("ident"))
+	if err != nil {
+		return err
+	}
+	if err := a.cond.DeleteAllocation(actorContext(r), al.UUID); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// nodeAllocationGate hides /v1/nodes/{ident}/allocation below 1.52 with
+// Ironic's bare 404.
+func nodeAllocationGate(w http.ResponseWriter, r *http.Request) bool {
+	if versionOf(r).AtLeast(52) {
+		return false
+	}
+	writeRaw(w, http.StatusNotFound, codeBody(http.StatusNotFound, ""))
+	return true
+}
+
+// allocationOfNode finds the allocation a node holds.
+func (a *API) allocationOfNode(r *http.Request, n *storage.Node, ident string) (*storage.Allocation, error) {
+	list, err := a.cond.Store().ListAllocations(r.Context(), storage.AllocationQuery{NodeUUID: &n.UUID, Page: storage.Page{Limit: 1}})
+	if err != nil {
+		return nil, err
+	}
+	if len(list) == 0 {
+		return nil, fault.New(fault.NotFound, "Allocation for node %s was not found", ident)
+	}
+	return list[0], nil
+}
+
+// getNodeAllocation is GET /v1/nodes/{ident}/allocation.
+func (a *API) getNodeAllocation(w http.ResponseWriter, r *http.Request) error {
+	if nodeAllocationGate(w, r) {
+		return nil
+	}
+	qs := r.URL.Query()
+	if err := checkQueryArgs(qs, "fields"); err != nil {
+		return err
+	}
+	fields, err := allocationViewFields(qs, versionOf(r))
+	if err != nil {
+		return err
+	}
+	ident := r.PathValue("ident")
+	n, err := a.cond.Store().GetNode(r.Context(), ident)
+	if err != nil {
+		return asBadRequest(err)
+	}
+	al, err := a.allocationOfNode(r, n, ident)
+	if err != nil {
+		return err
+	}
+	return a.writeAllocation(w, r, http.StatusOK, al, fields)
+}
+
+// deleteNodeAllocation is DELETE /v1/nodes/{ident}/allocation.
+func (a *API) deleteNodeAllocation(w http.ResponseWriter, r *http.Request) error {
+	if nodeAllocationGate(w, r) {
+		return nil
+	}
+	ident := r.PathValue("ident")
+	n, err := a.cond.Store().GetNode(r.Context(), ident)
+	if err != nil {
+		return err
+	}
+	al, err := a.allocationOfNode(r, n, ident)
+	if err != nil {
+		return err
+	}
+	if err := a.cond.DeleteAllocation(actorContext(r), al.UUID); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}

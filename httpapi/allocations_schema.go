@@ -1,0 +1,483 @@
+package httpapi
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"castiron/engine/fault"
+)
+
+// Request checks for allocations and events, worded exactly as Ironic's
+// jsonschema validation words them ("Schema error for allocation: 5 is not
+// of type 'string', 'null'"), which these endpoints' clients show verbatim.
+
+// jsvErrors collects schema errors with their depth in the document and
+// reports the one jsonschema's best_match picks: the shallowest, the first
+// found among equals.
+type jsvErrors struct {
+	depth int
+	msg   string
+	set   bool
+}
+
+func (e *jsvErrors) add(depth int, format string, args ...any) {
+	if !e.set || depth < e.depth {
+		e.depth, e.msg, e.set = depth, fmt.Sprintf(format, args...), true
+	}
+}
+
+// err returns the chosen error as Ironic's 400 for the named document.
+func (e *jsvErrors) err(name string) error {
+	if !e.set {
+		return nil
+	}
+	return fault.New(fault.Invalid, "Schema error for %s: %s", name, e.msg)
+}
+
+// jsvType names a JSON value's jsonschema type.
+func jsvType(v any) string {
+	switch t := v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "boolean"
+	case string:
+		return "string"
+	case int64:
+		return "integer"
+	case float64:
+		if t == math.Trunc(t) {
+			return "integer"
+		}
+		return "number"
+	case []any:
+		return "array"
+	case map[string]any:
+		return "object"
+	}
+	return "unknown"
+}
+
+// jsvIs reports whether v is of one of the types (integer is a number too).
+func jsvIs(v any, types ...string) bool {
+	t := jsvType(v)
+	for _, want := range types {
+		if want == t || (want == "number" && t == "integer") {
+			return true
+		}
+	}
+	return false
+}
+
+// checkType adds jsonschema's type error unless v is of one of types.
+func (e *jsvErrors) checkType(depth int, v any, types ...string) bool {
+	if jsvIs(v, types...) {
+		return true
+	}
+	quoted := make([]string, len(types))
+	for i, t := range types {
+		quoted[i] = "'" + t + "'"
+	}
+	e.add(depth, "%s is not of type %s", jsvRepr(v), strings.Join(quoted, ", "))
+	return false
+}
+
+// checkAdditional adds "Additional properties are not allowed" for the keys
+// of obj outside allowed.
+func (e *jsvErrors) checkAdditional(depth int, obj map[string]any, allowed []string) {
+	var extra []string
+	for k := range obj {
+		if !slices.Contains(allowed, k) {
+			extra = append(extra, k)
+		}
+	}
+	if len(extra) == 0 {
+		return
+	}
+	sort.Strings(extra)
+	verb := "was"
+	if len(extra) > 1 {
+		verb = "were"
+	}
+	q := make([]string, len(extra))
+	for i, k := range extra {
+		q[i] = jsvRepr(k)
+	}
+	e.add(depth, "Additional properties are not allowed (%s %s unexpected)", strings.Join(q, ", "), verb)
+}
+
+// checkRequired adds "'x' is a required property" for the first missing key.
+func (e *jsvErrors) checkRequired(depth int, obj map[string]any, required ...string) {
+	for _, k := range required {
+		if _, ok := obj[k]; !ok {
+			e.add(depth, "%s is a required property", jsvRepr(k))
+			return
+		}
+	}
+}
+
+var (
+	jsvCustomTraitRE = regexp.MustCompile(`^CUSTOM_[A-Z0-9_]+$`)
+	// Standard traits come from os-traits; like the node traits API,
+	// castiron accepts any upper-case name that could be one.
+	jsvStandardTraitRE = regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`)
+)
+
+// checkTrait is Ironic's TRAITS_SCHEMA for one trait.
+func (e *jsvErrors) checkTrait(depth int, v any) {
+	if !e.checkType(depth, v, "string") {
+		return
+	}
+	s := v.(string)
+	switch {
+	case len(s) < 1:
+		e.add(depth, "%s is too short", jsvRepr(s))
+	case len(s) > 255:
+		e.add(depth, "%s is too long", jsvRepr(s))
+	case !jsvCustomTraitRE.MatchString(s) && !jsvStandardTraitRE.MatchString(s):
+		e.add(depth, "%s is not valid under any of the given schemas. Possible root cause: %s does not match %s",
+			jsvRepr(s), jsvRepr(s), jsvRepr(jsvCustomTraitRE.String()))
+	}
+}
+
+// jsvRepr renders a decoded JSON value as Python's repr, as Ironic's
+// messages show values.
+func jsvRepr(v any) string {
+	var b strings.Builder
+	jsvWriteRepr(&b, v)
+	return b.String()
+}
+
+func jsvWriteRepr(b *strings.Builder, v any) {
+	switch t := v.(type) {
+	case nil:
+		b.WriteString("None")
+	case bool:
+		if t {
+			b.WriteString("True")
+		} else {
+			b.WriteString("False")
+		}
+	case string:
+		b.WriteString(jsvQuote(t))
+	case int64:
+		b.WriteString(strconv.FormatInt(t, 10))
+	case float64:
+		s := strconv.FormatFloat(t, 'g', -1, 64)
+		if !strings.ContainsAny(s, ".eEn") {
+			s += ".0"
+		}
+		b.WriteString(s)
+	case []string:
+		b.WriteByte('[')
+		for i, x := range t {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(jsvQuote(x))
+		}
+		b.WriteByte(']')
+	case []any:
+		b.WriteByte('[')
+		for i, x := range t {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			jsvWriteRepr(b, x)
+		}
+		b.WriteByte(']')
+	case map[string]any:
+		keys := make([]string, 0, len(t))
+		for k := range t {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		b.WriteByte('{')
+		for i, k := range keys {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(jsvQuote(k))
+			b.WriteString(": ")
+			jsvWriteRepr(b, t[k])
+		}
+		b.WriteByte('}')
+	default:
+		b.WriteString(fmt.Sprintf("%v", t))
+	}
+}
+
+// jsvQuote is Python's repr of a str: single quotes unless the text has
+// some and no double ones.
+func jsvQuote(s string) string {
+	q := byte('\'')
+	if strings.ContainsRune(s, '\'') && !strings.ContainsRune(s, '"') {
+		q = '"'
+	}
+	var b strings.Builder
+	b.WriteByte(q)
+	for _, r := range s {
+		switch {
+		case r == '\\':
+			b.WriteString(`\\`)
+		case r == rune(q):
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r < 0x20 || r == 0x7f:
+			b.WriteString(fmt.Sprintf(`\x%02x`, r))
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte(q)
+	return b.String()
+}
+
+// jsvStr is Python's str() of a decoded JSON value: strings as they are,
+// anything else as its repr.
+func jsvStr(v any) string {
+	if s, ok := v.(string); ok {
+		return s
+	}
+	return jsvRepr(v)
+}
+
+// jsvLogicalName is Ironic's is_valid_logical_name: RFC 3986 unreserved
+// characters, at most 255 of them.
+func jsvLogicalName(v any) bool {
+	s, ok := v.(string)
+	return ok && len(s) <= 255 && nameRE.MatchString(s)
+}
+
+// jsvUUIDLike is oslo's is_uuid_like: a UUID with or without hyphens, braces
+// or urn:uuid: prefix, in any case.
+func jsvUUIDLike(s string) bool {
+	_, err := uuid.Parse(s)
+	return err == nil
+}
+
+// jsvPatchOp is one operation of a patch that passed Ironic's patch schema.
+type jsvPatchOp struct {
+	op    string
+	path  string
+	value any
+	has   bool // value present
+}
+
+func (o jsvPatchOp) repr() string {
+	m := "{'op': " + jsvQuote(o.op) + ", 'path': " + jsvQuote(o.path)
+	if o.has {
+		m += ", 'value': " + jsvRepr(o.value)
+	}
+	return m + "}"
+}
+
+// jsvPatchPathRE is args.patch's '^(/[\w-]+)+$' with Python's Unicode \w.
+var jsvPatchPathRE = regexp.MustCompile(`^(/[\p{L}\p{N}\p{M}_-]+)+$`)
+
+// jsvParsePatch checks a PATCH body against Ironic's patch schema (a list of
+// add/replace/remove operations on '/word' paths).
+func jsvParsePatch(raw any) ([]jsvPatchOp, error) {
+	var e jsvErrors
+	list, ok := raw.([]any)
+	if !ok {
+		e.checkType(0, raw, "array")
+		return nil, e.err("patch")
+	}
+	ops := make([]jsvPatchOp, 0, len(list))
+	for _, item := range list {
+		obj, ok := item.(map[string]any)
+		if !ok {
+			e.checkType(1, item, "object")
+			continue
+		}
+		if p, ok := obj["path"]; ok && e.checkType(2, p, "string") && !jsvPatchPathRE.MatchString(p.(string)) {
+			e.add(2, "%s does not match %s", jsvRepr(p), jsvRepr(`^(/[\w-]+)+$`))
+		}
+		if op, ok := obj["op"]; ok && e.checkType(2, op, "string") && !slices.Contains([]string{"add", "replace", "remove"}, op.(string)) {
+			e.add(2, "%s is not one of ['add', 'replace', 'remove']", jsvRepr(op))
+		}
+		e.checkAdditional(1, obj, []string{"path", "op", "value"})
+		e.checkRequired(1, obj, "op", "path")
+		op, _ := obj["op"].(string)
+		path, _ := obj["path"].(string)
+		v, has := obj["value"]
+		ops = append(ops, jsvPatchOp{op: op, path: path, value: v, has: has})
+	}
+	if err := e.err("patch"); err != nil {
+		return nil, err
+	}
+	return ops, nil
+}
+
+// jsvApplyPatch applies ops one at a time to doc (a copy is changed) with
+// python-jsonpatch's semantics and messages, as Ironic's apply_jsonpatch.
+func jsvApplyPatch(doc map[string]any, ops []jsvPatchOp) (map[string]any, error) {
+	var root any = jsvCopy(doc)
+	for _, op := range ops {
+		next, reason := jsvApplyOne(root, op)
+		if reason != "" {
+			return nil, fault.New(fault.Invalid, "Couldn't apply patch '%s'. Reason: %s", op.repr(), reason)
+		}
+		root = next
+	}
+	out, _ := root.(map[string]any)
+	return out, nil
+}
+
+func jsvApplyOne(root any, op jsvPatchOp) (any, string) {
+	if op.op != "remove" && !op.has {
+		return nil, "The operation does not contain a 'value' member"
+	}
+	parts := strings.Split(op.path, "/")[1:]
+	parent := root
+	for _, part := range parts[:len(parts)-1] {
+		var reason string
+		if parent, reason = jsvWalk(parent, part); reason != "" {
+			return nil, reason
+		}
+	}
+	last := parts[len(parts)-1]
+	switch p := parent.(type) {
+	case map[string]any:
+		_, exists := p[last]
+		switch op.op {
+		case "remove":
+			if !exists {
+				return nil, "can't remove a non-existent object '" + last + "'"
+			}
+			delete(p, last)
+		case "replace":
+			if !exists {
+				return nil, "can't replace a non-existent object '" + last + "'"
+			}
+			p[last] = jsvCopy(op.value)
+		default:
+			p[last] = jsvCopy(op.value)
+		}
+		return root, ""
+	case []any:
+		idx := len(p)
+		if last != "-" {
+			i, err := strconv.Atoi(last)
+			if err != nil || strings.HasPrefix(last, "+") {
+				return nil, "'" + last + "' is not a valid sequence index"
+			}
+			idx = i
+		} else if op.op == "replace" {
+			return nil, "'path' with '-' can't be applied to 'replace' operation"
+		}
+		var out []any
+		switch op.op {
+		case "remove":
+			if idx < 0 || idx >= len(p) {
+				return nil, "can't remove a non-existent object '" + last + "'"
+			}
+			out = slices.Delete(slices.Clone(p), idx, idx+1)
+		case "replace":
+			if idx < 0 || idx >= len(p) {
+				return nil, "can't replace outside of list"
+			}
+			out = slices.Clone(p)
+			out[idx] = jsvCopy(op.value)
+		default:
+			if idx < 0 || idx > len(p) {
+				return nil, "can't insert outside of list"
+			}
+			out = slices.Insert(slices.Clone(p), idx, jsvCopy(op.value))
+		}
+		return jsvSetAt(root, parts[:len(parts)-1], out), ""
+	}
+	return nil, "unable to fully resolve json pointer " + op.path + ", part " + last
+}
+
+// jsvWalk is jsonpointer's walk: one step into a mapping or a sequence.
+func jsvWalk(doc any, part string) (any, string) {
+	switch d := doc.(type) {
+	case map[string]any:
+		v, ok := d[part]
+		if !ok {
+			return nil, "member '" + part + "' not found in " + jsvRepr(d)
+		}
+		return v, ""
+	case []any:
+		i, err := strconv.Atoi(part)
+		if err != nil {
+			return nil, "'" + part + "' is not a valid sequence index"
+		}
+		if i < 0 || i >= len(d) {
+			return nil, "index '" + part + "' is out of bounds"
+		}
+		return d[i], ""
+	}
+	return nil, "Document '" + jsvPyType(doc) + "' does not support indexing, must be mapping/sequence or support __getitem__"
+}
+
+func jsvPyType(v any) string {
+	switch v.(type) {
+	case string:
+		return "<class 'str'>"
+	case bool:
+		return "<class 'bool'>"
+	case int64:
+		return "<class 'int'>"
+	case float64:
+		return "<class 'float'>"
+	case nil:
+		return "<class 'NoneType'>"
+	}
+	return "<class 'object'>"
+}
+
+// jsvSetAt replaces the value at parts (which exists) with v.
+func jsvSetAt(root any, parts []string, v any) any {
+	if len(parts) == 0 {
+		return v
+	}
+	cur := root
+	for i, part := range parts {
+		if i == len(parts)-1 {
+			switch c := cur.(type) {
+			case map[string]any:
+				c[part] = v
+			case []any:
+				n, _ := strconv.Atoi(part)
+				c[n] = v
+			}
+			break
+		}
+		cur, _ = jsvWalk(cur, part)
+	}
+	return root
+}
+
+func jsvCopy(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(t))
+		for k, x := range t {
+			m[k] = jsvCopy(x)
+		}
+		return m
+	case []any:
+		l := make([]any, len(t))
+		for i, x := range t {
+			l[i] = jsvCopy(x)
+		}
+		return l
+	}
+	return v
+}

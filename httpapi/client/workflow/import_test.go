@@ -1,0 +1,235 @@
+package workflow
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// TestImportFiftyTwice imports a 50-node rack with --provide, then again:
+// the second run creates nothing and leaves the available nodes alone.
+func TestImportFiftyTwice(t *testing.T) {
+	s := newServer(t)
+	file := writeFile(t, "instackenv.json", fakeRack("rack", 50))
+	code, out, errs := s.run("import", file, "--provide", "--concurrency", "8")
+	if code != 0 {
+		t.Fatalf("first import: exit %d\n%s\n%s", code, out, errs)
+	}
+	mustContain(t, "first import", out, "50 succeeded, 0 failed", "50 node(s) created, 0 already registered")
+	nodes := s.nodes()
+	if len(nodes) != 50 {
+		t.Fatalf("%d nodes after import", len(nodes))
+	}
+	for _, n := range nodes {
+		if n.ProvisionState != "available" || n.Driver != "fake-hardware" {
+			t.Errorf("%s: %s %s", n.Name, n.Driver, n.ProvisionState)
+		}
+		if n.Properties["cpus"] != float64(8) || n.Properties["memory_mb"] != float64(16384) ||
+			n.Properties["local_gb"] != float64(100) || n.Properties["cpu_arch"] != "x86_64" ||
+			n.Properties["capabilities"] != "boot_mode:uefi" {
+			t.Errorf("%s: properties %v", n.Name, n.Properties)
+		}
+	}
+	ports, err := s.client().ListPorts(context.Background())
+	if err != nil || len(ports) != 50 {
+		t.Fatalf("%d ports, %v", len(ports), err)
+	}
+
+	code, out, errs = s.run("import", file, "--provide")
+	if code != 0 {
+		t.Fatalf("second import: exit %d\n%s\n%s", code, out, errs)
+	}
+	mustContain(t, "second import", out, "0 node(s) created, 50 already registered", "unchanged")
+	if strings.Contains(out, "provide requested") || strings.Contains(out, "created, manage") {
+		t.Errorf("second import changed something:\n%s", out)
+	}
+	if n := len(s.nodes()); n != 50 {
+		t.Errorf("%d nodes after the second import", n)
+	}
+	if ports, _ := s.client().ListPorts(context.Background()); len(ports) != 50 {
+		t.Errorf("%d ports after the second import", len(ports))
+	}
+}
+
+// TestImportYAMLUpdatesInPlace imports a YAML file, then a changed one: the
+// node found by MAC is patched, a new port is added, nothing is duplicated.
+func TestImportYAMLUpdatesInPlace(t *testing.T) {
+	s := newServer(t)
+	v1 := writeFile(t, "nodes.yaml", `
+nodes:
+  - name: y-0
+    pm_type: fake-hardware
+    mac: ["52:54:00:10:00:01"]
+    cpu: 4
+    memory: 8192
+    root_device: {size: 40}
+    resource_class: small
+`)
+	if code, out, errs := s.run("import", v1); code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	n := s.node("y-0")
+	if n.ProvisionState != "manageable" || n.ResourceClass != "small" || n.Properties["cpus"] != float64(4) {
+		t.Fatalf("after import: %s %q %v", n.ProvisionState, n.ResourceClass, n.Properties)
+	}
+	if rd, _ := n.Properties["root_device"].(map[string]any); rd["size"] != float64(40) {
+		t.Errorf("root_device %v", n.Properties["root_device"])
+	}
+	v2 := writeFile(t, "nodes.yml", `
+nodes:
+  - name: y-renamed
+    pm_type: fake-hardware
+    ports:
+      - address: "52:54:00:10:00:01"
+      - address: "52:54:00:10:00:02"
+    cpu: 16
+    memory: 8192
+    root_device: {size: 40}
+    resource_class: large
+`)
+	code, out, errs := s.run("import", v2)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	mustContain(t, "update", out, "updated", "0 node(s) created, 1 already registered")
+	nodes := s.nodes()
+	if len(nodes) != 1 {
+		t.Fatalf("%d nodes", len(nodes))
+	}
+	n = &nodes[0]
+	if n.Name != "y-renamed" || n.ResourceClass != "large" || n.Properties["cpus"] != float64(16) || n.ProvisionState != "manageable" {
+		t.Errorf("after update: %q %q %v %s", n.Name, n.ResourceClass, n.Properties, n.ProvisionState)
+	}
+	if ports, _ := s.client().ListPorts(context.Background()); len(ports) != 2 {
+		t.Errorf("%d ports, want 2", len(ports))
+	}
+}
+
+// TestImportMatchesByUUIDAndBMC and refuses an entry that matches two nodes.
+func TestImportAmbiguousMatch(t *testing.T) {
+	s := newServer(t)
+	ctx := context.Background()
+	c := s.client()
+	a, err := c.CreateNode(ctx, map[string]any{"name": "a", "driver": "fake-hardware"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreatePort(ctx, map[string]any{"node_uuid": a.UUID, "address": "52:54:00:20:00:01"}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := c.CreateNode(ctx, map[string]any{"name": "b", "driver": "ipmi",
+		"driver_info": map[string]any{"ipmi_address": "192.0.2.9", "ipmi_port": 6230}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := writeFile(t, "amb.json", map[string]any{"nodes": []any{
+		// a's MAC and b's BMC: which node is it?
+		map[string]any{"name": "x", "pm_type": "ipmi", "pm_addr": "192.0.2.9", "pm_port": 6230, "mac": []string{"52:54:00:20:00:01"}},
+		// b by uuid: updated, not duplicated
+		map[string]any{"uuid": b.UUID, "pm_type": "fake-hardware", "cpu": 2},
+	}})
+	// validation passes: the file itself has no duplicates
+	if code, out, errs := s.run("import", file, "--validate-only"); code != 0 {
+		t.Fatalf("validate: %d %s %s", code, out, errs)
+	}
+	code, out, _ := s.run("import", file)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1:\n%s", code, out)
+	}
+	mustContain(t, "ambiguous", out, "matches more than one registered node",
+		"node a ("+a.UUID+") by MAC 52:54:00:20:00:01", "node b ("+b.UUID+") by BMC 192.0.2.9:6230", "1 succeeded, 1 failed")
+	if n := len(s.nodes()); n != 2 {
+		t.Errorf("%d nodes, want 2", n)
+	}
+	nb := s.node(b.UUID)
+	if nb.Driver != "fake-hardware" || nb.Properties["cpus"] != float64(2) || nb.ProvisionState != "manageable" {
+		t.Errorf("b by uuid: %s %v %s", nb.Driver, nb.Properties, nb.ProvisionState)
+	}
+}
+
+// TestValidateOnly reports duplicates and touches nothing.
+func TestValidateOnly(t *testing.T) {
+	s := newServer(t)
+	rack := fakeRack("v", 3)
+	nodes := rack["nodes"].([]map[string]any)
+	nodes[2]["mac"] = nodes[0]["mac"]
+	nodes[1]["name"] = nodes[0]["name"]
+	nodes = append(nodes,
+		map[string]any{"name": "i1", "pm_type": "pxe_ipmitool", "pm_addr": "10.1.1.1"},
+		map[string]any{"name": "i2", "pm_type": "ipmi", "pm_addr": "10.1.1.1", "pm_port": 623})
+	file := writeFile(t, "dup.json", map[string]any{"nodes": nodes})
+	code, out, errs := s.run("import", file, "--validate-only")
+	if code != 1 || out != "" {
+		t.Fatalf("exit %d stdout %q", code, out)
+	}
+	mustContain(t, "stderr", errs, "duplicate name v-000: v-000 and v-000",
+		"duplicate MAC 52:54:00:01:00:00: v-000 and v-002", "duplicate BMC address 10.1.1.1:623: i1 and i2")
+	// Without --validate-only the same file is refused before any request.
+	if code, _, _ := s.run("import", file); code != 1 {
+		t.Errorf("import of an invalid file: exit %d", code)
+	}
+	if n := len(s.nodes()); n != 0 {
+		t.Errorf("%d nodes created", n)
+	}
+	good := writeFile(t, "good.json", fakeRack("g", 4))
+	code, out, _ = s.run("import", good, "--validate-only")
+	if code != 0 || !strings.Contains(out, "4 node(s), no problems found") {
+		t.Errorf("valid file: exit %d %q", code, out)
+	}
+	if n := len(s.nodes()); n != 0 {
+		t.Errorf("--validate-only created %d nodes", n)
+	}
+}
+
+// TestImportIPMICredentials registers two ipmi nodes against real ipmi_sim
+// BMCs: the one with a wrong password stays in enroll with the BMC's error;
+// fixing the file and importing again updates it and makes it manageable.
+func TestImportIPMICredentials(t *testing.T) {
+	good, bad := startSim(t), startSim(t)
+	s := newServer(t)
+	entry := func(name string, sim *bmcSim, pw string) map[string]any {
+		return map[string]any{"name": name, "pm_type": "pxe_ipmitool", "pm_addr": "127.0.0.1",
+			"pm_port": sim.port, "pm_user": simUser, "pm_password": pw,
+			"mac": []string{fmt.Sprintf("52:54:00:30:00:%02x", sim.port%256)}}
+	}
+	file := writeFile(t, "ipmi.json", map[string]any{"nodes": []any{
+		entry("bmc-good", good, simPassword), entry("bmc-bad", bad, "wrong-password")}})
+	code, out, errs := s.run("import", file)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\n%s\n%s", code, out, errs)
+	}
+	g, b := s.node("bmc-good"), s.node("bmc-bad")
+	if g.ProvisionState != "manageable" || g.Driver != "ipmi" || g.DriverInfo["ipmi_address"] != "127.0.0.1" ||
+		g.DriverInfo["ipmi_port"] != float64(good.port) || g.DriverInfo["ipmi_username"] != simUser {
+		t.Errorf("good: %s %s %v", g.ProvisionState, g.Driver, g.DriverInfo)
+	}
+	if b.ProvisionState != "enroll" || b.LastError == "" {
+		t.Fatalf("bad: %s last_error %q", b.ProvisionState, b.LastError)
+	}
+	// The BMC's own error is in the summary, on the failed node's row.
+	var row string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "bmc-bad ") && strings.Contains(l, "FAILED") {
+			row = l
+		}
+	}
+	if row == "" || !strings.Contains(row, oneLine(b.LastError)) || !strings.Contains(row, "enroll") {
+		t.Errorf("summary row for bmc-bad %q lacks %q:\n%s", row, b.LastError, out)
+	}
+	mustContain(t, "summary", out, "1 succeeded, 1 failed")
+
+	fixed := writeFile(t, "ipmi-fixed.json", map[string]any{"nodes": []any{
+		entry("bmc-good", good, simPassword), entry("bmc-bad", bad, simPassword)}})
+	code, out, errs = s.run("import", fixed)
+	if code != 0 {
+		t.Fatalf("re-import: exit %d\n%s\n%s", code, out, errs)
+	}
+	mustContain(t, "re-import", out, "0 node(s) created, 2 already registered")
+	if b := s.node("bmc-bad"); b.ProvisionState != "manageable" {
+		t.Errorf("after fixing the password: %s %q", b.ProvisionState, b.LastError)
+	}
+	if n := len(s.nodes()); n != 2 {
+		t.Errorf("%d nodes", n)
+	}
+}

@@ -1,0 +1,144 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"castiron/storage"
+)
+
+// collRender writes {"<key>": [...], "next": ...} like renderList, but
+// with the "next" link on the request's own path (/v1/chassis/detail,
+// /v1/nodes/{id}/portgroups), so that following it keeps the detail view and
+// the parent filter.
+func collRender[T any](w http.ResponseWriter, r *http.Request, v *viewCtx, key string, items []*T, uuidOf func(*T) string,
+	all []viewField[T], index map[string]int, fields []string, page storage.Page) {
+	var buf bytes.Buffer
+	buf.Grow(256 * (len(items) + 1))
+	buf.WriteString(`{`)
+	appendJSONString(&buf, key)
+	buf.WriteString(`: [`)
+	for i, x := range items {
+		if i > 0 {
+			buf.WriteString(", ")
+		}
+		renderView(&buf, v, x, all, index, fields)
+	}
+	buf.WriteByte(']')
+	if len(items) > 0 {
+		if next := nextLink(r, collResourcePath(r), page, len(items), uuidOf(items[len(items)-1])); next != "" {
+			nb, _ := json.Marshal(next)
+			buf.WriteString(`, "next": `)
+			buf.Write(nb)
+		}
+	}
+	buf.WriteByte('}')
+	writeRaw(w, http.StatusOK, buf.Bytes())
+}
+
+// collResourcePath is the request path without "/v1/" (or the bookmark's "/").
+func collResourcePath(r *http.Request) string {
+	p := strings.TrimPrefix(r.URL.Path, "/")
+	p = strings.TrimPrefix(p, "v1/")
+	return strings.TrimSuffix(p, "/")
+}
+
+// collWithQuery returns a copy of r whose query has key set to value, for
+// handing a sub-resource list (/v1/chassis/{id}/nodes) to the list handler
+// of the resource with that filter.
+func collWithQuery(r *http.Request, key, value string) *http.Request {
+	r2 := r.Clone(r.Context())
+	q := r2.URL.Query()
+	q.Set(key, value)
+	r2.URL.RawQuery = q.Encode()
+	return r2
+}
+
+// argUUIDLike is oslo's uuidutils.is_uuid_like.
+func argUUIDLike(s string) bool {
+	_, err := uuid.Parse(s)
+	return err == nil
+}
+
+// argLogicalName is Ironic's utils.is_valid_logical_name: RFC 3986
+// unreserved characters, at most 255.
+func argLogicalName(s string) bool {
+	return len(s) <= 255 && nameRE.MatchString(s)
+}
+
+// argBool is Ironic's args.boolean (strutils.bool_from_string, strict).
+func argBool(name string, v any) (bool, error) {
+	switch t := v.(type) {
+	case bool:
+		return t, nil
+	case string:
+		switch strings.ToLower(strings.TrimSpace(t)) {
+		case "1", "t", "true", "on", "y", "yes":
+			return true, nil
+		case "0", "f", "false", "off", "n", "no":
+			return false, nil
+		}
+	}
+	return false, errInvalid("Invalid %s: Unrecognized value %s, acceptable values are: '0', '1', 'f', 'false', 'n', 'no', 'off', 'on', 't', 'true', 'y', 'yes'", name, pyRepr(v))
+}
+
+// argTypeError is jsonschema's type error as Ironic words it: "Schema error
+// for <what>: 1 is not of type 'string', 'null'".
+func argTypeError(what string, v any, types ...string) error {
+	return errInvalid("Schema error for %s: %s is not of type '%s'", what, pyRepr(v), strings.Join(types, "', '"))
+}
+
+// argCheckType checks v against JSON schema types ("string", "object",
+// "boolean", "null").
+func argCheckType(what string, v any, types ...string) error {
+	for _, t := range types {
+		switch t {
+		case "null":
+			if v == nil {
+				return nil
+			}
+		case "string":
+			if _, ok := v.(string); ok {
+				return nil
+			}
+		case "object":
+			if _, ok := v.(map[string]any); ok {
+				return nil
+			}
+		case "boolean":
+			if _, ok := v.(bool); ok {
+				return nil
+			}
+		}
+	}
+	return argTypeError(what, v, types...)
+}
+
+// collDetailParam reads ?detail= of a collection as Ironic's
+// get_request_return_fields: before 1.43 it is refused with a 400.
+func collDetailParam(r *http.Request) (bool, bool, error) {
+	qs := r.URL.Query()
+	if !qs.Has("detail") {
+		return false, false, nil
+	}
+	b, err := argBool("detail", qs.Get("detail"))
+	if err != nil {
+		return false, false, err
+	}
+	if !versionOf(r).AtLeast(43) {
+		return false, false, errInvalid("Invalid query parameter ?detail=%s received.", pyRepr(b))
+	}
+	return b, true, nil
+}
+
+// collMarkerParam checks ?marker= is a UUID (Ironic's args.uuid).
+func collMarkerParam(r *http.Request) error {
+	if m := r.URL.Query().Get("marker"); m != "" && !argUUIDLike(m) {
+		return errInvalid("Expected UUID for marker: %s", m)
+	}
+	return nil
+}

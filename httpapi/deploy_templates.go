@@ -1,0 +1,423 @@
+package httpapi
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"castiron/storage"
+)
+
+// Deploy templates (API 1.55), as Ironic's v1/deploy_template.py serves
+// them at /v1/deploy_templates[/{uuid or name}].
+
+// templateMinMinor is MINOR_55_DEPLOY_TEMPLATES.
+const templateMinMinor = 55
+
+// templateGate answers below 1.55 as the controller's _route does: 404 to
+// GET, 405 to anything else.
+func templateGate(w http.ResponseWriter, r *http.Request) bool {
+	if versionOf(r).AtLeast(templateMinMinor) {
+		return true
+	}
+	const msg = "The API version does not allow deploy templates"
+	if r.Method == http.MethodGet {
+		writePecanError(w, http.StatusNotFound, msg)
+	} else {
+		writePecanError(w, http.StatusMethodNotAllowed, msg)
+	}
+	return false
+}
+
+// deployInterfaces are conductor/steps.py DEPLOYING_INTERFACE_PRIORITY's
+// keys, in its order (the schema's enum).
+var deployInterfaces = []string{"vendor", "power", "management", "firmware", "deploy", "bios", "raid"}
+
+var (
+	customTraitPattern = `^CUSTOM_[A-Z0-9_]+$`
+	// Standard traits are os-traits' list; like the node traits API,
+	// castiron takes any upper-case name that could be one.
+	standardTraitName = regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`)
+)
+
+func isStandardTrait(s string) bool {
+	return standardTraitName.MatchString(s) && !strings.HasPrefix(s, "CUSTOM_")
+}
+
+// Ironic's DEPLOY_STEP_SCHEMA, TRAITS_SCHEMA and TEMPLATE_SCHEMA.
+var (
+	deployStepSchema = scObject(true, []string{"interface", "step", "args", "priority"},
+		scProp{"args", scTypes("object")},
+		scProp{"interface", &scSchema{types: []string{"string"}, enum: deployInterfaces}},
+		scProp{"priority", &scSchema{anyOf: []*scSchema{
+			{types: []string{"integer"}, minimum: scInt64(0)},
+			scPattern(&scSchema{types: []string{"string"}, minLength: 1}, `^[0-9]+$`),
+		}}},
+		scProp{"step", &scSchema{types: []string{"string"}, minLength: 1}},
+	)
+	traitSchema = &scSchema{types: []string{"string"}, minLength: 1, maxLength: 255, anyOf: []*scSchema{
+		scPattern(&scSchema{}, customTraitPattern),
+		{inEnum: isStandardTrait},
+	}}
+	templateSchema = scObject(true, []string{"steps", "name"},
+		scProp{"description", &scSchema{types: []string{"string", "null"}, maxLength: 255}},
+		scProp{"extra", scTypes("object", "null")},
+		scProp{"name", traitSchema},
+		scProp{"steps", &scSchema{types: []string{"array"}, items: deployStepSchema, minItems: 1}},
+		scProp{"uuid", scTypes("string", "null")},
+	)
+	// templateFieldNames are the request schemas' field names (description
+	// included, though the view has none: asking for it fails later).
+	templateFieldNames = []string{"created_at", "description", "extra", "links", "name", "steps", "updated_at", "uuid"}
+)
+
+type templateField = viewField[storage.DeployTemplate]
+
+// stepView is one step as convert_steps shows it, args masked.
+type stepView struct {
+	Interface string         `json:"interface"`
+	Step      string         `json:"step"`
+	Args      map[string]any `json:"args"`
+	Priority  int64          `json:"priority"`
+}
+
+// templateFields is Ironic's template view in its key order.
+var templateFields = []templateField{
+	{"uuid", templateMinMinor, func(_ *viewCtx, t *storage.DeployTemplate) any { return t.UUID }},
+	{"created_at", templateMinMinor, func(_ *viewCtx, t *storage.DeployTemplate) any { return ironicTime(t.CreatedAt) }},
+	{"updated_at", templateMinMinor, func(_ *viewCtx, t *storage.DeployTemplate) any { return timeOrNil(t.UpdatedAt) }},
+	{"name", templateMinMinor, func(_ *viewCtx, t *storage.DeployTemplate) any { return t.Name }},
+	{"extra", templateMinMinor, func(_ *viewCtx, t *storage.DeployTemplate) any { return t.Extra }},
+	{"links", templateMinMinor, func(v *viewCtx, t *storage.DeployTemplate) any { return volumeLinks(v, "deploy_templates", t.UUID) }},
+	{"steps", templateMinMinor, func(_ *viewCtx, t *storage.DeployTemplate) any {
+		out := make([]stepView, len(t.Steps))
+		for i, s := range t.Steps {
+			out[i] = stepView{Interface: s.Interface, Step: s.Step, Args: maskDictPassword(s.Args), Priority: s.Priority}
+		}
+		return out
+	}},
+}
+
+var templateFieldIndex = indexFields(templateFields)
+
+// checkTemplateFields is check_for_invalid_fields against the view's keys.
+func checkTemplateFields(fields []string) error {
+	var bad []string
+	for _, f := range fields {
+		if _, ok := templateFieldIndex[f]; !ok {
+			bad = append(bad, f)
+		}
+	}
+	if len(bad) > 0 {
+		return errInvalid("Field(s) \"%s\" are not valid", strings.Join(bad, ", "))
+	}
+	return nil
+}
+
+// checkTemplateIdent is args.uuid_or_name of the path's template_ident.
+func checkTemplateIdent(ident string) error {
+	if !volUUIDOrName(ident) {
+		return errInvalid("Expected UUID or name for template_ident: %s", ident)
+	}
+	return nil
+}
+
+func (a *API) writeTemplate(w http.ResponseWriter, r *http.Request, status int, t *storage.DeployTemplate, fields []string) {
+	var buf bytes.Buffer
+	renderView(&buf, a.view(r), t, templateFields, templateFieldIndex, canonicalFields(templateFields, fields))
+	writeRaw(w, status, buf.Bytes())
+}
+
+// nameSchema is request_types.name (the list's marker).
+var nameSchema = scPattern(&scSchema{types: []string{"string"}, minLength: 1, maxLength: 255}, `(?i)^[A-Z0-9-._~]+$`)
+
+// listDeployTemplates is GET /v1/deploy_templates.
+func (a *API) listDeployTemplates(w http.ResponseWriter, r *http.Request) error {
+	if !templateGate(w, r) {
+		return nil
+	}
+	q := r.URL.Query()
+	if q.Has("marker") && !volLogicalName(q.Get("marker")) {
+		return errInvalid("Expected name for marker: %s", q.Get("marker"))
+	}
+	qa, err := readQueryArgs(q, "limit", "sort_key", "sort_dir", "fields", "detail")
+	if err != nil {
+		return err
+	}
+	if q.Has("marker") {
+		qa.doc["marker"] = q.Get("marker")
+	}
+	schema := scObject(true, nil,
+		scProp{"detail", scTypes("string", "boolean")},
+		scProp{"fields", fieldsSchema(templateFieldNames)},
+		scProp{"limit", scTypes("integer")},
+		scProp{"marker", nameSchema},
+		scProp{"sort_dir", &scSchema{types: []string{"string"}, enum: []string{"asc", "desc"}}},
+		scProp{"sort_key", scTypes("string")},
+	)
+	if err := scCheck("Schema error", schema, qa.doc); err != nil {
+		return err
+	}
+	// get_request_return_fields
+	var detail *bool
+	if q.Has("detail") {
+		detail = &qa.detail
+	}
+	fields := qa.fields
+	if fields != nil && qa.detail {
+		return errInvalid("Can not specify ?detail=True and fields in the same request.")
+	}
+	if fields == nil && !qa.detail {
+		fields = []string{"uuid", "name"}
+	}
+	page, sortKey, err := pageOf(qa)
+	if err != nil {
+		return err
+	}
+	if sortKey == "extra" || sortKey == "steps" {
+		return errUnsortable(sortKey)
+	}
+	ctx := r.Context()
+	if page.Marker != "" {
+		// DeployTemplate.get_by_uuid: a name finds nothing.
+		if !volUUIDLike(page.Marker) {
+			return storage.DeployTemplateNotFound(page.Marker)
+		}
+		if _, err := a.cond.Store().GetDeployTemplate(ctx, page.Marker); err != nil {
+			return err
+		}
+	}
+	if page.SortKey, err = sortColumn(sortKey, []string{"uuid", "name", "created_at", "updated_at"}); err != nil {
+		return err
+	}
+	items, err := a.cond.Store().ListDeployTemplates(ctx, page)
+	if err != nil {
+		return err
+	}
+	if len(items) > 0 && fields != nil {
+		if err := checkTemplateFields(fields); err != nil {
+			return err
+		}
+	}
+	var next string
+	if n := len(items); n > 0 && n == page.Limit {
+		var b strings.Builder
+		b.WriteString("sort_key=" + sortKey + "&sort_dir=" + string(page.SortDir) + "&")
+		if detail != nil {
+			b.WriteString("detail=" + pyBool(*detail) + "&")
+		}
+		if len(fields) > 0 {
+			b.WriteString("fields=" + strings.Join(fields, ",") + "&")
+		}
+		next = baseURL(r) + "/v1/deploy_templates?" + b.String() + "limit=" + strconv.Itoa(page.Limit) + "&marker=" + items[n-1].UUID
+	}
+	renderItems(w, a.view(r), "deploy_templates", items, templateFields, templateFieldIndex, canonicalFields(templateFields, fields), next)
+	return nil
+}
+
+// volLogicalName is args.name: a logical name (a UUID is one too).
+func volLogicalName(s string) bool {
+	return len(s) <= 255 && nameRE.MatchString(s)
+}
+
+// getDeployTemplate is GET /v1/deploy_templates/{ident}.
+func (a *API) getDeployTemplate(w http.ResponseWriter, r *http.Request) error {
+	if !templateGate(w, r) {
+		return nil
+	}
+	ident := r.PathValue("ident")
+	if err := checkTemplateIdent(ident); err != nil {
+		return err
+	}
+	qa, err := readQueryArgs(r.URL.Query(), "fields")
+	if err != nil {
+		return err
+	}
+	if err := scCheck("Schema error", scObject(true, nil, scProp{"fields", fieldsSchema(templateFieldNames)}), qa.doc); err != nil {
+		return err
+	}
+	t, err := a.cond.Store().GetDeployTemplate(r.Context(), ident)
+	if err != nil {
+		return err
+	}
+	if err := checkTemplateFields(qa.fields); err != nil {
+		return err
+	}
+	a.writeTemplate(w, r, http.StatusOK, t, qa.fields)
+	return nil
+}
+
+// checkTemplate is TEMPLATE_VALIDATOR (schema, duplicate_steps, uuid) on a
+// body or patched document named name, returning the steps it holds.
+func checkTemplate(name string, doc map[string]any) ([]storage.DeployStep, error) {
+	if err := scCheck("Schema error for "+name, templateSchema, doc); err != nil {
+		return nil, err
+	}
+	raw := doc["steps"].([]any)
+	steps := make([]storage.DeployStep, len(raw))
+	var dups []string
+	seen := map[string]int{}
+	for i, x := range raw {
+		m := x.(map[string]any)
+		s := storage.DeployStep{Interface: m["interface"].(string), Step: m["step"].(string), Args: m["args"].(map[string]any)}
+		switch p := m["priority"].(type) {
+		case int64:
+			s.Priority = p
+		case float64:
+			s.Priority = int64(p)
+		case string:
+			n, err := strconv.ParseInt(p, 10, 64)
+			if err != nil {
+				return nil, errInvalid("Schema error for %s: %s is too large", name, scRepr(p))
+			}
+			s.Priority = n
+		}
+		steps[i] = s
+		key := fmt.Sprintf("interface: %s, step: %s", s.Interface, s.Step)
+		if seen[key]++; seen[key] == 2 {
+			dups = append(dups, key)
+		}
+	}
+	if len(dups) > 0 {
+		return nil, errInvalid("Deploy template invalid: Duplicate deploy steps. A template cannot have multiple deploy steps with the same interface and step. Duplicates: %s.",
+			strings.Join(dups, "; "))
+	}
+	if u, ok := doc["uuid"].(string); ok && !volUUIDLike(u) {
+		return nil, errInvalid("Expected UUID for uuid: %s", u)
+	}
+	return steps, nil
+}
+
+// createDeployTemplate is POST /v1/deploy_templates. A description passes
+// the schema and is dropped, as Ironic's DeployTemplate object has no such
+// field.
+func (a *API) createDeployTemplate(w http.ResponseWriter, r *http.Request) error {
+	if !templateGate(w, r) {
+		return nil
+	}
+	body, err := decodeObject(r, "template")
+	if err != nil {
+		return err
+	}
+	steps, err := checkTemplate("template", body)
+	if err != nil {
+		return err
+	}
+	t := &storage.DeployTemplate{Name: body["name"].(string), Steps: steps, Extra: objectOrEmpty(body["extra"])}
+	if u, ok := body["uuid"].(string); ok {
+		t.UUID = strings.ToLower(u)
+	}
+	if err := a.cond.CreateDeployTemplate(actorContext(r), t); err != nil {
+		return err
+	}
+	w.Header().Set("Location", baseURL(r)+"/v1/deploy_templates/"+t.UUID)
+	a.writeTemplate(w, r, http.StatusCreated, t, nil)
+	return nil
+}
+
+// templateDoc is the template as its object's as_dict() gives it to a
+// patch.
+func templateDoc(t *storage.DeployTemplate) map[string]any {
+	steps := make([]any, len(t.Steps))
+	for i, s := range t.Steps {
+		steps[i] = map[string]any{"interface": s.Interface, "step": s.Step, "args": s.Args, "priority": s.Priority}
+	}
+	return map[string]any{
+		"id": t.ID, "uuid": t.UUID, "name": t.Name, "steps": steps, "extra": t.Extra,
+		"created_at": ironicTime(t.CreatedAt), "updated_at": timeOrNil(t.UpdatedAt),
+	}
+}
+
+// patchDeployTemplate is PATCH /v1/deploy_templates/{ident}.
+func (a *API) patchDeployTemplate(w http.ResponseWriter, r *http.Request) error {
+	if !templateGate(w, r) {
+		return nil
+	}
+	ident := r.PathValue("ident")
+	if err := checkTemplateIdent(ident); err != nil {
+		return err
+	}
+	ops, err := readVolumePatch(r)
+	if err != nil {
+		return err
+	}
+	allowed := []string{"extra", "name", "steps", "description"}
+	for _, op := range ops {
+		path := op["path"].(string)
+		if root := strings.Split(path, "/")[1]; !slices.Contains(allowed, root) {
+			return errInvalid("Cannot patch %s. Only the following can be updated: %s", path, strings.Join(allowed, ", "))
+		}
+	}
+	updated, err := a.cond.UpdateDeployTemplate(actorContext(r), ident, func(t *storage.DeployTemplate) error {
+		doc, err := applyVolumePatch(templateDoc(t), ops)
+		if err != nil {
+			return err
+		}
+		// Each step is pruned to the step schema's keys and checked alone
+		// first, then the template (pruned to its schema's keys).
+		if steps, ok := doc["steps"].([]any); ok {
+			for _, x := range steps {
+				m, ok := x.(map[string]any)
+				if !ok {
+					continue
+				}
+				for k := range m {
+					if !slices.ContainsFunc(deployStepSchema.props, func(p scProp) bool { return p.name == k }) {
+						delete(m, k)
+					}
+				}
+				if err := scCheck("Schema error for patch", deployStepSchema, m); err != nil {
+					return err
+				}
+			}
+		}
+		for k := range doc {
+			if !slices.ContainsFunc(templateSchema.props, func(p scProp) bool { return p.name == k }) {
+				delete(doc, k)
+			}
+		}
+		steps, err := checkTemplate("patch", doc)
+		if err != nil {
+			return err
+		}
+		t.Name = doc["name"].(string)
+		t.Steps = steps
+		t.Extra = objectOrEmpty(doc["extra"])
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	a.writeTemplate(w, r, http.StatusOK, updated, nil)
+	return nil
+}
+
+// deleteDeployTemplate is DELETE /v1/deploy_templates/{ident}.
+func (a *API) deleteDeployTemplate(w http.ResponseWriter, r *http.Request) error {
+	if !templateGate(w, r) {
+		return nil
+	}
+	ident := r.PathValue("ident")
+	if err := checkTemplateIdent(ident); err != nil {
+		return err
+	}
+	if err := a.cond.DeleteDeployTemplate(actorContext(r), ident); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// deployTemplateRoutes registers /v1/deploy_templates; every version
+// reaches the handlers, which answer Ironic's 404/405 below 1.55.
+func (a *API) deployTemplateRoutes() {
+	a.route("GET", "/deploy_templates", 1, a.listDeployTemplates)
+	a.route("POST", "/deploy_templates", 1, a.createDeployTemplate)
+	a.route("GET", "/deploy_templates/{ident}", 1, a.getDeployTemplate)
+	a.route("PATCH", "/deploy_templates/{ident}", 1, a.patchDeployTemplate)
+	a.route("DELETE", "/deploy_templates/{ident}", 1, a.deleteDeployTemplate)
+}

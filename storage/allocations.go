@@ -1,0 +1,348 @@
+package storage
+
+import (
+	"context"
+	"database/sql/driver"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"castiron/engine/fault"
+)
+
+// Allocation is a request for a node (Ironic's allocation, API 1.52+).
+// State is "allocating", "active" or "error"; the engine moves it.
+type Allocation struct {
+	ID             int64
+	UUID           string
+	Name           *string
+	NodeUUID       *string // the node it holds, once active
+	State          string
+	Owner          *string
+	LastError      *string
+	ResourceClass  *string
+	Traits         []string
+	CandidateNodes []string // node UUIDs
+	Extra          JSONObject
+	// ConductorAffinity is the hostname of the conductor processing it.
+	ConductorAffinity *string
+	CreatedAt         time.Time
+	UpdatedAt         *time.Time
+}
+
+// AllocationQuery filters an allocation list. Nil pointers mean "no filter".
+type AllocationQuery struct {
+	Page
+	NodeUUID          *string
+	ResourceClass     *string
+	State             *string
+	Owner             *string
+	ConductorAffinity *string
+}
+
+// AllocationStore keeps allocations. Every write that touches a node too
+// (binding, freeing) happens in one transaction with it.
+type AllocationStore interface {
+	// CreateAllocation inserts a and fills a.ID (and UUID and CreatedAt
+	// when empty). Duplicate UUID or name give Ironic's Conflicts.
+	CreateAllocation(ctx context.Context, a *Allocation) error
+	// GetAllocation finds an allocation by UUID, or by name when ident is
+	// not a UUID.
+	GetAllocation(ctx context.Context, ident string) (*Allocation, error)
+	ListAllocations(ctx context.Context, q AllocationQuery) ([]*Allocation, error)
+	// UpdateAllocation reads the allocation, applies fn and writes it back
+	// atomically, setting UpdatedAt. An error from fn is returned unchanged.
+	UpdateAllocation(ctx context.Context, ident string, fn func(a *Allocation) error) (*Allocation, error)
+	// UpdateAllocationAndNode reads an allocation and a node and lets fn
+	// change both in one write transaction (binding a node). The node's
+	// instance_uuid is unique: taking one another node holds is a Conflict
+	// with Ironic's InstanceAssociated message.
+	UpdateAllocationAndNode(ctx context.Context, ident, nodeIdent string,
+		fn func(a *Allocation, n *Node) error) (*Allocation, *Node, error)
+	// DeleteAllocation removes an allocation in one write transaction:
+	// check runs first with the allocation and its node (nil when it holds
+	// none) and may refuse; then the node's allocation_uuid and
+	// instance_uuid are cleared and the allocation deleted.
+	DeleteAllocation(ctx context.Context, ident string, check func(a *Allocation, n *Node) error) error
+
+	ShardStore
+}
+
+// allocationSQL is the generated SQL of the allocations table.
+type allocationSQL struct {
+	table[Allocation]
+	byUUID string
+	byName string
+}
+
+// allocs is built once: the table's SQL does not depend on the store.
+var allocs = newAllocationSQL()
+
+func newAllocationSQL() allocationSQL {
+	t := newTable("allocations", "id", func(a *Allocation) *int64 { return &a.ID }, []column[Allocation]{
+		fixed(strCol("uuid", func(a *Allocation) *string { return &a.UUID })),
+		nullStrCol("name", func(a *Allocation) **string { return &a.Name }),
+		nullStrCol("node_uuid", func(a *Allocation) **string { return &a.NodeUUID }),
+		strCol("state", func(a *Allocation) *string { return &a.State }),
+		nullStrCol("owner", func(a *Allocation) **string { return &a.Owner }),
+		nullStrCol("last_error", func(a *Allocation) **string { return &a.LastError }),
+		nullStrCol("resource_class", func(a *Allocation) **string { return &a.ResourceClass }),
+		listCol("traits", func(a *Allocation) *[]string { return &a.Traits }),
+		listCol("candidate_nodes", func(a *Allocation) *[]string { return &a.CandidateNodes }),
+		objectCol("extra", func(a *Allocation) *JSONObject { return &a.Extra }),
+		nullStrCol("conductor_affinity", func(a *Allocation) **string { return &a.ConductorAffinity }),
+		fixed(timeCol("created_at", func(a *Allocation) *time.Time { return &a.CreatedAt })),
+		nullTimeCol("updated_at", func(a *Allocation) **time.Time { return &a.UpdatedAt }),
+	})
+	return allocationSQL{
+		table:  t,
+		byUUID: t.selectFrom() + " WHERE uuid = ?",
+		byName: t.selectFrom() + " WHERE name = ?",
+	}
+}
+
+// AllocationNotFound is Ironic's AllocationNotFound.
+func AllocationNotFound(ident string) error {
+	return fault.New(fault.NotFound, "Allocation %s could not be found.", ident)
+}
+
+// normalizeAllocation gives a its stored shape.
+func normalizeAllocation(a *Allocation) {
+	a.CreatedAt = normTime(a.CreatedAt)
+	a.UpdatedAt = normTimePtr(a.UpdatedAt)
+	if a.NodeUUID != nil {
+		u := uuidKey(*a.NodeUUID)
+		a.NodeUUID = &u
+	}
+	if a.Extra == nil {
+		a.Extra = JSONObject{}
+	}
+	if a.Traits == nil {
+		a.Traits = []string{}
+	}
+	if a.CandidateNodes == nil {
+		a.CandidateNodes = []string{}
+	}
+}
+
+func allocationWriteError(err error, a *Allocation) error {
+	if v, ok := violationOf(err); ok {
+		switch {
+		case v.foreign:
+			return fault.NodeNotFound(deref(a.NodeUUID))
+		case v.unique == "allocations.uuid":
+			return fault.New(fault.Conflict, "An allocation with UUID %s already exists.", a.UUID)
+		case v.unique == "allocations.name":
+			return fault.New(fault.Conflict, "An allocation with name %s already exists.", deref(a.Name))
+		}
+	}
+	return fmt.Errorf("storage: write allocation %s: %w", a.UUID, err)
+}
+
+// getAllocation looks ident up as a UUID when it is one, else as a name.
+func (s *SQLite) getAllocation(ctx context.Context, r runner, ident string) (*Allocation, error) {
+	if u, ok := canonicalUUID(ident); ok {
+		return allocs.getOne(ctx, r, AllocationNotFound(ident), allocs.byUUID, u)
+	}
+	return allocs.getOne(ctx, r, AllocationNotFound(ident), allocs.byName, ident)
+}
+
+// CreateAllocation inserts a and fills a.ID.
+func (s *SQLite) CreateAllocation(ctx context.Context, a *Allocation) error {
+	if a.UUID == "" {
+		a.UUID = uuid.NewString()
+	} else if u, ok := canonicalUUID(a.UUID); ok {
+		a.UUID = u
+	} else {
+		return fault.New(fault.Invalid, "Expected a UUID but received %s.", a.UUID)
+	}
+	if a.CreatedAt.IsZero() {
+		a.CreatedAt = time.Now()
+	}
+	normalizeAllocation(a)
+	if err := s.writer().queryRow(ctx, allocs.insert, allocs.insertArgs(a)...).Scan(&a.ID); err != nil {
+		return allocationWriteError(err, a)
+	}
+	return nil
+}
+
+// GetAllocation finds an allocation by UUID or name.
+func (s *SQLite) GetAllocation(ctx context.Context, ident string) (*Allocation, error) {
+	return s.getAllocation(ctx, s.reader(), ident)
+}
+
+// ListAllocations returns the allocations matching q, one page of them when
+// q.Limit is set.
+func (s *SQLite) ListAllocations(ctx context.Context, q AllocationQuery) ([]*Allocation, error) {
+	f := &filter{}
+	if q.NodeUUID != nil {
+		f.add("node_uuid = ?", uuidKey(*q.NodeUUID))
+	}
+	for _, c := range []struct {
+		col string
+		v   *string
+	}{
+		{"resource_class", q.ResourceClass},
+		{"state", q.State},
+		{"owner", q.Owner},
+		{"conductor_affinity", q.ConductorAffinity},
+	} {
+		if c.v != nil {
+			f.add(c.col+" = ?", *c.v)
+		}
+	}
+	return allocs.paged(ctx, s.reader(), f, q.Page, pageSpec{
+		defaultSort:    "id",
+		markerCol:      "uuid",
+		markerNotFound: AllocationNotFound,
+	})
+}
+
+// UpdateAllocation applies fn to an allocation in one write transaction.
+func (s *SQLite) UpdateAllocation(ctx context.Context, ident string, fn func(a *Allocation) error) (*Allocation, error) {
+	var out *Allocation
+	err := s.writeTx(ctx, func(r runner) error {
+		a, err := s.getAllocation(ctx, r, ident)
+		if err != nil {
+			return err
+		}
+		w, err := beginAllocationWrite(a)
+		if err != nil {
+			return err
+		}
+		if err := fn(a); err != nil {
+			return err
+		}
+		if err := w.finish(ctx, r, a); err != nil {
+			return err
+		}
+		out = a
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// UpdateAllocationAndNode applies fn to an allocation and a node in one
+// write transaction.
+func (s *SQLite) UpdateAllocationAndNode(ctx context.Context, ident, nodeIdent string,
+	fn func(a *Allocation, n *Node) error) (*Allocation, *Node, error) {
+	var outA *Allocation
+	var outN *Node
+	err := s.writeTx(ctx, func(r runner) error {
+		a, err := s.getAllocation(ctx, r, ident)
+		if err != nil {
+			return err
+		}
+		n, err := s.getNode(ctx, r, nodeIdent)
+		if err != nil {
+			return err
+		}
+		aw, err := beginAllocationWrite(a)
+		if err != nil {
+			return err
+		}
+		nodeID, nodeUUID, nodeCreated := n.ID, n.UUID, n.CreatedAt
+		nodeBefore, err := s.nodes.values(n)
+		if err != nil {
+			return err
+		}
+		if err := fn(a, n); err != nil {
+			return err
+		}
+		if n.ID != nodeID || n.UUID != nodeUUID {
+			return fmt.Errorf("storage: update node %s: id and uuid cannot change", nodeUUID)
+		}
+		n.CreatedAt = nodeCreated
+		now := time.Now()
+		n.UpdatedAt = &now
+		normalizeNode(n)
+		nodeAfter, err := s.nodes.values(n)
+		if err != nil {
+			return err
+		}
+		if err := s.nodes.updateChanged(ctx, r, nodeBefore, nodeAfter, n.ID); err != nil {
+			return nodeWriteError(err, n)
+		}
+		if err := aw.finish(ctx, r, a); err != nil {
+			return err
+		}
+		outA, outN = a, n
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return outA, outN, nil
+}
+
+// allocationWrite remembers an allocation as read, to write back only the
+// columns an update changed.
+type allocationWrite struct {
+	id      int64
+	uuid    string
+	created time.Time
+	before  []driver.Value
+}
+
+func beginAllocationWrite(a *Allocation) (*allocationWrite, error) {
+	before, err := allocs.values(a)
+	if err != nil {
+		return nil, err
+	}
+	return &allocationWrite{id: a.ID, uuid: a.UUID, created: a.CreatedAt, before: before}, nil
+}
+
+func (w *allocationWrite) finish(ctx context.Context, r runner, a *Allocation) error {
+	if a.ID != w.id || a.UUID != w.uuid {
+		return fmt.Errorf("storage: update allocation %s: id and uuid cannot change", w.uuid)
+	}
+	a.CreatedAt = w.created
+	now := time.Now()
+	a.UpdatedAt = &now
+	normalizeAllocation(a)
+	after, err := allocs.values(a)
+	if err != nil {
+		return err
+	}
+	if err := allocs.updateChanged(ctx, r, w.before, after, a.ID); err != nil {
+		return allocationWriteError(err, a)
+	}
+	return nil
+}
+
+// DeleteAllocation frees the allocation's node and deletes it, as Ironic's
+// destroy_allocation does, after check has accepted both.
+func (s *SQLite) DeleteAllocation(ctx context.Context, ident string, check func(a *Allocation, n *Node) error) error {
+	return s.writeTx(ctx, func(r runner) error {
+		a, err := s.getAllocation(ctx, r, ident)
+		if err != nil {
+			return err
+		}
+		var n *Node
+		if a.NodeUUID != nil {
+			// A node deleted meanwhile took the allocation with it
+			// (ON DELETE CASCADE), so the node is there.
+			if n, err = s.getNode(ctx, r, *a.NodeUUID); err != nil {
+				return err
+			}
+		}
+		if check != nil {
+			if err := check(a, n); err != nil {
+				return err
+			}
+		}
+		if _, err := r.exec(ctx, "DELETE FROM allocations WHERE id = ?", a.ID); err != nil {
+			return fmt.Errorf("storage: delete allocation %s: %w", a.UUID, err)
+		}
+		if _, err := r.exec(ctx,
+			"UPDATE nodes SET allocation_uuid = NULL, instance_uuid = NULL, updated_at = ? WHERE allocation_uuid = ?",
+			formatTime(time.Now()), a.UUID); err != nil {
+			return fmt.Errorf("storage: free the node of allocation %s: %w", a.UUID, err)
+		}
+		return nil
+	})
+}

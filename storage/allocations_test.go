@@ -1,0 +1,333 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"castiron/engine/fault"
+)
+
+func newAllocation(name string) *Allocation {
+	a := &Allocation{State: "allocating", ResourceClass: ptr("gold"), CreatedAt: time.Now()}
+	if name != "" {
+		a.Name = ptr(name)
+	}
+	return a
+}
+
+func mustCreateAllocation(tb testing.TB, s *SQLite, a *Allocation) *Allocation {
+	tb.Helper()
+	if err := s.CreateAllocation(context.Background(), a); err != nil {
+		tb.Fatalf("CreateAllocation(%s): %v", deref(a.Name), err)
+	}
+	return a
+}
+
+// bind makes a hold n as the engine does.
+func bind(t *testing.T, s *SQLite, a *Allocation, n *Node) {
+	t.Helper()
+	_, _, err := s.UpdateAllocationAndNode(context.Background(), a.UUID, n.UUID, func(a *Allocation, n *Node) error {
+		a.State, a.NodeUUID = "active", &n.UUID
+		n.AllocationUUID, n.InstanceUUID = &a.UUID, &a.UUID
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("bind %s to %s: %v", a.UUID, n.UUID, err)
+	}
+}
+
+func TestAllocationRoundTrip(t *testing.T) {
+	s := openTest(t)
+	ctx := context.Background()
+	n := mustCreateNode(t, s, newNode("n1"))
+	zone := time.FixedZone("X", 3600)
+	in := &Allocation{
+		UUID: uuid.NewString(), Name: ptr("alloc-1"), NodeUUID: &n.UUID, State: "active",
+		Owner: ptr("project-a"), LastError: ptr("old error"), ResourceClass: ptr("gold"),
+		Traits: []string{"CUSTOM_A", "HW_CPU_X86_VMX"}, CandidateNodes: []string{n.UUID},
+		Extra: JSONObject{"k": "v", "n": float64(1)}, ConductorAffinity: ptr("host-1"),
+		CreatedAt: time.Date(2024, 3, 1, 10, 0, 0, 123456789, zone),
+		UpdatedAt: ptr(time.Date(2024, 3, 1, 11, 0, 0, 987654321, zone)),
+	}
+	allFieldsSet(t, in)
+	mustCreateAllocation(t, s, in)
+	for _, ident := range []string{in.UUID, "alloc-1"} {
+		got, err := s.GetAllocation(ctx, ident)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, in) {
+			t.Fatalf("GetAllocation(%s)\n got %+v\nwant %+v", ident, got, in)
+		}
+	}
+	if got, err := s.GetAllocation(ctx, "ALLOC-1"); err == nil {
+		t.Fatalf("names are case-sensitive, got %s", got.UUID)
+	}
+	wantKind(t, mustErr(s.GetAllocation(ctx, "nope")), fault.NotFound, "Allocation nope could not be found.")
+	u := uuid.NewString()
+	wantKind(t, mustErr(s.GetAllocation(ctx, u)), fault.NotFound, "Allocation "+u+" could not be found.")
+
+	// Defaults: a UUID, non-nil lists and map.
+	a := mustCreateAllocation(t, s, &Allocation{State: "allocating"})
+	got, err := s.GetAllocation(ctx, a.UUID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Traits == nil || got.CandidateNodes == nil || got.Extra == nil || got.Name != nil {
+		t.Fatalf("defaults: %+v", got)
+	}
+}
+
+func mustErr[T any](_ T, err error) error { return err }
+
+func TestAllocationDuplicatesAndUnknownNode(t *testing.T) {
+	s := openTest(t)
+	ctx := context.Background()
+	a := mustCreateAllocation(t, s, newAllocation("dup"))
+	wantKind(t, s.CreateAllocation(ctx, newAllocation("dup")), fault.Conflict, "An allocation with name dup already exists.")
+	b := newAllocation("")
+	b.UUID = a.UUID
+	wantKind(t, s.CreateAllocation(ctx, b), fault.Conflict, "An allocation with UUID "+a.UUID+" already exists.")
+	c := newAllocation("c")
+	c.NodeUUID = ptr(uuid.NewString())
+	wantKind(t, s.CreateAllocation(ctx, c), fault.NotFound, "Node "+*c.NodeUUID+" could not be found.")
+	wantKind(t, s.CreateAllocation(ctx, &Allocation{UUID: "not-a-uuid", State: "allocating"}), fault.Invalid, "")
+
+	other := mustCreateAllocation(t, s, newAllocation("other"))
+	_, err := s.UpdateAllocation(ctx, other.UUID, func(a *Allocation) error { a.Name = ptr("dup"); return nil })
+	wantKind(t, err, fault.Conflict, "An allocation with name dup already exists.")
+}
+
+func TestListAllocations(t *testing.T) {
+	s := openTest(t)
+	ctx := context.Background()
+	n := mustCreateNode(t, s, newNode("n1"))
+	var all []*Allocation
+	for i, spec := range []struct{ rc, state, owner string }{
+		{"gold", "allocating", ""}, {"gold", "error", "p1"}, {"silver", "active", "p1"},
+		{"gold", "active", "p2"}, {"silver", "error", ""},
+	} {
+		a := newAllocation("a" + string(rune('0'+i)))
+		a.ResourceClass, a.State = &spec.rc, spec.state
+		if spec.owner != "" {
+			a.Owner = ptr(spec.owner)
+		}
+		if i == 2 {
+			a.NodeUUID = &n.UUID
+		}
+		all = append(all, mustCreateAllocation(t, s, a))
+	}
+	names := func(as []*Allocation) []string {
+		out := []string{}
+		for _, a := range as {
+			out = append(out, *a.Name)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		q    AllocationQuery
+		want []string
+	}{
+		{AllocationQuery{}, []string{"a0", "a1", "a2", "a3", "a4"}},
+		{AllocationQuery{ResourceClass: ptr("gold")}, []string{"a0", "a1", "a3"}},
+		{AllocationQuery{State: ptr("error")}, []string{"a1", "a4"}},
+		{AllocationQuery{Owner: ptr("p1")}, []string{"a1", "a2"}},
+		{AllocationQuery{NodeUUID: &n.UUID}, []string{"a2"}},
+		{AllocationQuery{ResourceClass: ptr("silver"), State: ptr("active")}, []string{"a2"}},
+		{AllocationQuery{Page: Page{Limit: 2}}, []string{"a0", "a1"}},
+		{AllocationQuery{Page: Page{Limit: 2, Marker: all[1].UUID}}, []string{"a2", "a3"}},
+		{AllocationQuery{Page: Page{SortKey: "name", SortDir: Desc}}, []string{"a4", "a3", "a2", "a1", "a0"}},
+		{AllocationQuery{Page: Page{SortKey: "state", Limit: 3}}, []string{"a2", "a3", "a0"}},
+	} {
+		got, err := s.ListAllocations(ctx, tc.q)
+		if err != nil {
+			t.Fatalf("%+v: %v", tc.q, err)
+		}
+		if !reflect.DeepEqual(names(got), tc.want) {
+			t.Errorf("%+v: got %v, want %v", tc.q, names(got), tc.want)
+		}
+	}
+	m := uuid.NewString()
+	_, err := s.ListAllocations(ctx, AllocationQuery{Page: Page{Marker: m}})
+	wantKind(t, err, fault.NotFound, "Allocation "+m+" could not be found.")
+	_, err = s.ListAllocations(ctx, AllocationQuery{Page: Page{SortKey: "traits"}})
+	wantKind(t, err, fault.Invalid, "")
+}
+
+func TestUpdateAllocationAndNode(t *testing.T) {
+	s := openTest(t)
+	ctx := context.Background()
+	n1 := mustCreateNode(t, s, newNode("n1"))
+	n2 := mustCreateNode(t, s, newNode("n2"))
+	a := mustCreateAllocation(t, s, newAllocation("a"))
+	bind(t, s, a, n1)
+
+	got, err := s.GetNode(ctx, n1.UUID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if deref(got.AllocationUUID) != a.UUID || deref(got.InstanceUUID) != a.UUID || got.UpdatedAt == nil {
+		t.Fatalf("node after bind: allocation %v instance %v", got.AllocationUUID, got.InstanceUUID)
+	}
+	ga, _ := s.GetAllocation(ctx, a.UUID)
+	if ga.State != "active" || deref(ga.NodeUUID) != n1.UUID || ga.UpdatedAt == nil {
+		t.Fatalf("allocation after bind: %+v", ga)
+	}
+
+	// instance_uuid is unique: a second node cannot take the same one, and
+	// the allocation is left as it was (one transaction).
+	_, _, err = s.UpdateAllocationAndNode(ctx, a.UUID, n2.UUID, func(a *Allocation, n *Node) error {
+		a.LastError = ptr("changed")
+		n.InstanceUUID = &a.UUID
+		return nil
+	})
+	wantKind(t, err, fault.Conflict, "Instance "+a.UUID+" is already associated with a node, it cannot be associated with this other node "+n2.UUID)
+	if ga, _ := s.GetAllocation(ctx, a.UUID); ga.LastError != nil {
+		t.Fatal("failed transaction changed the allocation")
+	}
+
+	// fn's error rolls back both and comes back unchanged.
+	boom := errors.New("boom")
+	_, _, err = s.UpdateAllocationAndNode(ctx, a.UUID, n2.UUID, func(a *Allocation, n *Node) error {
+		n.Maintenance = true
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("err = %v", err)
+	}
+	if n, _ := s.GetNode(ctx, n2.UUID); n.Maintenance {
+		t.Fatal("rolled-back change is visible")
+	}
+	_, _, err = s.UpdateAllocationAndNode(ctx, "nope", n2.UUID, func(*Allocation, *Node) error { return nil })
+	wantKind(t, err, fault.NotFound, "Allocation nope could not be found.")
+	_, _, err = s.UpdateAllocationAndNode(ctx, a.UUID, "nope", func(*Allocation, *Node) error { return nil })
+	wantKind(t, err, fault.NotFound, "Node nope could not be found.")
+}
+
+func TestDeleteAllocation(t *testing.T) {
+	s := openTest(t)
+	ctx := context.Background()
+	n := mustCreateNode(t, s, newNode("n1"))
+	a := mustCreateAllocation(t, s, newAllocation("a"))
+	bind(t, s, a, n)
+
+	// A refusing check leaves both alone.
+	refused := fault.New(fault.Conflict, "no")
+	var seen *Node
+	err := s.DeleteAllocation(ctx, "a", func(a *Allocation, n *Node) error { seen = n; return refused })
+	if err != refused {
+		t.Fatalf("err = %v", err)
+	}
+	if seen == nil || seen.UUID != n.UUID {
+		t.Fatalf("check saw node %v", seen)
+	}
+	if _, err := s.GetAllocation(ctx, a.UUID); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := s.DeleteAllocation(ctx, a.UUID, nil); err != nil {
+		t.Fatal(err)
+	}
+	wantKind(t, mustErr(s.GetAllocation(ctx, a.UUID)), fault.NotFound, "")
+	got, _ := s.GetNode(ctx, n.UUID)
+	if got.AllocationUUID != nil || got.InstanceUUID != nil {
+		t.Fatalf("node not freed: allocation %v instance %v", got.AllocationUUID, got.InstanceUUID)
+	}
+	wantKind(t, s.DeleteAllocation(ctx, a.UUID, nil), fault.NotFound, "Allocation "+a.UUID+" could not be found.")
+
+	// Without a node, check gets nil.
+	b := mustCreateAllocation(t, s, newAllocation("b"))
+	seen = n
+	if err := s.DeleteAllocation(ctx, b.UUID, func(_ *Allocation, n *Node) error { seen = n; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if seen != nil {
+		t.Fatal("check got a node for an allocation without one")
+	}
+}
+
+func TestAllocationFollowsNode(t *testing.T) {
+	s := openTest(t)
+	ctx := context.Background()
+
+	// Deleting the node deletes its allocation.
+	n1 := mustCreateNode(t, s, newNode("n1"))
+	a1 := mustCreateAllocation(t, s, newAllocation("a1"))
+	bind(t, s, a1, n1)
+	if err := s.DeleteNode(ctx, n1.UUID); err != nil {
+		t.Fatal(err)
+	}
+	wantKind(t, mustErr(s.GetAllocation(ctx, a1.UUID)), fault.NotFound, "")
+
+	// Clearing the node's instance_uuid (undeploy) deletes it too, and
+	// frees allocation_uuid; other node updates leave it alone.
+	n2 := mustCreateNode(t, s, newNode("n2"))
+	a2 := mustCreateAllocation(t, s, newAllocation("a2"))
+	bind(t, s, a2, n2)
+	if _, err := s.UpdateNode(ctx, n2.UUID, func(n *Node) (*Event, error) { n.Maintenance = true; return nil, nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetAllocation(ctx, a2.UUID); err != nil {
+		t.Fatalf("unrelated node update: %v", err)
+	}
+	if _, err := s.UpdateNode(ctx, n2.UUID, func(n *Node) (*Event, error) { n.InstanceUUID = nil; return nil, nil }); err != nil {
+		t.Fatal(err)
+	}
+	wantKind(t, mustErr(s.GetAllocation(ctx, a2.UUID)), fault.NotFound, "")
+	if got, _ := s.GetNode(ctx, n2.UUID); got.AllocationUUID != nil {
+		t.Fatalf("allocation_uuid = %v", *got.AllocationUUID)
+	}
+
+	// Unbound allocations are untouched by node changes.
+	a3 := mustCreateAllocation(t, s, newAllocation("a3"))
+	if err := s.DeleteNode(ctx, n2.UUID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetAllocation(ctx, a3.UUID); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestListShards(t *testing.T) {
+	s := openTest(t)
+	ctx := context.Background()
+	got, err := s.ListShards(ctx)
+	if err != nil || len(got) != 0 {
+		t.Fatalf("empty: %v %v", got, err)
+	}
+	for i, sh := range []string{"s1", "", "s2", "s1", "s2", "s1", "", "s0"} {
+		n := newNode("n" + string(rune('a'+i)))
+		if sh != "" {
+			n.Shard = ptr(sh)
+		}
+		if i == 7 {
+			n.ParentNode = ptr(uuid.NewString()) // children count too
+		}
+		mustCreateNode(t, s, n)
+	}
+	got, err = s.ListShards(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type row struct {
+		name  string
+		count int
+	}
+	var rows []row
+	for _, sh := range got {
+		name := "<nil>"
+		if sh.Name != nil {
+			name = *sh.Name
+		}
+		rows = append(rows, row{name, sh.Count})
+	}
+	want := []row{{"s1", 3}, {"<nil>", 2}, {"s2", 2}, {"s0", 1}}
+	if !reflect.DeepEqual(rows, want) {
+		t.Fatalf("shards = %v, want %v", rows, want)
+	}
+}

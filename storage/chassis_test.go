@@ -1,0 +1,184 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"castiron/engine/fault"
+)
+
+func TestChassisRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+	zone := time.FixedZone("X", -3*3600)
+	full := &Chassis{
+		UUID: uuid.NewString(), Description: ptr("rack 1, row A"),
+		Extra:     JSONObject{"k": "v", "n": float64(3)},
+		CreatedAt: time.Date(2024, 3, 1, 10, 0, 0, 123456789, zone), UpdatedAt: ptr(time.Now()),
+	}
+	allFieldsSet(t, full)
+	if err := s.CreateChassis(ctx, full); err != nil {
+		t.Fatal(err)
+	}
+	if full.ID == 0 || full.CreatedAt.Location() != time.UTC || full.CreatedAt.Nanosecond()%1000 != 0 {
+		t.Fatalf("not normalized: %+v", full)
+	}
+	got, err := s.GetChassis(ctx, full.UUID)
+	if err != nil || !reflect.DeepEqual(got, full) {
+		t.Fatalf("round trip:\n got %+v (%v)\nwant %+v", got, err, full)
+	}
+	minimal := &Chassis{}
+	if err := s.CreateChassis(ctx, minimal); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := uuid.Parse(minimal.UUID); err != nil || minimal.CreatedAt.IsZero() || minimal.Extra == nil {
+		t.Fatalf("defaults not filled: %+v", minimal)
+	}
+	got, err = s.GetChassis(ctx, minimal.UUID)
+	if err != nil || !reflect.DeepEqual(got, minimal) || got.Description != nil {
+		t.Fatalf("minimal round trip:\n got %+v (%v)\nwant %+v", got, err, minimal)
+	}
+	// Any spelling of the UUID finds it.
+	upper := &Chassis{UUID: "F0E1D2C3-B4A5-4697-8899-AABBCCDDEEFF"}
+	if err := s.CreateChassis(ctx, upper); err != nil || upper.UUID != "f0e1d2c3-b4a5-4697-8899-aabbccddeeff" {
+		t.Fatalf("uppercase uuid: %v %s", err, upper.UUID)
+	}
+	if _, err := s.GetChassis(ctx, "F0E1D2C3B4A546978899AABBCCDDEEFF"); err != nil {
+		t.Fatalf("unhyphenated lookup: %v", err)
+	}
+}
+
+func TestChassisErrors(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+	c := &Chassis{}
+	if err := s.CreateChassis(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	err := s.CreateChassis(ctx, &Chassis{UUID: c.UUID})
+	wantKind(t, err, fault.Conflict, "A chassis with UUID "+c.UUID+" already exists.")
+	err = s.CreateChassis(ctx, &Chassis{UUID: "not-a-uuid"})
+	wantKind(t, err, fault.Invalid, "Expected a UUID but received not-a-uuid.")
+	missing := uuid.NewString()
+	_, err = s.GetChassis(ctx, missing)
+	wantKind(t, err, fault.NotFound, "Chassis "+missing+" could not be found.")
+	_, err = s.UpdateChassis(ctx, missing, func(*Chassis) error { return nil })
+	wantKind(t, err, fault.NotFound, "Chassis "+missing+" could not be found.")
+	err = s.DeleteChassis(ctx, missing)
+	wantKind(t, err, fault.NotFound, "Chassis "+missing+" could not be found.")
+}
+
+func TestListChassis(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+	var all []*Chassis
+	for _, d := range []string{"b", "d", "a", "c"} {
+		c := &Chassis{Description: ptr(d)}
+		if err := s.CreateChassis(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, c)
+	}
+	if err := s.CreateChassis(ctx, &Chassis{}); err != nil { // no description: NULL sorts first
+		t.Fatal(err)
+	}
+	descs := func(cs []*Chassis) []string {
+		out := []string{}
+		for _, c := range cs {
+			out = append(out, deref(c.Description))
+		}
+		return out
+	}
+	tests := []struct {
+		name string
+		page Page
+		want []string
+	}{
+		{"creation order", Page{}, []string{"b", "d", "a", "c", ""}},
+		{"limit", Page{Limit: 2}, []string{"b", "d"}},
+		{"after marker", Page{Marker: all[1].UUID}, []string{"a", "c", ""}},
+		{"by description", Page{SortKey: "description"}, []string{"", "a", "b", "c", "d"}},
+		{"by description desc after marker", Page{SortKey: "description", SortDir: Desc, Marker: all[3].UUID, Limit: 2}, []string{"b", "a"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := s.ListChassis(ctx, tc.page)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g := descs(got); !reflect.DeepEqual(g, tc.want) {
+				t.Fatalf("got %v, want %v", g, tc.want)
+			}
+		})
+	}
+	missing := uuid.NewString()
+	_, err := s.ListChassis(ctx, Page{Marker: missing})
+	wantKind(t, err, fault.NotFound, "Chassis "+missing+" could not be found.")
+	_, err = s.ListChassis(ctx, Page{SortKey: "extra"})
+	wantKind(t, err, fault.Invalid, "The sort_key value extra is an invalid field for sorting")
+}
+
+func TestUpdateChassis(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+	c := &Chassis{Description: ptr("old"), Extra: JSONObject{"a": "b"}}
+	if err := s.CreateChassis(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	out, err := s.UpdateChassis(ctx, c.UUID, func(c *Chassis) error {
+		c.Description = nil
+		c.Extra = JSONObject{"x": float64(1)}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := s.GetChassis(ctx, c.UUID)
+	if !reflect.DeepEqual(got, out) || got.Description != nil || got.Extra["x"] != float64(1) || got.UpdatedAt == nil || !got.CreatedAt.Equal(c.CreatedAt) {
+		t.Fatalf("after update: %+v", got)
+	}
+	sentinel := errors.New("no")
+	if _, err := s.UpdateChassis(ctx, c.UUID, func(c *Chassis) error { c.Description = ptr("x"); return sentinel }); err != sentinel {
+		t.Fatalf("err = %v, want sentinel", err)
+	}
+	if _, err := s.UpdateChassis(ctx, c.UUID, func(c *Chassis) error { c.UUID = uuid.NewString(); return nil }); err == nil {
+		t.Fatal("uuid change accepted")
+	}
+	if again, _ := s.GetChassis(ctx, c.UUID); !reflect.DeepEqual(again, got) {
+		t.Fatalf("failed updates changed the chassis: %+v", again)
+	}
+}
+
+func TestDeleteChassisRefusedWhileNodesNameIt(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+	c := &Chassis{}
+	if err := s.CreateChassis(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	n := newNode("in-chassis")
+	n.ChassisUUID = ptr(c.UUID)
+	mustCreateNode(t, s, n)
+	err := s.DeleteChassis(ctx, c.UUID)
+	wantKind(t, err, fault.Invalid, "Cannot complete the requested action because chassis "+c.UUID+" contains nodes.")
+	if _, err := s.GetChassis(ctx, c.UUID); err != nil {
+		t.Fatalf("refused delete removed the chassis: %v", err)
+	}
+	got, err := s.ListNodes(ctx, NodeQuery{ChassisUUID: ptr(c.UUID)})
+	if err != nil || len(got) != 1 || got[0].UUID != n.UUID {
+		t.Fatalf("nodes of chassis = %v, %v", got, err)
+	}
+	if _, err := s.UpdateNode(ctx, n.UUID, func(n *Node) (*Event, error) { n.ChassisUUID = nil; return nil, nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteChassis(ctx, c.UUID); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.GetChassis(ctx, c.UUID)
+	wantKind(t, err, fault.NotFound, "")
+}

@@ -1,0 +1,228 @@
+package storage
+
+import (
+	"context"
+	"database/sql/driver"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"castiron/engine/fault"
+)
+
+// DeployStep is one step of a deploy template, as Ironic stores it.
+type DeployStep struct {
+	Interface string     `json:"interface"`
+	Step      string     `json:"step"`
+	Args      JSONObject `json:"args"`
+	Priority  int64      `json:"priority"`
+}
+
+// DeployTemplate is a named set of deploy steps (API 1.55). The name is a
+// trait: a node whose instance_info traits name the template runs its steps
+// during deployment.
+type DeployTemplate struct {
+	ID        int64
+	UUID      string
+	Name      string
+	Steps     []DeployStep // in the order given; never nil once loaded
+	Extra     JSONObject
+	CreatedAt time.Time
+	UpdatedAt *time.Time
+}
+
+// DeployTemplateStore keeps deploy templates. Names and UUIDs are unique
+// (fault.Conflict with Ironic's wording).
+type DeployTemplateStore interface {
+	CreateDeployTemplate(ctx context.Context, t *DeployTemplate) error
+	// GetDeployTemplate finds a template by UUID, or by name when ident is
+	// not a UUID.
+	GetDeployTemplate(ctx context.Context, ident string) (*DeployTemplate, error)
+	ListDeployTemplates(ctx context.Context, page Page) ([]*DeployTemplate, error)
+	// UpdateDeployTemplate reads the template, applies fn and writes the
+	// changed columns back atomically, setting UpdatedAt.
+	UpdateDeployTemplate(ctx context.Context, ident string, fn func(t *DeployTemplate) error) (*DeployTemplate, error)
+	DeleteDeployTemplate(ctx context.Context, ident string) error
+}
+
+// DeployTemplateNotFound is Ironic's DeployTemplateNotFound.
+func DeployTemplateNotFound(ident string) error {
+	return fault.New(fault.NotFound, "Deploy template %s could not be found.", ident)
+}
+
+// deploySteps is the JSON array column of a template's steps.
+type deploySteps struct{ p *[]DeployStep }
+
+func (c deploySteps) Value() (driver.Value, error) {
+	if len(*c.p) == 0 {
+		return "[]", nil
+	}
+	b, err := json.Marshal(*c.p)
+	if err != nil {
+		return nil, fmt.Errorf("storage: encode deploy steps: %w", err)
+	}
+	return string(b), nil
+}
+
+func (c deploySteps) Scan(src any) error {
+	steps := []DeployStep{}
+	if b, err := jsonText(src); err != nil {
+		return err
+	} else if b != nil {
+		if err := json.Unmarshal(b, &steps); err != nil {
+			return fmt.Errorf("storage: decode deploy steps: %w", err)
+		}
+	}
+	for i := range steps {
+		if steps[i].Args == nil {
+			steps[i].Args = JSONObject{}
+		}
+	}
+	*c.p = steps
+	return nil
+}
+
+type deployTemplateSQL struct {
+	table[DeployTemplate]
+	byUUID string
+	byName string
+}
+
+var templateTable = newDeployTemplateSQL()
+
+func newDeployTemplateSQL() deployTemplateSQL {
+	t := newTable("deploy_templates", "id", func(t *DeployTemplate) *int64 { return &t.ID }, []column[DeployTemplate]{
+		fixed(strCol("uuid", func(t *DeployTemplate) *string { return &t.UUID })),
+		strCol("name", func(t *DeployTemplate) *string { return &t.Name }),
+		{name: "steps", ref: func(t *DeployTemplate) codec { return deploySteps{&t.Steps} }, unsortable: true},
+		objectCol("extra", func(t *DeployTemplate) *JSONObject { return &t.Extra }),
+		fixed(timeCol("created_at", func(t *DeployTemplate) *time.Time { return &t.CreatedAt })),
+		nullTimeCol("updated_at", func(t *DeployTemplate) **time.Time { return &t.UpdatedAt }),
+	})
+	return deployTemplateSQL{
+		table:  t,
+		byUUID: t.selectFrom() + " WHERE uuid = ?",
+		byName: t.selectFrom() + " WHERE name = ?",
+	}
+}
+
+func normalizeDeployTemplate(t *DeployTemplate) {
+	t.CreatedAt = normTime(t.CreatedAt)
+	t.UpdatedAt = normTimePtr(t.UpdatedAt)
+	if t.Extra == nil {
+		t.Extra = JSONObject{}
+	}
+	if t.Steps == nil {
+		t.Steps = []DeployStep{}
+	}
+	for i := range t.Steps {
+		if t.Steps[i].Args == nil {
+			t.Steps[i].Args = JSONObject{}
+		}
+	}
+}
+
+func deployTemplateWriteError(err error, t *DeployTemplate) error {
+	if v, ok := violationOf(err); ok {
+		switch v.unique {
+		case "deploy_templates.name":
+			return fault.New(fault.Conflict, "A deploy template with name %s already exists.", t.Name)
+		case "deploy_templates.uuid":
+			return fault.New(fault.Conflict, "A deploy template with UUID %s already exists.", t.UUID)
+		}
+	}
+	return fmt.Errorf("storage: write deploy template %s: %w", t.UUID, err)
+}
+
+// CreateDeployTemplate inserts t and fills t.ID (and UUID and CreatedAt
+// when empty).
+func (s *SQLite) CreateDeployTemplate(ctx context.Context, t *DeployTemplate) error {
+	if err := newVolumeUUID(&t.UUID); err != nil {
+		return err
+	}
+	if t.CreatedAt.IsZero() {
+		t.CreatedAt = time.Now()
+	}
+	normalizeDeployTemplate(t)
+	return s.writeTx(ctx, func(r runner) error {
+		if err := r.queryRow(ctx, templateTable.insert, templateTable.insertArgs(t)...).Scan(&t.ID); err != nil {
+			return deployTemplateWriteError(err, t)
+		}
+		return nil
+	})
+}
+
+func (s *SQLite) getDeployTemplate(ctx context.Context, r runner, ident string) (*DeployTemplate, error) {
+	if u, ok := canonicalUUID(ident); ok {
+		return templateTable.getOne(ctx, r, DeployTemplateNotFound(ident), templateTable.byUUID, u)
+	}
+	return templateTable.getOne(ctx, r, DeployTemplateNotFound(ident), templateTable.byName, ident)
+}
+
+// GetDeployTemplate finds a template by UUID or name.
+func (s *SQLite) GetDeployTemplate(ctx context.Context, ident string) (*DeployTemplate, error) {
+	return s.getDeployTemplate(ctx, s.reader(), ident)
+}
+
+// ListDeployTemplates returns one page of templates.
+func (s *SQLite) ListDeployTemplates(ctx context.Context, page Page) ([]*DeployTemplate, error) {
+	return templateTable.paged(ctx, s.reader(), &filter{}, page, pageSpec{
+		defaultSort:    "id",
+		markerCol:      "uuid",
+		markerNotFound: DeployTemplateNotFound,
+	})
+}
+
+// UpdateDeployTemplate reads the template, applies fn and writes it back in
+// one write transaction. An error from fn is returned unchanged.
+func (s *SQLite) UpdateDeployTemplate(ctx context.Context, ident string, fn func(t *DeployTemplate) error) (*DeployTemplate, error) {
+	var out *DeployTemplate
+	err := s.writeTx(ctx, func(r runner) error {
+		t, err := s.getDeployTemplate(ctx, r, ident)
+		if err != nil {
+			return err
+		}
+		id, tu, created := t.ID, t.UUID, t.CreatedAt
+		before, err := templateTable.values(t)
+		if err != nil {
+			return err
+		}
+		if err := fn(t); err != nil {
+			return err
+		}
+		if t.ID != id || t.UUID != tu {
+			return fmt.Errorf("storage: update deploy template %s: id and uuid cannot change", tu)
+		}
+		t.CreatedAt = created
+		now := time.Now()
+		t.UpdatedAt = &now
+		normalizeDeployTemplate(t)
+		after, err := templateTable.values(t)
+		if err != nil {
+			return err
+		}
+		if err := templateTable.updateChanged(ctx, r, before, after, t.ID); err != nil {
+			return deployTemplateWriteError(err, t)
+		}
+		out = t
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// DeleteDeployTemplate removes a template by UUID or name.
+func (s *SQLite) DeleteDeployTemplate(ctx context.Context, ident string) error {
+	return s.writeTx(ctx, func(r runner) error {
+		t, err := s.getDeployTemplate(ctx, r, ident)
+		if err != nil {
+			return err
+		}
+		if _, err := r.exec(ctx, "DELETE FROM deploy_templates WHERE id = ?", t.ID); err != nil {
+			return fmt.Errorf("storage: delete deploy template %s: %w", ident, err)
+		}
+		return nil
+	})
+}

@@ -1,0 +1,93 @@
+package storage
+
+import (
+	"context"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"castiron/engine/fault"
+)
+
+func TestDeployTemplates(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+
+	full := &DeployTemplate{
+		UUID: uuid.NewString(), Name: "CUSTOM_RAID1",
+		Steps: []DeployStep{
+			{Interface: "raid", Step: "create_configuration", Args: JSONObject{"logical_disks": []any{map[string]any{"size_gb": "MAX"}}}, Priority: 10},
+			{Interface: "bios", Step: "apply_configuration", Args: JSONObject{}, Priority: 0},
+		},
+		Extra: JSONObject{"k": "v"}, CreatedAt: time.Now(), UpdatedAt: ptr(time.Now()),
+	}
+	allFieldsSet(t, full)
+	if err := s.CreateDeployTemplate(ctx, full); err != nil {
+		t.Fatal(err)
+	}
+	for _, ident := range []string{full.UUID, full.Name} {
+		got, err := s.GetDeployTemplate(ctx, ident)
+		if err != nil || !reflect.DeepEqual(got, full) {
+			t.Fatalf("round trip by %s:\n got %+v (%v)\nwant %+v", ident, got, err, full)
+		}
+	}
+	minimal := &DeployTemplate{Name: "CUSTOM_B", Steps: []DeployStep{{Interface: "deploy", Step: "s", Priority: 1}}}
+	if err := s.CreateDeployTemplate(ctx, minimal); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.GetDeployTemplate(ctx, "CUSTOM_B"); got.Steps[0].Args == nil || got.Extra == nil || !reflect.DeepEqual(got, minimal) {
+		t.Fatalf("minimal round trip: %+v", got)
+	}
+
+	err := s.CreateDeployTemplate(ctx, &DeployTemplate{Name: "CUSTOM_RAID1"})
+	wantKind(t, err, fault.Conflict, "A deploy template with name CUSTOM_RAID1 already exists.")
+	err = s.CreateDeployTemplate(ctx, &DeployTemplate{UUID: full.UUID, Name: "CUSTOM_C"})
+	wantKind(t, err, fault.Conflict, "A deploy template with UUID "+full.UUID+" already exists.")
+	_, err = s.GetDeployTemplate(ctx, "CUSTOM_NONE")
+	wantKind(t, err, fault.NotFound, "Deploy template CUSTOM_NONE could not be found.")
+
+	names := func(ts []*DeployTemplate) []string {
+		out := []string{}
+		for _, t := range ts {
+			out = append(out, t.Name)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		page Page
+		want []string
+	}{
+		{Page{}, []string{"CUSTOM_RAID1", "CUSTOM_B"}},
+		{Page{SortKey: "name"}, []string{"CUSTOM_B", "CUSTOM_RAID1"}},
+		{Page{SortKey: "name", SortDir: Desc, Limit: 1}, []string{"CUSTOM_RAID1"}},
+		{Page{Marker: full.UUID}, []string{"CUSTOM_B"}},
+	} {
+		got, err := s.ListDeployTemplates(ctx, tc.page)
+		if err != nil || !reflect.DeepEqual(names(got), tc.want) {
+			t.Fatalf("%+v: %v %v, want %v", tc.page, names(got), err, tc.want)
+		}
+	}
+	_, err = s.ListDeployTemplates(ctx, Page{SortKey: "steps"})
+	wantKind(t, err, fault.Invalid, "The sort_key value steps is an invalid field for sorting")
+
+	out, err := s.UpdateDeployTemplate(ctx, "CUSTOM_B", func(t *DeployTemplate) error {
+		t.Name = "CUSTOM_B2"
+		t.Steps = append(t.Steps, DeployStep{Interface: "power", Step: "reboot", Priority: 5})
+		return nil
+	})
+	if err != nil || out.Name != "CUSTOM_B2" || len(out.Steps) != 2 || out.UpdatedAt == nil {
+		t.Fatalf("update: %+v %v", out, err)
+	}
+	if got, _ := s.GetDeployTemplate(ctx, minimal.UUID); !reflect.DeepEqual(got, out) {
+		t.Fatalf("after update: %+v", got)
+	}
+	_, err = s.UpdateDeployTemplate(ctx, minimal.UUID, func(t *DeployTemplate) error { t.Name = "CUSTOM_RAID1"; return nil })
+	wantKind(t, err, fault.Conflict, "A deploy template with name CUSTOM_RAID1 already exists.")
+
+	if err := s.DeleteDeployTemplate(ctx, "CUSTOM_B2"); err != nil {
+		t.Fatal(err)
+	}
+	wantKind(t, s.DeleteDeployTemplate(ctx, minimal.UUID), fault.NotFound, "Deploy template "+minimal.UUID+" could not be found.")
+}

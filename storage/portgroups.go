@@ -1,0 +1,236 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"castiron/engine/fault"
+)
+
+// Portgroup is a group of a node's ports (a bond, LAG or MLAG), Ironic's
+// portgroup. Ports join one through Port.PortgroupUUID.
+type Portgroup struct {
+	ID                       int64
+	UUID                     string
+	Name                     *string
+	NodeUUID                 string
+	Address                  *string // lower-case MAC, optional
+	Extra                    JSONObject
+	InternalInfo             JSONObject
+	StandalonePortsSupported bool
+	Mode                     *string // bonding mode; Ironic fills a default on create
+	Properties               JSONObject
+	CreatedAt                time.Time
+	UpdatedAt                *time.Time
+}
+
+// PortgroupQuery filters a portgroup list. Nil pointers mean "no filter".
+type PortgroupQuery struct {
+	Page
+	NodeUUID *string
+	Address  *string
+}
+
+// PortgroupStore keeps portgroups.
+type PortgroupStore interface {
+	// CreatePortgroup inserts pg and fills pg.ID (and UUID and CreatedAt
+	// when empty). Duplicates are Ironic's Conflicts; an unknown node is
+	// NodeNotFound.
+	CreatePortgroup(ctx context.Context, pg *Portgroup) error
+	// GetPortgroup finds a portgroup by UUID, or by name when ident is not
+	// a UUID.
+	GetPortgroup(ctx context.Context, ident string) (*Portgroup, error)
+	ListPortgroups(ctx context.Context, q PortgroupQuery) ([]*Portgroup, error)
+	// UpdatePortgroup reads the portgroup, applies fn and writes it back
+	// atomically, setting UpdatedAt. An error from fn is returned unchanged.
+	UpdatePortgroup(ctx context.Context, uuid string, fn func(pg *Portgroup) error) (*Portgroup, error)
+	// DeletePortgroup removes a portgroup that has no ports (else Ironic's
+	// PortgroupNotEmpty, a fault.Invalid).
+	DeletePortgroup(ctx context.Context, uuid string) error
+}
+
+// portgroupSQL is the generated SQL of the portgroups table.
+type portgroupSQL struct {
+	table[Portgroup]
+	byUUID string
+	byName string
+}
+
+var portgroupTable = newPortgroupSQL()
+
+func newPortgroupSQL() portgroupSQL {
+	t := newTable("portgroups", "id", func(pg *Portgroup) *int64 { return &pg.ID }, []column[Portgroup]{
+		fixed(strCol("uuid", func(pg *Portgroup) *string { return &pg.UUID })),
+		nullStrCol("name", func(pg *Portgroup) **string { return &pg.Name }),
+		strCol("node_uuid", func(pg *Portgroup) *string { return &pg.NodeUUID }),
+		nullStrCol("address", func(pg *Portgroup) **string { return &pg.Address }),
+		objectCol("extra", func(pg *Portgroup) *JSONObject { return &pg.Extra }),
+		objectCol("internal_info", func(pg *Portgroup) *JSONObject { return &pg.InternalInfo }),
+		boolCol("standalone_ports_supported", func(pg *Portgroup) *bool { return &pg.StandalonePortsSupported }),
+		nullStrCol("mode", func(pg *Portgroup) **string { return &pg.Mode }),
+		objectCol("properties", func(pg *Portgroup) *JSONObject { return &pg.Properties }),
+		fixed(timeCol("created_at", func(pg *Portgroup) *time.Time { return &pg.CreatedAt })),
+		nullTimeCol("updated_at", func(pg *Portgroup) **time.Time { return &pg.UpdatedAt }),
+	})
+	return portgroupSQL{
+		table:  t,
+		byUUID: t.selectFrom() + " WHERE uuid = ?",
+		byName: t.selectFrom() + " WHERE name = ?",
+	}
+}
+
+// PortgroupNotFound is Ironic's PortgroupNotFound message.
+func PortgroupNotFound(ident string) error {
+	return fault.New(fault.NotFound, "Portgroup %s could not be found.", ident)
+}
+
+// normalizePortgroup gives pg its stored shape: lower-case MAC, canonical
+// node UUID, UTC microsecond times, non-nil maps.
+func normalizePortgroup(pg *Portgroup) {
+	if pg.Address != nil {
+		a := strings.ToLower(*pg.Address)
+		pg.Address = &a
+	}
+	pg.NodeUUID = uuidKey(pg.NodeUUID)
+	pg.CreatedAt = normTime(pg.CreatedAt)
+	pg.UpdatedAt = normTimePtr(pg.UpdatedAt)
+	for _, m := range []*JSONObject{&pg.Extra, &pg.InternalInfo, &pg.Properties} {
+		if *m == nil {
+			*m = JSONObject{}
+		}
+	}
+}
+
+func portgroupWriteError(err error, pg *Portgroup) error {
+	if v, ok := violationOf(err); ok {
+		switch {
+		case v.foreign:
+			return fault.NodeNotFound(pg.NodeUUID)
+		case v.unique == "portgroups.uuid":
+			return fault.New(fault.Conflict, "A portgroup with UUID %s already exists.", pg.UUID)
+		case v.unique == "portgroups.name":
+			return fault.New(fault.Conflict, "A portgroup with name %s already exists.", deref(pg.Name))
+		case v.unique == "portgroups.address":
+			return fault.New(fault.Conflict, "A portgroup with MAC address %s already exists.", deref(pg.Address))
+		}
+	}
+	return fmt.Errorf("storage: write portgroup %s: %w", pg.UUID, err)
+}
+
+// CreatePortgroup inserts pg and fills pg.ID.
+func (s *SQLite) CreatePortgroup(ctx context.Context, pg *Portgroup) error {
+	if pg.UUID == "" {
+		pg.UUID = uuid.NewString()
+	} else if u, ok := canonicalUUID(pg.UUID); ok {
+		pg.UUID = u
+	} else {
+		return fault.New(fault.Invalid, "Expected a UUID but received %s.", pg.UUID)
+	}
+	if pg.CreatedAt.IsZero() {
+		pg.CreatedAt = time.Now()
+	}
+	normalizePortgroup(pg)
+	if err := s.writer().queryRow(ctx, portgroupTable.insert, portgroupTable.insertArgs(pg)...).Scan(&pg.ID); err != nil {
+		return portgroupWriteError(err, pg)
+	}
+	return nil
+}
+
+func (s *SQLite) getPortgroup(ctx context.Context, r runner, ident string) (*Portgroup, error) {
+	if u, ok := canonicalUUID(ident); ok {
+		return portgroupTable.getOne(ctx, r, PortgroupNotFound(ident), portgroupTable.byUUID, u)
+	}
+	return portgroupTable.getOne(ctx, r, PortgroupNotFound(ident), portgroupTable.byName, ident)
+}
+
+// GetPortgroup finds a portgroup by UUID, or by name when ident is not one.
+func (s *SQLite) GetPortgroup(ctx context.Context, ident string) (*Portgroup, error) {
+	return s.getPortgroup(ctx, s.reader(), ident)
+}
+
+// ListPortgroups returns the portgroups matching q, one page of them when
+// q.Limit is set.
+func (s *SQLite) ListPortgroups(ctx context.Context, q PortgroupQuery) ([]*Portgroup, error) {
+	f := &filter{}
+	if q.NodeUUID != nil {
+		f.add("node_uuid = ?", uuidKey(*q.NodeUUID))
+	}
+	if q.Address != nil {
+		f.add("address = ?", strings.ToLower(*q.Address))
+	}
+	return portgroupTable.paged(ctx, s.reader(), f, q.Page, pageSpec{
+		defaultSort:    "id",
+		markerCol:      "uuid",
+		markerNotFound: PortgroupNotFound,
+	})
+}
+
+// UpdatePortgroup reads the portgroup, applies fn and writes the changed
+// columns back in one write transaction.
+func (s *SQLite) UpdatePortgroup(ctx context.Context, pgUUID string, fn func(pg *Portgroup) error) (*Portgroup, error) {
+	var out *Portgroup
+	err := s.writeTx(ctx, func(r runner) error {
+		pg, err := portgroupTable.getOne(ctx, r, PortgroupNotFound(pgUUID), portgroupTable.byUUID, uuidKey(pgUUID))
+		if err != nil {
+			return err
+		}
+		id, pu, created := pg.ID, pg.UUID, pg.CreatedAt
+		before, err := portgroupTable.values(pg)
+		if err != nil {
+			return err
+		}
+		if err := fn(pg); err != nil {
+			return err
+		}
+		if pg.ID != id || pg.UUID != pu {
+			// Ports reference the uuid.
+			return fmt.Errorf("storage: update portgroup %s: id and uuid cannot change", pu)
+		}
+		pg.CreatedAt = created
+		now := time.Now()
+		pg.UpdatedAt = &now
+		normalizePortgroup(pg)
+		after, err := portgroupTable.values(pg)
+		if err != nil {
+			return err
+		}
+		if err := portgroupTable.updateChanged(ctx, r, before, after, pg.ID); err != nil {
+			return portgroupWriteError(err, pg)
+		}
+		out = pg
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// DeletePortgroup removes a portgroup without ports. The check and the
+// delete share one write transaction, so a port cannot join in between.
+func (s *SQLite) DeletePortgroup(ctx context.Context, pgUUID string) error {
+	return s.writeTx(ctx, func(r runner) error {
+		pg, err := portgroupTable.getOne(ctx, r, PortgroupNotFound(pgUUID), portgroupTable.byUUID, uuidKey(pgUUID))
+		if err != nil {
+			return err
+		}
+		var one int
+		err = r.queryRow(ctx, "SELECT COUNT(*) FROM (SELECT 1 FROM ports WHERE portgroup_uuid = ? LIMIT 1) AS used", pg.UUID).Scan(&one)
+		if err != nil {
+			return fmt.Errorf("storage: delete portgroup %s: %w", pg.UUID, err)
+		}
+		if one > 0 {
+			// Ironic's PortgroupNotEmpty, an Invalid (400). Ironic names
+			// the portgroup by its database id here.
+			return fault.New(fault.Invalid, "Cannot complete the requested action because portgroup %d contains ports.", pg.ID)
+		}
+		if _, err := r.exec(ctx, "DELETE FROM portgroups WHERE id = ?", pg.ID); err != nil {
+			return fmt.Errorf("storage: delete portgroup %s: %w", pg.UUID, err)
+		}
+		return nil
+	})
+}

@@ -1,0 +1,228 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"castiron/engine/fault"
+)
+
+func TestPortgroupRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+	a := mustCreateNode(t, s, newNode("a"))
+	full := &Portgroup{
+		UUID: uuid.NewString(), Name: ptr("bond0"), NodeUUID: a.UUID, Address: ptr("52:54:00:AB:CD:EF"),
+		Extra: JSONObject{"k": "v"}, InternalInfo: JSONObject{"tenant_vif_port_id": "vif"},
+		StandalonePortsSupported: true, Mode: ptr("802.3ad"), Properties: JSONObject{"miimon": float64(100)},
+		CreatedAt: time.Now(), UpdatedAt: ptr(time.Now()),
+	}
+	allFieldsSet(t, full)
+	if err := s.CreatePortgroup(ctx, full); err != nil {
+		t.Fatal(err)
+	}
+	if *full.Address != "52:54:00:ab:cd:ef" || full.ID == 0 {
+		t.Fatalf("address %s id %d", *full.Address, full.ID)
+	}
+	for _, ident := range []string{full.UUID, "bond0"} {
+		got, err := s.GetPortgroup(ctx, ident)
+		if err != nil || !reflect.DeepEqual(got, full) {
+			t.Fatalf("GetPortgroup(%s):\n got %+v (%v)\nwant %+v", ident, got, err, full)
+		}
+	}
+	minimal := &Portgroup{NodeUUID: a.UUID}
+	if err := s.CreatePortgroup(ctx, minimal); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.GetPortgroup(ctx, minimal.UUID)
+	if err != nil || !reflect.DeepEqual(got, minimal) || got.Address != nil || got.Name != nil || got.Properties == nil || got.StandalonePortsSupported {
+		t.Fatalf("minimal round trip:\n got %+v (%v)\nwant %+v", got, err, minimal)
+	}
+}
+
+func TestPortgroupErrors(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+	a := mustCreateNode(t, s, newNode("a"))
+	pg := &Portgroup{NodeUUID: a.UUID, Name: ptr("bond0"), Address: ptr("52:54:00:00:00:01")}
+	if err := s.CreatePortgroup(ctx, pg); err != nil {
+		t.Fatal(err)
+	}
+	missingNode := uuid.NewString()
+	tests := []struct {
+		name string
+		pg   *Portgroup
+		kind fault.Kind
+		msg  string
+	}{
+		{"uuid", &Portgroup{UUID: pg.UUID, NodeUUID: a.UUID}, fault.Conflict, "A portgroup with UUID " + pg.UUID + " already exists."},
+		{"name", &Portgroup{NodeUUID: a.UUID, Name: ptr("bond0")}, fault.Conflict, "A portgroup with name bond0 already exists."},
+		{"address any case", &Portgroup{NodeUUID: a.UUID, Address: ptr("52:54:00:00:00:01")}, fault.Conflict, "A portgroup with MAC address 52:54:00:00:00:01 already exists."},
+		{"unknown node", &Portgroup{NodeUUID: missingNode}, fault.NotFound, "Node " + missingNode + " could not be found."},
+		{"bad uuid", &Portgroup{UUID: "nope", NodeUUID: a.UUID}, fault.Invalid, "Expected a UUID but received nope."},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			wantKind(t, s.CreatePortgroup(ctx, tc.pg), tc.kind, tc.msg)
+		})
+	}
+	// A port may share a portgroup's MAC (a bond takes one of its NICs').
+	if err := s.CreatePort(ctx, &Port{NodeUUID: a.UUID, Address: "52:54:00:00:00:01"}); err != nil {
+		t.Fatalf("port with the portgroup's MAC: %v", err)
+	}
+	_, err := s.GetPortgroup(ctx, "nope")
+	wantKind(t, err, fault.NotFound, "Portgroup nope could not be found.")
+	missing := uuid.NewString()
+	_, err = s.UpdatePortgroup(ctx, missing, func(*Portgroup) error { return nil })
+	wantKind(t, err, fault.NotFound, "Portgroup "+missing+" could not be found.")
+	wantKind(t, s.DeletePortgroup(ctx, missing), fault.NotFound, "Portgroup "+missing+" could not be found.")
+}
+
+func TestListPortgroups(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+	a := mustCreateNode(t, s, newNode("a"))
+	b := mustCreateNode(t, s, newNode("b"))
+	var pgs []*Portgroup
+	for i, n := range []*Node{a, b, a, a} {
+		pg := &Portgroup{NodeUUID: n.UUID, Name: ptr(fmt.Sprintf("pg%d", i)), Address: ptr(fmt.Sprintf("52:54:00:00:00:%02x", i))}
+		if err := s.CreatePortgroup(ctx, pg); err != nil {
+			t.Fatal(err)
+		}
+		pgs = append(pgs, pg)
+	}
+	names := func(l []*Portgroup) []string {
+		out := []string{}
+		for _, pg := range l {
+			out = append(out, deref(pg.Name))
+		}
+		return out
+	}
+	tests := []struct {
+		name string
+		q    PortgroupQuery
+		want []string
+	}{
+		{"all", PortgroupQuery{}, []string{"pg0", "pg1", "pg2", "pg3"}},
+		{"node", PortgroupQuery{NodeUUID: ptr(a.UUID)}, []string{"pg0", "pg2", "pg3"}},
+		{"unknown address", PortgroupQuery{Address: ptr("52:54:00:00:00:0A")}, []string{}},
+		{"address", PortgroupQuery{Address: ptr("52:54:00:00:00:01")}, []string{"pg1"}},
+		{"node, after marker, limit", PortgroupQuery{NodeUUID: ptr(a.UUID), Page: Page{Marker: pgs[0].UUID, Limit: 1}}, []string{"pg2"}},
+		{"by name desc", PortgroupQuery{Page: Page{SortKey: "name", SortDir: Desc}}, []string{"pg3", "pg2", "pg1", "pg0"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := s.ListPortgroups(ctx, tc.q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g := names(got); !reflect.DeepEqual(g, tc.want) {
+				t.Fatalf("got %v, want %v", g, tc.want)
+			}
+		})
+	}
+	missing := uuid.NewString()
+	_, err := s.ListPortgroups(ctx, PortgroupQuery{Page: Page{Marker: missing}})
+	wantKind(t, err, fault.NotFound, "Portgroup "+missing+" could not be found.")
+	_, err = s.ListPortgroups(ctx, PortgroupQuery{Page: Page{SortKey: "properties"}})
+	wantKind(t, err, fault.Invalid, "The sort_key value properties is an invalid field for sorting")
+}
+
+func TestUpdatePortgroup(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+	a := mustCreateNode(t, s, newNode("a"))
+	b := mustCreateNode(t, s, newNode("b"))
+	pg := &Portgroup{NodeUUID: a.UUID, Name: ptr("bond0"), StandalonePortsSupported: true}
+	other := &Portgroup{NodeUUID: a.UUID, Name: ptr("bond1"), Address: ptr("52:54:00:00:00:09")}
+	for _, p := range []*Portgroup{pg, other} {
+		if err := s.CreatePortgroup(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, err := s.UpdatePortgroup(ctx, pg.UUID, func(p *Portgroup) error {
+		p.NodeUUID = b.UUID
+		p.Address = ptr("52:54:00:AA:BB:CC")
+		p.StandalonePortsSupported = false
+		p.Mode = ptr("balance-rr")
+		p.Name = nil
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := s.GetPortgroup(ctx, pg.UUID)
+	if !reflect.DeepEqual(got, out) || got.NodeUUID != b.UUID || *got.Address != "52:54:00:aa:bb:cc" ||
+		got.StandalonePortsSupported || *got.Mode != "balance-rr" || got.Name != nil || got.UpdatedAt == nil {
+		t.Fatalf("after update: %+v", got)
+	}
+	_, err = s.UpdatePortgroup(ctx, pg.UUID, func(p *Portgroup) error { p.Name = ptr("bond1"); return nil })
+	wantKind(t, err, fault.Conflict, "A portgroup with name bond1 already exists.")
+	_, err = s.UpdatePortgroup(ctx, pg.UUID, func(p *Portgroup) error { p.Address = ptr("52:54:00:00:00:09"); return nil })
+	wantKind(t, err, fault.Conflict, "A portgroup with MAC address 52:54:00:00:00:09 already exists.")
+	missing := uuid.NewString()
+	_, err = s.UpdatePortgroup(ctx, pg.UUID, func(p *Portgroup) error { p.NodeUUID = missing; return nil })
+	wantKind(t, err, fault.NotFound, "Node "+missing+" could not be found.")
+	sentinel := errors.New("no")
+	if _, err := s.UpdatePortgroup(ctx, pg.UUID, func(p *Portgroup) error { p.Mode = nil; return sentinel }); err != sentinel {
+		t.Fatalf("err = %v, want sentinel", err)
+	}
+	if again, _ := s.GetPortgroup(ctx, pg.UUID); !reflect.DeepEqual(again, got) {
+		t.Fatalf("failed updates changed the portgroup: %+v", again)
+	}
+}
+
+func TestDeletePortgroup(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+	a := mustCreateNode(t, s, newNode("a"))
+	pg := &Portgroup{NodeUUID: a.UUID}
+	if err := s.CreatePortgroup(ctx, pg); err != nil {
+		t.Fatal(err)
+	}
+	p := &Port{NodeUUID: a.UUID, Address: "52:54:00:00:00:01", PortgroupUUID: ptr(pg.UUID)}
+	if err := s.CreatePort(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	err := s.DeletePortgroup(ctx, pg.UUID)
+	wantKind(t, err, fault.Invalid, fmt.Sprintf("Cannot complete the requested action because portgroup %d contains ports.", pg.ID))
+	if err := s.DeletePort(ctx, p.UUID); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeletePortgroup(ctx, pg.UUID); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.GetPortgroup(ctx, pg.UUID)
+	wantKind(t, err, fault.NotFound, "")
+}
+
+func TestDeleteNodeRemovesPortgroups(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+	a := mustCreateNode(t, s, newNode("a"))
+	b := mustCreateNode(t, s, newNode("b"))
+	pa := &Portgroup{NodeUUID: a.UUID, Name: ptr("a-bond")}
+	pb := &Portgroup{NodeUUID: b.UUID, Name: ptr("b-bond")}
+	for _, pg := range []*Portgroup{pa, pb} {
+		if err := s.CreatePortgroup(ctx, pg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.CreatePort(ctx, &Port{NodeUUID: a.UUID, Address: "52:54:00:00:00:01", PortgroupUUID: ptr(pa.UUID)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteNode(ctx, a.UUID); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.GetPortgroup(ctx, pa.UUID)
+	wantKind(t, err, fault.NotFound, "")
+	if _, err := s.GetPortgroup(ctx, pb.UUID); err != nil {
+		t.Fatalf("other node's portgroup: %v", err)
+	}
+}

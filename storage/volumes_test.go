@@ -1,0 +1,222 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"castiron/engine/fault"
+)
+
+func TestVolumeConnectors(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+	a := mustCreateNode(t, s, newNode("a"))
+	b := mustCreateNode(t, s, newNode("b"))
+
+	full := &VolumeConnector{
+		UUID: strings.ToUpper(uuid.NewString()), NodeUUID: a.UUID, Type: "iqn",
+		ConnectorID: "iqn.2017-05.org.openstack:01:d9a51732c3f", Extra: JSONObject{"k": "v"},
+		CreatedAt: time.Now(), UpdatedAt: ptr(time.Now()),
+	}
+	allFieldsSet(t, full)
+	if err := s.CreateVolumeConnector(ctx, full); err != nil {
+		t.Fatal(err)
+	}
+	if full.ID == 0 || full.UUID != strings.ToLower(full.UUID) {
+		t.Fatalf("id %d uuid %s", full.ID, full.UUID)
+	}
+	got, err := s.GetVolumeConnector(ctx, strings.ToUpper(full.UUID))
+	if err != nil || !reflect.DeepEqual(got, full) {
+		t.Fatalf("round trip:\n got %+v (%v)\nwant %+v", got, err, full)
+	}
+	minimal := &VolumeConnector{NodeUUID: b.UUID, Type: "wwpn", ConnectorID: "50:01"}
+	if err := s.CreateVolumeConnector(ctx, minimal); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.GetVolumeConnector(ctx, minimal.UUID); got.Extra == nil || got.UpdatedAt != nil || !reflect.DeepEqual(got, minimal) {
+		t.Fatalf("minimal round trip: %+v", got)
+	}
+
+	// Duplicates and unknown references, with Ironic's messages.
+	err = s.CreateVolumeConnector(ctx, &VolumeConnector{NodeUUID: b.UUID, Type: "iqn", ConnectorID: full.ConnectorID})
+	wantKind(t, err, fault.Conflict, "A volume connector with type iqn and connector ID "+full.ConnectorID+" already exists.")
+	err = s.CreateVolumeConnector(ctx, &VolumeConnector{UUID: full.UUID, NodeUUID: b.UUID, Type: "ip", ConnectorID: "10.0.0.1"})
+	wantKind(t, err, fault.Conflict, "A volume connector with UUID "+full.UUID+" already exists.")
+	missing := uuid.NewString()
+	err = s.CreateVolumeConnector(ctx, &VolumeConnector{NodeUUID: missing, Type: "ip", ConnectorID: "10.0.0.1"})
+	wantKind(t, err, fault.NotFound, "Node "+missing+" could not be found.")
+	// The same connector_id under another type is another connector.
+	if err := s.CreateVolumeConnector(ctx, &VolumeConnector{NodeUUID: a.UUID, Type: "ip", ConnectorID: full.ConnectorID}); err != nil {
+		t.Fatal(err)
+	}
+
+	ids := func(cs []*VolumeConnector) []string {
+		out := []string{}
+		for _, c := range cs {
+			out = append(out, c.Type+"/"+c.ConnectorID)
+		}
+		return out
+	}
+	tests := []struct {
+		name string
+		q    VolumeQuery
+		want []string
+	}{
+		{"all in creation order", VolumeQuery{}, []string{"iqn/" + full.ConnectorID, "wwpn/50:01", "ip/" + full.ConnectorID}},
+		{"node", VolumeQuery{NodeUUID: ptr(a.UUID)}, []string{"iqn/" + full.ConnectorID, "ip/" + full.ConnectorID}},
+		{"sorted by type desc, limit", VolumeQuery{Page: Page{SortKey: "type", SortDir: Desc, Limit: 2}}, []string{"wwpn/50:01", "iqn/" + full.ConnectorID}},
+		{"after marker", VolumeQuery{Page: Page{Marker: full.UUID}}, []string{"wwpn/50:01", "ip/" + full.ConnectorID}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := s.ListVolumeConnectors(ctx, tc.q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g := ids(got); !reflect.DeepEqual(g, tc.want) {
+				t.Fatalf("got %v, want %v", g, tc.want)
+			}
+		})
+	}
+	_, err = s.ListVolumeConnectors(ctx, VolumeQuery{Page: Page{SortKey: "extra"}})
+	wantKind(t, err, fault.Invalid, "The sort_key value extra is an invalid field for sorting")
+	_, err = s.ListVolumeConnectors(ctx, VolumeQuery{Page: Page{Marker: missing}})
+	wantKind(t, err, fault.NotFound, "Volume connector "+missing+" could not be found.")
+
+	t.Run("update", func(t *testing.T) {
+		out, err := s.UpdateVolumeConnector(ctx, full.UUID, func(c *VolumeConnector) error {
+			c.NodeUUID = strings.ToUpper(b.UUID)
+			c.Extra = nil
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := s.GetVolumeConnector(ctx, full.UUID)
+		if !reflect.DeepEqual(got, out) || got.NodeUUID != b.UUID || len(got.Extra) != 0 || got.UpdatedAt == nil ||
+			!got.CreatedAt.Equal(full.CreatedAt) {
+			t.Fatalf("after update: %+v", got)
+		}
+		_, err = s.UpdateVolumeConnector(ctx, minimal.UUID, func(c *VolumeConnector) error {
+			c.Type, c.ConnectorID = "iqn", full.ConnectorID
+			return nil
+		})
+		wantKind(t, err, fault.Conflict, "A volume connector with type iqn and connector ID "+full.ConnectorID+" already exists.")
+		_, err = s.UpdateVolumeConnector(ctx, minimal.UUID, func(c *VolumeConnector) error { c.NodeUUID = missing; return nil })
+		wantKind(t, err, fault.NotFound, "Node "+missing+" could not be found.")
+		sentinel := errors.New("no")
+		if _, err := s.UpdateVolumeConnector(ctx, minimal.UUID, func(c *VolumeConnector) error { c.Type = "x"; return sentinel }); err != sentinel {
+			t.Fatalf("err = %v, want sentinel", err)
+		}
+		if again, _ := s.GetVolumeConnector(ctx, minimal.UUID); !reflect.DeepEqual(again, minimal) {
+			t.Fatalf("failed updates changed the connector: %+v", again)
+		}
+		_, err = s.UpdateVolumeConnector(ctx, missing, func(c *VolumeConnector) error { return nil })
+		wantKind(t, err, fault.NotFound, "Volume connector "+missing+" could not be found.")
+	})
+	t.Run("delete", func(t *testing.T) {
+		if err := s.DeleteVolumeConnector(ctx, minimal.UUID); err != nil {
+			t.Fatal(err)
+		}
+		_, err := s.GetVolumeConnector(ctx, minimal.UUID)
+		wantKind(t, err, fault.NotFound, "Volume connector "+minimal.UUID+" could not be found.")
+		wantKind(t, s.DeleteVolumeConnector(ctx, minimal.UUID), fault.NotFound, "")
+	})
+}
+
+func TestVolumeTargets(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+	a := mustCreateNode(t, s, newNode("a"))
+	b := mustCreateNode(t, s, newNode("b"))
+
+	full := &VolumeTarget{
+		UUID: uuid.NewString(), NodeUUID: a.UUID, VolumeType: "iscsi",
+		Properties: JSONObject{"target_iqn": "iqn.x", "target_lun": float64(0), "auth_password": "s"},
+		BootIndex:  7, VolumeID: "04452bed-5367-4202-8bf5-de4335ac56d2", Extra: JSONObject{"k": "v"},
+		CreatedAt: time.Now(), UpdatedAt: ptr(time.Now()),
+	}
+	allFieldsSet(t, full)
+	if err := s.CreateVolumeTarget(ctx, full); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.GetVolumeTarget(ctx, full.UUID)
+	if err != nil || !reflect.DeepEqual(got, full) {
+		t.Fatalf("round trip:\n got %+v (%v)\nwant %+v", got, err, full)
+	}
+	boot := &VolumeTarget{NodeUUID: a.UUID, VolumeType: "iscsi", VolumeID: "v0"}
+	if err := s.CreateVolumeTarget(ctx, boot); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.GetVolumeTarget(ctx, boot.UUID); got.BootIndex != 0 || got.Properties == nil || !reflect.DeepEqual(got, boot) {
+		t.Fatalf("minimal round trip: %+v", got)
+	}
+	// boot_index is unique per node only.
+	err = s.CreateVolumeTarget(ctx, &VolumeTarget{NodeUUID: a.UUID, VolumeType: "fibre_channel", VolumeID: "v1"})
+	wantKind(t, err, fault.Conflict, "A volume target with boot index '0' for the same node already exists.")
+	other := &VolumeTarget{NodeUUID: b.UUID, VolumeType: "iscsi", VolumeID: "v2"}
+	if err := s.CreateVolumeTarget(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	err = s.CreateVolumeTarget(ctx, &VolumeTarget{UUID: full.UUID, NodeUUID: b.UUID, BootIndex: 3})
+	wantKind(t, err, fault.Conflict, "A volume target with UUID "+full.UUID+" already exists.")
+
+	list, err := s.ListVolumeTargets(ctx, VolumeQuery{NodeUUID: ptr(a.UUID), Page: Page{SortKey: "boot_index"}})
+	if err != nil || len(list) != 2 || list[0].UUID != boot.UUID || list[1].UUID != full.UUID {
+		t.Fatalf("by boot_index: %v %v", list, err)
+	}
+	_, err = s.ListVolumeTargets(ctx, VolumeQuery{Page: Page{SortKey: "properties"}})
+	wantKind(t, err, fault.Invalid, "The sort_key value properties is an invalid field for sorting")
+
+	_, err = s.UpdateVolumeTarget(ctx, full.UUID, func(vt *VolumeTarget) error { vt.BootIndex = 0; return nil })
+	wantKind(t, err, fault.Conflict, "A volume target with boot index '0' for the same node already exists.")
+	out, err := s.UpdateVolumeTarget(ctx, full.UUID, func(vt *VolumeTarget) error {
+		vt.BootIndex, vt.NodeUUID, vt.Properties = 0, b.UUID, nil
+		return nil
+	})
+	wantKind(t, err, fault.Conflict, "A volume target with boot index '0' for the same node already exists.")
+	out, err = s.UpdateVolumeTarget(ctx, full.UUID, func(vt *VolumeTarget) error {
+		vt.BootIndex, vt.Properties = 1, nil
+		return nil
+	})
+	if err != nil || out.BootIndex != 1 || out.Properties == nil || len(out.Properties) != 0 {
+		t.Fatalf("update: %+v %v", out, err)
+	}
+
+	// A node's volume goes with it.
+	if err := s.DeleteNode(ctx, a.UUID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetVolumeTarget(ctx, boot.UUID); !fault.Is(err, fault.NotFound) {
+		t.Fatalf("target of a deleted node: %v", err)
+	}
+	if list, _ := s.ListVolumeTargets(ctx, VolumeQuery{}); len(list) != 1 || list[0].UUID != other.UUID {
+		t.Fatalf("after node delete: %v", list)
+	}
+	if err := s.DeleteVolumeTarget(ctx, other.UUID); err != nil {
+		t.Fatal(err)
+	}
+	wantKind(t, s.DeleteVolumeTarget(ctx, other.UUID), fault.NotFound, "Volume target "+other.UUID+" could not be found.")
+}
+
+func TestVolumeConnectorsGoWithNode(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+	n := mustCreateNode(t, s, newNode(""))
+	c := &VolumeConnector{NodeUUID: n.UUID, Type: "mac", ConnectorID: "52:54:00:00:00:01"}
+	if err := s.CreateVolumeConnector(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteNode(ctx, n.UUID); err != nil {
+		t.Fatal(err)
+	}
+	if list, err := s.ListVolumeConnectors(ctx, VolumeQuery{}); err != nil || len(list) != 0 {
+		t.Fatalf("connectors after node delete: %v %v", list, err)
+	}
+}

@@ -1,0 +1,42 @@
+#!/bin/bash
+# Installs the Debian packages the tests drive, only when some are missing:
+#   python3-openstackclient python3-ironicclient  the `openstack baremetal` CLI
+#   ipmitool openipmi                             IPMI client and ipmi_sim (test BMC)
+#   file                                          checks the binary is static
+#   chromium                                      headless browser for the web UI tests
+# As root it runs `apt-get update` and `apt-get install -y` for the missing
+# ones; otherwise it only says what is missing (tests that need them skip,
+# except under CI=true where they fail).
+#
+# usage: tests/deps.sh [EXTRA_PACKAGE...]
+set -euo pipefail
+
+PACKAGES=(python3-openstackclient python3-ironicclient ipmitool openipmi file chromium "$@")
+
+if ! command -v dpkg-query >/dev/null 2>&1; then
+    echo "tests/deps.sh: no dpkg-query (not Debian?); make sure these are installed: ${PACKAGES[*]}" >&2
+    exit 0
+fi
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+        missing+=("$p")
+    fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+    echo "tests/deps.sh: test packages present (${PACKAGES[*]})"
+    exit 0
+fi
+
+if [ "$(id -u)" -ne 0 ]; then
+    echo "tests/deps.sh: missing ${missing[*]}; not root, so not installing them" >&2
+    echo "tests/deps.sh: as root: apt-get update && apt-get install -y ${missing[*]}" >&2
+    exit 0
+fi
+
+echo "tests/deps.sh: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update
+apt-get install -y "${missing[@]}"
