@@ -500,13 +500,14 @@ func cliStart(t *testing.T, bin, dataDir, logPath string, extra ...string) *cliS
 		cancel()
 		if err == nil {
 			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
+			// 401: up, with --htpasswd.
+			if resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusUnauthorized {
 				return s
 			}
 		}
 		if time.Now().After(deadline) {
 			s.dumpLog(t)
-			t.Fatalf("GET %s/v1 did not answer 200 within 60s (last error %v)", s.endpoint, err)
+			t.Fatalf("GET %s/v1 did not answer 200 (or 401) within 60s (last error %v)", s.endpoint, err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -126,10 +126,10 @@ func (a *API) listAllocations(w http.ResponseWriter, r *http.Request) error {
 	if err := checkQueryArgs(qs, "node", "resource_class", "state", "marker", "limit", "sort_key", "sort_dir", "fields", "owner"); err != nil {
 		return err
 	}
-	if node := qs.Get("node"); qs.Has("node") && !jsvLogicalName(node) && !jsvUUIDLike(node) {
+	if node := qs.Get("node"); qs.Has("node") && !jsvLogicalName(node) && !argUUIDLike(node) {
 		return errInvalid("Expected UUID or name for node: %s", node)
 	}
-	if m := qs.Get("marker"); qs.Has("marker") && !jsvUUIDLike(m) {
+	if m := qs.Get("marker"); qs.Has("marker") && !argUUIDLike(m) {
 		return errInvalid("Expected UUID for marker: %s", m)
 	}
 	if l := qs.Get("limit"); qs.Has("limit") {
@@ -200,7 +200,7 @@ func asBadRequest(err error) error {
 // An ident that can be neither is refused with the API's argument message
 // for GET and DELETE, with InvalidUuidOrName's for PATCH.
 func (a *API) lookupAllocation(r *http.Request, ident string) (*storage.Allocation, error) {
-	if !jsvLogicalName(ident) && !jsvUUIDLike(ident) {
+	if !jsvLogicalName(ident) && !argUUIDLike(ident) {
 		if r.Method == http.MethodPatch {
 			return nil, errInvalid("Expected a logical name or UUID but received %s.", ident)
 		}
@@ -275,7 +275,7 @@ func checkAllocationSchema(name string, body map[string]any) error {
 	if err := e.err(name); err != nil {
 		return err
 	}
-	if u, ok := body["uuid"].(string); ok && !jsvUUIDLike(u) {
+	if u, ok := body["uuid"].(string); ok && !argUUIDLike(u) {
 		return errInvalid("Expected UUID for uuid: %s", u)
 	}
 	return nil
@@ -393,7 +393,7 @@ func (a *API) candidateNodeUUIDs(r *http.Request, idents []string) ([]string, er
 	var missing []string
 	out := make([]string, 0, len(idents))
 	for _, ident := range idents {
-		if !jsvUUIDLike(ident) && !jsvLogicalName(ident) {
+		if !argUUIDLike(ident) && !jsvLogicalName(ident) {
 			missing = append(missing, ident)
 			continue
 		}

@@ -2,14 +2,11 @@ package httpapi
 
 import (
 	"fmt"
-	"math"
 	"regexp"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
-
-	"github.com/google/uuid"
 
 	"castiron/engine/fault"
 )
@@ -41,51 +38,12 @@ func (e *jsvErrors) err(name string) error {
 	return fault.New(fault.Invalid, "Schema error for %s: %s", name, e.msg)
 }
 
-// jsvType names a JSON value's jsonschema type.
-func jsvType(v any) string {
-	switch t := v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "boolean"
-	case string:
-		return "string"
-	case int64:
-		return "integer"
-	case float64:
-		if t == math.Trunc(t) {
-			return "integer"
-		}
-		return "number"
-	case []any:
-		return "array"
-	case map[string]any:
-		return "object"
-	}
-	return "unknown"
-}
-
-// jsvIs reports whether v is of one of the types (integer is a number too).
-func jsvIs(v any, types ...string) bool {
-	t := jsvType(v)
-	for _, want := range types {
-		if want == t || (want == "number" && t == "integer") {
-			return true
-		}
-	}
-	return false
-}
-
 // checkType adds jsonschema's type error unless v is of one of types.
 func (e *jsvErrors) checkType(depth int, v any, types ...string) bool {
-	if jsvIs(v, types...) {
+	if scIsAny(v, types) {
 		return true
 	}
-	quoted := make([]string, len(types))
-	for i, t := range types {
-		quoted[i] = "'" + t + "'"
-	}
-	e.add(depth, "%s is not of type %s", jsvRepr(v), strings.Join(quoted, ", "))
+	e.add(depth, "%s is not of type %s", jsvRepr(v), scTypeList(types))
 	return false
 }
 
@@ -98,19 +56,9 @@ func (e *jsvErrors) checkAdditional(depth int, obj map[string]any, allowed []str
 			extra = append(extra, k)
 		}
 	}
-	if len(extra) == 0 {
-		return
+	if len(extra) > 0 {
+		e.add(depth, "%s", scAdditionalMsg(extra))
 	}
-	sort.Strings(extra)
-	verb := "was"
-	if len(extra) > 1 {
-		verb = "were"
-	}
-	q := make([]string, len(extra))
-	for i, k := range extra {
-		q[i] = jsvRepr(k)
-	}
-	e.add(depth, "Additional properties are not allowed (%s %s unexpected)", strings.Join(q, ", "), verb)
 }
 
 // checkRequired adds "'x' is a required property" for the first missing key.
@@ -166,7 +114,7 @@ func jsvWriteRepr(b *strings.Builder, v any) {
 			b.WriteString("False")
 		}
 	case string:
-		b.WriteString(jsvQuote(t))
+		b.WriteString(scQuote(t))
 	case int64:
 		b.WriteString(strconv.FormatInt(t, 10))
 	case float64:
@@ -181,7 +129,7 @@ func jsvWriteRepr(b *strings.Builder, v any) {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			b.WriteString(jsvQuote(x))
+			b.WriteString(scQuote(x))
 		}
 		b.WriteByte(']')
 	case []any:
@@ -204,7 +152,7 @@ func jsvWriteRepr(b *strings.Builder, v any) {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			b.WriteString(jsvQuote(k))
+			b.WriteString(scQuote(k))
 			b.WriteString(": ")
 			jsvWriteRepr(b, t[k])
 		}
@@ -212,38 +160,6 @@ func jsvWriteRepr(b *strings.Builder, v any) {
 	default:
 		b.WriteString(fmt.Sprintf("%v", t))
 	}
-}
-
-// jsvQuote is Python's repr of a str: single quotes unless the text has
-// some and no double ones.
-func jsvQuote(s string) string {
-	q := byte('\'')
-	if strings.ContainsRune(s, '\'') && !strings.ContainsRune(s, '"') {
-		q = '"'
-	}
-	var b strings.Builder
-	b.WriteByte(q)
-	for _, r := range s {
-		switch {
-		case r == '\\':
-			b.WriteString(`\\`)
-		case r == rune(q):
-			b.WriteByte('\\')
-			b.WriteRune(r)
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\r':
-			b.WriteString(`\r`)
-		case r == '\t':
-			b.WriteString(`\t`)
-		case r < 0x20 || r == 0x7f:
-			b.WriteString(fmt.Sprintf(`\x%02x`, r))
-		default:
-			b.WriteRune(r)
-		}
-	}
-	b.WriteByte(q)
-	return b.String()
 }
 
 // jsvStr is Python's str() of a decoded JSON value: strings as they are,
@@ -255,18 +171,10 @@ func jsvStr(v any) string {
 	return jsvRepr(v)
 }
 
-// jsvLogicalName is Ironic's is_valid_logical_name: RFC 3986 unreserved
-// characters, at most 255 of them.
+// jsvLogicalName is Ironic's is_valid_logical_name on a decoded JSON value.
 func jsvLogicalName(v any) bool {
 	s, ok := v.(string)
-	return ok && len(s) <= 255 && nameRE.MatchString(s)
-}
-
-// jsvUUIDLike is oslo's is_uuid_like: a UUID with or without hyphens, braces
-// or urn:uuid: prefix, in any case.
-func jsvUUIDLike(s string) bool {
-	_, err := uuid.Parse(s)
-	return err == nil
+	return ok && argLogicalName(s)
 }
 
 // jsvPatchOp is one operation of a patch that passed Ironic's patch schema.
@@ -278,7 +186,7 @@ type jsvPatchOp struct {
 }
 
 func (o jsvPatchOp) repr() string {
-	m := "{'op': " + jsvQuote(o.op) + ", 'path': " + jsvQuote(o.path)
+	m := "{'op': " + scQuote(o.op) + ", 'path': " + scQuote(o.path)
 	if o.has {
 		m += ", 'value': " + jsvRepr(o.value)
 	}

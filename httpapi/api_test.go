@@ -120,7 +120,7 @@ func TestNodeCreateAndValidation(t *testing.T) {
 	if got := h.expect(200, "GET", "/v1/nodes/"+old["uuid"].(string), "1.1", nil).json(t); got["provision_state"] != nil {
 		t.Fatalf("1.1 shows %v, want null", got["provision_state"])
 	}
-	if _, has := h.expect(200, "GET", "/v1/nodes/node-a", "1.4", nil).json(t)["name"]; has {
+	if _, has := h.expect(200, "GET", "/v1/nodes/"+n["uuid"].(string), "1.4", nil).json(t)["name"]; has { // by name it is a 404 before 1.5
 		t.Fatal("name visible at 1.4")
 	}
 

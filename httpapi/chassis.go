@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
 	"net/http"
 	"slices"
 	"strings"
@@ -93,9 +92,7 @@ func (a *API) listChassis(detail bool) handlerFunc {
 }
 
 func (a *API) writeChassis(w http.ResponseWriter, r *http.Request, status int, c *storage.Chassis, fields []string) error {
-	var buf bytes.Buffer
-	renderView(&buf, a.view(r), c, chassisFields, chassisFieldIndex, fields)
-	writeRaw(w, status, buf.Bytes())
+	collWriteOne(w, a.view(r), status, c, chassisFields, chassisFieldIndex, fields)
 	return nil
 }
 

@@ -192,7 +192,7 @@ func TestNodesInChassis(t *testing.T) {
 	if in["chassis_uuid"] != id {
 		t.Fatalf("chassis_uuid %v, want %s", in["chassis_uuid"], id)
 	}
-	h.createNode(map[string]any{"name": "out"})
+	out := h.createNode(map[string]any{"name": "out"})["uuid"].(string)
 
 	list := h.expect(http.StatusOK, "GET", "/v1/chassis/"+id+"/nodes", "", nil).json(t)["nodes"].([]any)
 	if len(list) != 1 || list[0].(map[string]any)["uuid"] != in["uuid"] {
@@ -237,7 +237,7 @@ func TestNodesInChassis(t *testing.T) {
 		t.Fatalf("unset chassis_uuid %v", n["chassis_uuid"])
 	}
 	// Adding a chassis to a node without one is fine at any version.
-	h.expect(http.StatusOK, "PATCH", "/v1/nodes/out", "1.1", []map[string]any{{"op": "add", "path": "/chassis_uuid", "value": id}})
+	h.expect(http.StatusOK, "PATCH", "/v1/nodes/"+out, "1.1", []map[string]any{{"op": "add", "path": "/chassis_uuid", "value": id}})
 	h.expect(http.StatusBadRequest, "DELETE", "/v1/chassis/"+id, "", nil)
 	h.expect(http.StatusNoContent, "DELETE", "/v1/chassis/"+other, "", nil)
 	h.expect(http.StatusNoContent, "DELETE", "/v1/nodes/out", latest, nil)

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"bytes"
-	"encoding/json"
 	"net/http"
 	"strings"
 
@@ -17,27 +16,18 @@ import (
 // the parent filter.
 func collRender[T any](w http.ResponseWriter, r *http.Request, v *viewCtx, key string, items []*T, uuidOf func(*T) string,
 	all []viewField[T], index map[string]int, fields []string, page storage.Page) {
-	var buf bytes.Buffer
-	buf.Grow(256 * (len(items) + 1))
-	buf.WriteString(`{`)
-	appendJSONString(&buf, key)
-	buf.WriteString(`: [`)
-	for i, x := range items {
-		if i > 0 {
-			buf.WriteString(", ")
-		}
-		renderView(&buf, v, x, all, index, fields)
-	}
-	buf.WriteByte(']')
+	next := ""
 	if len(items) > 0 {
-		if next := nextLink(r, collResourcePath(r), page, len(items), uuidOf(items[len(items)-1])); next != "" {
-			nb, _ := json.Marshal(next)
-			buf.WriteString(`, "next": `)
-			buf.Write(nb)
-		}
+		next = nextLink(r, collResourcePath(r), page, len(items), uuidOf(items[len(items)-1]))
 	}
-	buf.WriteByte('}')
-	writeRaw(w, http.StatusOK, buf.Bytes())
+	renderItems(w, v, key, items, all, index, fields, next)
+}
+
+// collWriteOne writes one object's view (with status) as the answer.
+func collWriteOne[T any](w http.ResponseWriter, v *viewCtx, status int, x *T, all []viewField[T], index map[string]int, fields []string) {
+	var buf bytes.Buffer
+	renderView(&buf, v, x, all, index, fields)
+	writeRaw(w, status, buf.Bytes())
 }
 
 // collResourcePath is the request path without "/v1/" (or the bookmark's "/").

@@ -3,6 +3,8 @@ package httpapi
 import (
 	"bytes"
 	"net/http"
+	"slices"
+	"strings"
 
 	"castiron/engine"
 	"castiron/storage"
@@ -111,7 +113,7 @@ func (a *API) driverDoc(r *http.Request, hw *engine.HardwareType, detail bool) m
 		d["type"] = "dynamic"
 	}
 	if detail && ver.AtLeast(30) {
-		gates := map[string]int{"rescue": 38, "bios": 40, "firmware": 86}
+		gates := map[string]int{"storage": 33, "rescue": 38, "bios": 40, "firmware": 86}
 		for _, kind := range engine.InterfaceKinds {
 			if min, ok := gates[kind]; ok && !ver.AtLeast(min) {
 				continue
@@ -126,6 +128,18 @@ func (a *API) driverDoc(r *http.Request, hw *engine.HardwareType, detail bool) m
 // listDrivers is GET /v1/drivers (hardware types; classic drivers are gone).
 func (a *API) listDrivers(w http.ResponseWriter, r *http.Request) error {
 	qs := r.URL.Query()
+	if qs.Has("fields") && qs.Has("detail") {
+		if d, _ := parseBoolString(qs.Get("detail")); d {
+			return errInvalid("Can not specify ?detail=True and fields in the same request.")
+		}
+	}
+	if qs.Has("type") && !versionOf(r).AtLeast(30) {
+		return errNotAcceptable()
+	}
+	fields, err := driverFields(r)
+	if err != nil {
+		return err
+	}
 	if t := qs.Get("type"); t != "" && t != "dynamic" && t != "classic" {
 		return errInvalid("Invalid value for type: %s. Acceptable values are 'classic' or 'dynamic'", t)
 	}
@@ -143,18 +157,71 @@ func (a *API) listDrivers(w http.ResponseWriter, r *http.Request) error {
 	if qs.Get("type") != "classic" {
 		for _, name := range a.cond.Hardware().Names() {
 			hw, _ := a.cond.Hardware().Get(name)
-			out = append(out, a.driverDoc(r, hw, detail))
+			d := a.driverDoc(r, hw, detail)
+			if err := sanitizeDriver(d, fields); err != nil {
+				return err
+			}
+			out = append(out, d)
 		}
 	}
 	return writeJSON(w, http.StatusOK, map[string]any{"drivers": out})
 }
 
 func (a *API) getDriver(w http.ResponseWriter, r *http.Request) error {
+	fields, err := driverFields(r)
+	if err != nil {
+		return err
+	}
 	hw, ok := a.cond.Hardware().Get(r.PathValue("name"))
 	if !ok {
 		return errDriverNotFound(r.PathValue("name"))
 	}
-	return writeJSON(w, http.StatusOK, a.driverDoc(r, hw, true))
+	d := a.driverDoc(r, hw, true)
+	if err := sanitizeDriver(d, fields); err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, d)
+}
+
+// driverFields reads ?fields= of the driver endpoints (API 1.77).
+func driverFields(r *http.Request) ([]string, error) {
+	qs := r.URL.Query()
+	if !qs.Has("fields") {
+		return nil, nil
+	}
+	if !versionOf(r).AtLeast(77) {
+		return nil, errNotAcceptable()
+	}
+	var out []string
+	for _, f := range strings.Split(qs.Get("fields"), ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out, nil
+}
+
+// sanitizeDriver keeps only fields (plus links) of d, as Ironic's
+// driver_sanitize; a field d does not have is a 400.
+func sanitizeDriver(d map[string]any, fields []string) error {
+	if fields == nil {
+		return nil
+	}
+	var invalid []string
+	for _, f := range fields {
+		if _, ok := d[f]; !ok {
+			invalid = append(invalid, f)
+		}
+	}
+	if len(invalid) > 0 {
+		return errInvalid("Field(s) \"%s\" are not valid", strings.Join(invalid, ", "))
+	}
+	for k := range d {
+		if k != "links" && !slices.Contains(fields, k) {
+			delete(d, k)
+		}
+	}
+	return nil
 }
 
 func (a *API) getDriverProperties(w http.ResponseWriter, r *http.Request) error {

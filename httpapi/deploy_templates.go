@@ -184,7 +184,7 @@ func (a *API) listDeployTemplates(w http.ResponseWriter, r *http.Request) error 
 	ctx := r.Context()
 	if page.Marker != "" {
 		// DeployTemplate.get_by_uuid: a name finds nothing.
-		if !volUUIDLike(page.Marker) {
+		if !argUUIDLike(page.Marker) {
 			return storage.DeployTemplateNotFound(page.Marker)
 		}
 		if _, err := a.cond.Store().GetDeployTemplate(ctx, page.Marker); err != nil {
@@ -286,7 +286,7 @@ func checkTemplate(name string, doc map[string]any) ([]storage.DeployStep, error
 		return nil, errInvalid("Deploy template invalid: Duplicate deploy steps. A template cannot have multiple deploy steps with the same interface and step. Duplicates: %s.",
 			strings.Join(dups, "; "))
 	}
-	if u, ok := doc["uuid"].(string); ok && !volUUIDLike(u) {
+	if u, ok := doc["uuid"].(string); ok && !argUUIDLike(u) {
 		return nil, errInvalid("Expected UUID for uuid: %s", u)
 	}
 	return steps, nil
@@ -346,11 +346,8 @@ func (a *API) patchDeployTemplate(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	allowed := []string{"extra", "name", "steps", "description"}
-	for _, op := range ops {
-		path := op["path"].(string)
-		if root := strings.Split(path, "/")[1]; !slices.Contains(allowed, root) {
-			return errInvalid("Cannot patch %s. Only the following can be updated: %s", path, strings.Join(allowed, ", "))
-		}
+	if err := patchdocCheckFields(ops, allowed); err != nil {
+		return err
 	}
 	updated, err := a.cond.UpdateDeployTemplate(actorContext(r), ident, func(t *storage.DeployTemplate) error {
 		doc, err := applyVolumePatch(templateDoc(t), ops)

@@ -69,14 +69,14 @@ func checkEvents(body map[string]any) ([]map[string]any, error) {
 		if err := ee.err("evts"); err != nil {
 			return nil, err
 		}
-		if s := ev["port_id"].(string); !jsvUUIDLike(s) {
+		if s := ev["port_id"].(string); !argUUIDLike(s) {
 			return nil, errInvalid("Expected UUID for port_id: %s", s)
 		}
 		if s := ev["mac_address"].(string); !eventMACRE.MatchString(strings.ToLower(s)) {
 			return nil, errInvalid("Expected valid MAC address for mac_address: %s", s)
 		}
 		for _, k := range []string{"device_id", "binding:host_id"} {
-			if s, ok := ev[k].(string); ok && !jsvUUIDLike(s) {
+			if s, ok := ev[k].(string); ok && !argUUIDLike(s) {
 				return nil, errInvalid("Expected UUID for %s: %s", k, s)
 			}
 		}

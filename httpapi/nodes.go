@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -50,16 +51,16 @@ var nodeFilters = map[string]nodeFilter{
 	"maintenance":     {1, boolFilter("maintenance", func(q *storage.NodeQuery) **bool { return &q.Maintenance })},
 	"instance_uuid":   {1, strFilter(func(q *storage.NodeQuery) **string { return &q.InstanceUUID })},
 	"chassis_uuid":    {1, strFilter(func(q *storage.NodeQuery) **string { return &q.ChassisUUID })},
-	"provision_state": {9, strFilter(func(q *storage.NodeQuery) **string { return &q.ProvisionState })},
+	"provision_state": {9, provisionStateFilter},
 	"driver":          {16, strFilter(func(q *storage.NodeQuery) **string { return &q.Driver })},
 	"resource_class":  {21, strFilter(func(q *storage.NodeQuery) **string { return &q.ResourceClass })},
-	"fault":           {42, strFilter(func(q *storage.NodeQuery) **string { return &q.Fault })},
+	"fault":           {42, faultFilter},
 	"conductor_group": {46, func(q *storage.NodeQuery, v string) error {
 		q.ConductorGroups = []string{strings.ToLower(v)}
 		return nil
 	}},
 	"owner":                {50, strFilter(func(q *storage.NodeQuery) **string { return &q.Owner })},
-	"description_contains": {51, strFilter(func(q *storage.NodeQuery) **string { return &q.DescriptionContains })},
+	"description_contains": {1, strFilter(func(q *storage.NodeQuery) **string { return &q.DescriptionContains })},
 	"retired":              {61, boolFilter("retired", func(q *storage.NodeQuery) **bool { return &q.Retired })},
 	"lessee":               {65, strFilter(func(q *storage.NodeQuery) **string { return &q.Lessee })},
 	"shard":                {82, func(q *storage.NodeQuery, v string) error { q.Shards = strings.Split(v, ","); return nil }},
@@ -75,9 +76,13 @@ var nodeFilters = map[string]nodeFilter{
 // listNodes is GET /v1/nodes and /v1/nodes/detail.
 func (a *API) listNodes(detail bool) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
+		detail := detail // per request: ?detail=true must not stick to the route
 		ver := versionOf(r)
 		qs := r.URL.Query()
 		q := storage.NodeQuery{}
+		if err := sortKeyGate(r, nodeFields, nodeFieldIndex); err != nil {
+			return err
+		}
 		for key := range qs {
 			f, ok := nodeFilters[key]
 			if !ok {
@@ -120,12 +125,12 @@ func (a *API) listNodes(detail bool) handlerFunc {
 			q.ConductorGroups = groups
 		}
 		if d := qs.Get("detail"); d != "" {
-			if !ver.AtLeast(43) {
-				return errNotAcceptable()
-			}
 			b, err := parseBoolString(d)
 			if err != nil {
 				return errInvalid("Invalid value for detail: %s", d)
+			}
+			if !ver.AtLeast(43) {
+				return errInvalid("Invalid query parameter ?detail=%s received.", pyRepr(b))
 			}
 			if detail && qs.Has("detail") {
 				return errInvalid("Invalid parameter: detail is not allowed on /nodes/detail")
@@ -215,7 +220,8 @@ func (a *API) createNode(w http.ResponseWriter, r *http.Request) error {
 			}
 			return errInvalid("Schema error for node: Additional properties are not allowed ('%s' was unexpected)", k)
 		}
-		if !ver.AtLeast(s.minMinor) {
+		if !ver.AtLeast(s.minMinor) && body[k] != nil && !(k == "conductor_group" && body[k] == "") {
+			// Ironic's reject_fields_in_newer_versions lets an empty value through.
 			return errNotAcceptable()
 		}
 	}
@@ -249,7 +255,7 @@ func (a *API) createNode(w http.ResponseWriter, r *http.Request) error {
 	if !ver.AtLeast(10) && n.Name != nil {
 		// Before 1.10 names had to be host names.
 		if !regexpHostname.MatchString(*n.Name) {
-			return errInvalid("Cannot use name %s: not a valid host name", *n.Name)
+			return errInvalid("Cannot create node with invalid name '%s'", *n.Name)
 		}
 	}
 	if err := a.cond.CreateNode(actorContext(r), n, ver.AtLeast(11)); err != nil {
@@ -325,6 +331,9 @@ func (a *API) patchNode(w http.ResponseWriter, r *http.Request) error {
 			if err := nodeSettable[name].set(n, newVal); err != nil {
 				return err
 			}
+		}
+		if !ver.AtLeast(10) && n.Name != nil && doc["name"] != *n.Name && !regexpHostname.MatchString(*n.Name) {
+			return errInvalid("Node %s: Cannot change name to invalid name '%s'", ident, *n.Name)
 		}
 		return checkChassisRemoval(ver, doc["chassis_uuid"], n)
 	}, resetIfaces)
@@ -405,7 +414,8 @@ func (a *API) deleteNode(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-var regexpHostname = nameRE
+// regexpHostname is Ironic's old is_hostname_safe check for names before 1.10.
+var regexpHostname = regexp.MustCompile(`^[a-z0-9]([a-z0-9\-]{0,61}[a-z0-9])?(\.[a-z0-9\-_]{0,62}[a-z0-9])*\.?$`)
 
 var _ = strconv.Itoa
 var _ = fault.Invalid

@@ -89,6 +89,15 @@ func patchdocTouches(ops []map[string]any, path string) bool {
 // document lacks is refused, and the operations apply one at a time so an
 // error names the one that failed. Numbers come back as int64 or float64.
 func patchdocApply(doc map[string]any, ops []map[string]any) (map[string]any, error) {
+	return patchdocApplyEach(doc, ops, func(op map[string]any, err error) error {
+		return errInvalid("Couldn't apply patch '%s'. Reason: %v", patchdocPyOp(op), err)
+	})
+}
+
+// patchdocApplyEach is apply_jsonpatch with the error for a failed
+// operation worded by failed (the callers differ in how they render it).
+// ops' paths have passed the patch schema, so each starts with "/".
+func patchdocApplyEach(doc map[string]any, ops []map[string]any, failed func(op map[string]any, err error) error) (map[string]any, error) {
 	for _, op := range ops {
 		path := op["path"].(string)
 		if op["op"] == "add" && strings.Count(path, "/") == 1 {
@@ -111,7 +120,7 @@ func patchdocApply(doc map[string]any, ops []map[string]any) (map[string]any, er
 				continue
 			}
 		}
-		return nil, errInvalid("Couldn't apply patch '%s'. Reason: %v", patchdocPyOp(op), err)
+		return nil, failed(op, err)
 	}
 	var result map[string]any
 	dec := json.NewDecoder(bytes.NewReader(cur))

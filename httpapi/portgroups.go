@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
 	"context"
 	"net/http"
 	"slices"
@@ -166,9 +165,7 @@ func (a *API) listPortgroups(detail bool) handlerFunc {
 }
 
 func (a *API) writePortgroup(w http.ResponseWriter, r *http.Request, status int, pg *storage.Portgroup, fields []string) error {
-	var buf bytes.Buffer
-	renderView(&buf, a.view(r), pg, portgroupFields, portgroupFieldIndex, fields)
-	writeRaw(w, status, buf.Bytes())
+	collWriteOne(w, a.view(r), status, pg, portgroupFields, portgroupFieldIndex, fields)
 	return nil
 }
 

@@ -45,9 +45,22 @@ var portSortable = []string{"uuid", "address", "created_at", "updated_at", "node
 // listPorts is GET /v1/ports[/detail] and GET /v1/nodes/{ident}/ports[/detail].
 func (a *API) listPorts(detail bool) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
+		detail := detail // per request: ?detail=true must not stick to the route
 		ver := versionOf(r)
 		qs := r.URL.Query()
 		q := storage.PortQuery{}
+		if err := sortKeyGate(r, portFields, portFieldIndex); err != nil {
+			return err
+		}
+		if qs.Has("shard") {
+			if !ver.AtLeast(82) {
+				return errNotAcceptable()
+			}
+			// Ironic lists the ports of the nodes in those shards; castiron's
+			// port store cannot filter by node shard yet: refuse rather than
+			// answer every port.
+			return errNotImplemented("Filtering ports by shard")
+		}
 		nodeIdent := r.PathValue("ident")
 		if nodeIdent == "" {
 			nodeIdent = qs.Get("node")
@@ -80,12 +93,12 @@ func (a *API) listPorts(detail bool) handlerFunc {
 			q.PortgroupUUID = &pgUUID
 		}
 		if d := qs.Get("detail"); d != "" {
-			if !ver.AtLeast(43) {
-				return errNotAcceptable()
-			}
 			b, err := parseBoolString(d)
 			if err != nil {
 				return errInvalid("Invalid value for detail: %s", d)
+			}
+			if !ver.AtLeast(43) {
+				return errInvalid("Invalid query parameter ?detail=%s received.", pyRepr(b))
 			}
 			detail = detail || b
 		}
@@ -247,6 +260,9 @@ func (a *API) createPort(w http.ResponseWriter, r *http.Request) error {
 	if err := applyPortFields(p, body, ver); err != nil {
 		return err
 	}
+	if _, has := p.LocalLinkConnection["network_type"]; has && !ver.AtLeast(64) {
+		return errNotAcceptable() // local_link_connection.network_type is 1.64
+	}
 	if err := a.cond.CreatePort(actorContext(r), p); err != nil {
 		if fault.Is(err, fault.NotFound) && strings.HasPrefix(err.Error(), "Node ") {
 			return fault.New(fault.Invalid, "%s", err.Error()) // Ironic: 400 for an unknown node here
@@ -280,6 +296,10 @@ func (a *API) patchPort(w http.ResponseWriter, r *http.Request) error {
 		path, _ := op["path"].(string)
 		if root := rootOf(path); !slices.Contains(patchable, root) {
 			return errInvalid("Cannot patch /%s. Only the following can be updated: %s", root, strings.Join(patchable, ", "))
+		}
+		llc, _ := op["value"].(map[string]any)
+		if _, has := llc["network_type"]; ((has && path == "/local_link_connection") || path == "/local_link_connection/network_type") && !ver.AtLeast(64) {
+			return errNotAcceptable() // local_link_connection.network_type is 1.64
 		}
 	}
 	patchJSON, _ := json.Marshal(list)

@@ -53,6 +53,9 @@ func (a *API) routes() {
 	a.route("GET", "/nodes/{ident}/vifs", 28, a.listVIFs)
 	a.route("POST", "/nodes/{ident}/vifs", 28, a.postVIF)
 	a.route("DELETE", "/nodes/{ident}/vifs/{vif}", 28, a.deleteVIF)
+	a.route("GET", "/nodes/{ident}/vmedia", 89, a.getVMedia)
+	a.route("POST", "/nodes/{ident}/vmedia", 89, a.postVMedia)
+	a.route("DELETE", "/nodes/{ident}/vmedia", 89, a.deleteVMedia)
 
 	// Ports.
 	a.route("GET", "/ports", 1, a.listPorts(false))

@@ -63,11 +63,7 @@ func scValidate(s *scSchema, v any) []*scError {
 		errs = append(errs, &scError{keyword: kw, msg: fmt.Sprintf(format, args...), matchesType: scMatchesType(s, v)})
 	}
 	if len(s.types) > 0 && !scIsAny(v, s.types) {
-		q := make([]string, len(s.types))
-		for i, t := range s.types {
-			q[i] = "'" + t + "'"
-		}
-		add("type", "%s is not of type %s", scRepr(v), strings.Join(q, ", "))
+		add("type", "%s is not of type %s", scRepr(v), scTypeList(s.types))
 	}
 	if str, ok := v.(string); ok {
 		if s.enum != nil && !containsStr(s.enum, str) {
@@ -133,16 +129,7 @@ func scValidate(s *scSchema, v any) []*scError {
 				}
 			}
 			if len(extra) > 0 {
-				sort.Strings(extra)
-				q := make([]string, len(extra))
-				for i, k := range extra {
-					q[i] = scRepr(k)
-				}
-				verb := "was"
-				if len(extra) > 1 {
-					verb = "were"
-				}
-				add("additionalProperties", "Additional properties are not allowed (%s %s unexpected)", strings.Join(q, ", "), verb)
+				add("additionalProperties", "%s", scAdditionalMsg(extra))
 			}
 		}
 	}
@@ -163,6 +150,31 @@ func scValidate(s *scSchema, v any) []*scError {
 		}
 	}
 	return errs
+}
+
+// scTypeList is a type keyword's types as jsonschema's message lists them:
+// "'string', 'null'".
+func scTypeList(types []string) string {
+	q := make([]string, len(types))
+	for i, t := range types {
+		q[i] = "'" + t + "'"
+	}
+	return strings.Join(q, ", ")
+}
+
+// scAdditionalMsg is jsonschema's additionalProperties message for the
+// unexpected keys (sorted here, as Go maps keep no order).
+func scAdditionalMsg(extra []string) string {
+	sort.Strings(extra)
+	q := make([]string, len(extra))
+	for i, k := range extra {
+		q[i] = scQuote(k)
+	}
+	verb := "was"
+	if len(extra) > 1 {
+		verb = "were"
+	}
+	return fmt.Sprintf("Additional properties are not allowed (%s %s unexpected)", strings.Join(q, ", "), verb)
 }
 
 // scTooShort is jsonschema's wording for minLength and minItems.

@@ -63,7 +63,7 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 // bookmark links omit /v1). minMinor hides the endpoint below that version
 // with Ironic's 404.
 func (a *API) route(method, path string, minMinor int, h handlerFunc) {
-	wrapped := a.versioned(minMinor, h)
+	wrapped := a.versioned(minMinor, nodeNameGate(path, h))
 	a.mux.Handle(method+" /v1"+path, wrapped)
 	a.mux.Handle(method+" "+path, wrapped)
 }

@@ -83,17 +83,21 @@ func (a *API) putProvision(w http.ResponseWriter, r *http.Request) error {
 		return errNotAcceptable()
 	}
 	if cd, ok := body["configdrive"]; ok && cd != nil {
-		switch cd.(type) {
+		// Ironic's check_allow_configdrive: all of these are 400s.
+		if *target == "rebuild" && !ver.AtLeast(35) {
+			return errInvalid("Adding a config drive is only supported when setting provision state to active")
+		}
+		switch t := cd.(type) {
 		case string:
 		case map[string]any:
 			if !ver.AtLeast(56) {
-				return errNotAcceptable()
+				return errInvalid("Providing a JSON object for configdrive is only supported starting with API version 1.56")
+			}
+			if _, has := t["vendor_data"]; has && !ver.AtLeast(59) {
+				return errInvalid("Providing vendor_data in configdrive is only supported starting with API version 1.59")
 			}
 		default:
 			return errInvalid("Invalid configdrive: %s is not a string or an object", pyRepr(cd))
-		}
-		if *target == "rebuild" && !ver.AtLeast(35) {
-			return errNotAcceptable()
 		}
 		req.ConfigDrive = cd
 	}

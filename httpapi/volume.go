@@ -3,16 +3,12 @@ package httpapi
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"net/http"
 	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
-
-	jsonpatch "github.com/evanphx/json-patch/v5"
-	"github.com/google/uuid"
 
 	"castiron/engine/fault"
 	"castiron/storage"
@@ -261,7 +257,7 @@ func readQueryArgs(q url.Values, names ...string) (*queryArgs, error) {
 			}
 			qa.doc[name] = val
 		case "marker":
-			if !volUUIDLike(val) {
+			if !argUUIDLike(val) {
 				return nil, errInvalid("Expected UUID for marker: %s", val)
 			}
 			qa.doc[name] = val
@@ -295,7 +291,7 @@ func readQueryArgs(q url.Values, names ...string) (*queryArgs, error) {
 
 // volUUIDOrName is args.uuid_or_name.
 func volUUIDOrName(s string) bool {
-	return volUUIDLike(s) || (len(s) <= 255 && nameRE.MatchString(s))
+	return argUUIDLike(s) || (len(s) <= 255 && nameRE.MatchString(s))
 }
 
 // listQuerySchema is the volume index_request_query schema.
@@ -425,7 +421,7 @@ func volumeList[T any](a *API, k *volumeKind[T]) handlerFunc {
 		}
 		// check_volume_list_policy looks the parent up by UUID only.
 		if parent != "" {
-			if !volUUIDLike(parent) {
+			if !argUUIDLike(parent) {
 				return fault.NodeNotFound(parent)
 			}
 			if _, err := a.cond.Store().GetNode(ctx, parent); err != nil {
@@ -490,7 +486,7 @@ func volumeGet[T any](a *API, k *volumeKind[T]) handlerFunc {
 			return err
 		}
 		id := r.PathValue("uuid")
-		if !volUUIDLike(id) {
+		if !argUUIDLike(id) {
 			return errInvalid("Expected UUID for %s_uuid: %s", k.name, id)
 		}
 		qa, err := readQueryArgs(r.URL.Query(), "fields")
@@ -508,9 +504,7 @@ func volumeGet[T any](a *API, k *volumeKind[T]) handlerFunc {
 		if r.PathValue("ident") != "" {
 			return errMalformedURI()
 		}
-		var buf bytes.Buffer
-		renderView(&buf, a.view(r), x, k.fields, k.index, canonicalFields(k.fields, qa.fields))
-		writeRaw(w, http.StatusOK, buf.Bytes())
+		collWriteOne(w, a.view(r), http.StatusOK, x, k.fields, k.index, canonicalFields(k.fields, qa.fields))
 		return nil
 	}
 }
@@ -551,7 +545,7 @@ func checkVolumeBody(name string, s *scSchema, body map[string]any) error {
 		return err
 	}
 	for _, k := range []string{"node_uuid", "uuid"} {
-		if v, ok := body[k].(string); ok && !volUUIDLike(v) {
+		if v, ok := body[k].(string); ok && !argUUIDLike(v) {
 			return errInvalid("Expected UUID for %s: %s", k, v)
 		}
 	}
@@ -579,26 +573,37 @@ func (a *API) nodeForBody(ctx context.Context, body map[string]any) (*storage.No
 	return n, nil
 }
 
+// volumeCreateBody runs the checks of a volume POST that come before the
+// conductor, in Ironic's order: the parent node ident, the body against
+// schema (named name in messages), its node and the URI.
+func (a *API) volumeCreateBody(r *http.Request, name string, schema *scSchema) (map[string]any, *storage.Node, error) {
+	if _, err := parentNodeIdent(r); err != nil {
+		return nil, nil, err
+	}
+	body, err := decodeObject(r, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := checkVolumeBody(name, schema, body); err != nil {
+		return nil, nil, err
+	}
+	n, err := a.nodeForBody(r.Context(), body)
+	if err != nil {
+		return nil, nil, err
+	}
+	if r.PathValue("ident") != "" {
+		return nil, nil, errMalformedURI()
+	}
+	return body, n, nil
+}
+
 func (a *API) createVolumeConnector(w http.ResponseWriter, r *http.Request) error {
 	if !volumeGate(w, r, false) {
 		return nil
 	}
-	if _, err := parentNodeIdent(r); err != nil {
-		return err
-	}
-	body, err := decodeObject(r, "connector")
+	body, n, err := a.volumeCreateBody(r, "connector", connectorSchema)
 	if err != nil {
 		return err
-	}
-	if err := checkVolumeBody("connector", connectorSchema, body); err != nil {
-		return err
-	}
-	n, err := a.nodeForBody(r.Context(), body)
-	if err != nil {
-		return err
-	}
-	if r.PathValue("ident") != "" {
-		return errMalformedURI()
 	}
 	vc := &storage.VolumeConnector{
 		NodeUUID:    n.UUID,
@@ -613,9 +618,7 @@ func (a *API) createVolumeConnector(w http.ResponseWriter, r *http.Request) erro
 		return err
 	}
 	w.Header().Set("Location", baseURL(r)+"/v1/volume/connectors/"+vc.UUID)
-	var buf bytes.Buffer
-	renderView(&buf, a.view(r), vc, connectorFields, connectorKind.index, nil)
-	writeRaw(w, http.StatusCreated, buf.Bytes())
+	collWriteOne(w, a.view(r), http.StatusCreated, vc, connectorFields, connectorKind.index, nil)
 	return nil
 }
 
@@ -623,22 +626,9 @@ func (a *API) createVolumeTarget(w http.ResponseWriter, r *http.Request) error {
 	if !volumeGate(w, r, false) {
 		return nil
 	}
-	if _, err := parentNodeIdent(r); err != nil {
-		return err
-	}
-	body, err := decodeObject(r, "target")
+	body, n, err := a.volumeCreateBody(r, "target", targetSchema)
 	if err != nil {
 		return err
-	}
-	if err := checkVolumeBody("target", targetSchema, body); err != nil {
-		return err
-	}
-	n, err := a.nodeForBody(r.Context(), body)
-	if err != nil {
-		return err
-	}
-	if r.PathValue("ident") != "" {
-		return errMalformedURI()
 	}
 	vt := &storage.VolumeTarget{
 		NodeUUID:   n.UUID,
@@ -655,9 +645,7 @@ func (a *API) createVolumeTarget(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	w.Header().Set("Location", baseURL(r)+"/v1/volume/targets/"+vt.UUID)
-	var buf bytes.Buffer
-	renderView(&buf, a.view(r), vt, targetFields, targetKind.index, nil)
-	writeRaw(w, http.StatusCreated, buf.Bytes())
+	collWriteOne(w, a.view(r), http.StatusCreated, vt, targetFields, targetKind.index, nil)
 	return nil
 }
 
@@ -689,11 +677,8 @@ func readVolumePatch(r *http.Request) ([]map[string]any, error) {
 // checkVolumePatch is patch_validate_allowed_fields plus the node_uuid
 // value checks of the volume controllers.
 func checkVolumePatch(ops []map[string]any, allowed []string) (*volumePatch, error) {
-	for _, op := range ops {
-		path := op["path"].(string)
-		if root := strings.Split(path, "/")[1]; !slices.Contains(allowed, root) {
-			return nil, errInvalid("Cannot patch %s. Only the following can be updated: %s", path, strings.Join(allowed, ", "))
-		}
+	if err := patchdocCheckFields(ops, allowed); err != nil {
+		return nil, err
 	}
 	vp := &volumePatch{ops: ops}
 	for _, op := range ops {
@@ -702,7 +687,7 @@ func checkVolumePatch(ops []map[string]any, allowed []string) (*volumePatch, err
 		}
 		v := op["value"]
 		s, ok := v.(string)
-		if !ok || !volUUIDLike(s) {
+		if !ok || !argUUIDLike(s) {
 			str := s
 			if !ok {
 				str = scRepr(v)
@@ -741,41 +726,13 @@ func (a *API) authorizeNodeLink(ctx context.Context, cur *storage.Node, newUUID 
 	return nil
 }
 
-// applyVolumePatch is apply_jsonpatch on a connector's or target's dict:
-// a new root attribute is refused, operations apply one at a time and a
-// failing one is named with python-jsonpatch's reason.
+// applyVolumePatch is apply_jsonpatch on a connector's, target's or deploy
+// template's dict: a new root attribute is refused, operations apply one at
+// a time and a failing one is named with python-jsonpatch's reason.
 func applyVolumePatch(doc map[string]any, ops []map[string]any) (map[string]any, error) {
-	for _, op := range ops {
-		path := op["path"].(string)
-		if op["op"] == "add" && strings.Count(path, "/") == 1 {
-			if _, has := doc[path[1:]]; !has {
-				return nil, errInvalid("Adding a new attribute (%s) to the root of the resource is not allowed", path)
-			}
-		}
-	}
-	cur, err := json.Marshal(doc)
-	if err != nil {
-		return nil, err
-	}
-	for _, op := range ops {
-		one, _ := json.Marshal([]map[string]any{op})
-		patch, err := jsonpatch.DecodePatch(one)
-		if err == nil {
-			var out []byte
-			if out, err = patch.Apply(cur); err == nil {
-				cur = out
-				continue
-			}
-		}
-		return nil, errInvalid("Couldn't apply patch '%s'. Reason: %s", patchOpRepr(op), patchReason(op, err))
-	}
-	var result map[string]any
-	dec := json.NewDecoder(bytes.NewReader(cur))
-	dec.UseNumber()
-	if err := dec.Decode(&result); err != nil {
-		return nil, err
-	}
-	return normalizeNumbers(result).(map[string]any), nil
+	return patchdocApplyEach(doc, ops, func(op map[string]any, err error) error {
+		return errInvalid("Couldn't apply patch '%s'. Reason: %s", patchOpRepr(op), patchReason(op, err))
+	})
 }
 
 // patchOpRepr is Python's str() of a patch operation dict, keys in the
@@ -813,7 +770,7 @@ func prepareVolumePatch[T any](a *API, r *http.Request, k *volumeKind[T], allowe
 		return nil, err
 	}
 	id := r.PathValue("uuid")
-	if !volUUIDLike(id) {
+	if !argUUIDLike(id) {
 		return nil, errInvalid("Expected UUID for %s_uuid: %s", k.name, id)
 	}
 	ops, err := readVolumePatch(r)
@@ -889,9 +846,7 @@ func (a *API) patchVolumeConnector(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	var buf bytes.Buffer
-	renderView(&buf, a.view(r), updated, connectorFields, connectorKind.index, nil)
-	writeRaw(w, http.StatusOK, buf.Bytes())
+	collWriteOne(w, a.view(r), http.StatusOK, updated, connectorFields, connectorKind.index, nil)
 	return nil
 }
 
@@ -931,9 +886,7 @@ func (a *API) patchVolumeTarget(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var buf bytes.Buffer
-	renderView(&buf, a.view(r), updated, targetFields, targetKind.index, nil)
-	writeRaw(w, http.StatusOK, buf.Bytes())
+	collWriteOne(w, a.view(r), http.StatusOK, updated, targetFields, targetKind.index, nil)
 	return nil
 }
 
@@ -947,7 +900,7 @@ func volumeDelete[T any](a *API, k *volumeKind[T], del func(ctx context.Context,
 			return err
 		}
 		id := r.PathValue("uuid")
-		if !volUUIDLike(id) {
+		if !argUUIDLike(id) {
 			return errInvalid("Expected UUID for %s_uuid: %s", k.name, id)
 		}
 		if _, err := k.get(r.Context(), a.cond.Store(), id); err != nil {
@@ -980,10 +933,4 @@ func (a *API) volumeRoutes() {
 		a.route("PATCH", base+"/targets/{uuid}", 1, a.patchVolumeTarget)
 		a.route("DELETE", base+"/targets/{uuid}", 1, volumeDelete(a, targetKind, a.cond.DeleteVolumeTarget))
 	}
-}
-
-// volUUIDLike is oslo's uuidutils.is_uuid_like (Ironic's args.uuid).
-func volUUIDLike(s string) bool {
-	_, err := uuid.Parse(s)
-	return err == nil
 }

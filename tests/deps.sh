@@ -3,6 +3,7 @@
 #   python3-openstackclient python3-ironicclient  the `openstack baremetal` CLI
 #   ipmitool openipmi                             IPMI client and ipmi_sim (test BMC)
 #   file                                          checks the binary is static
+#   chromium                                      headless browser for web/ tests
 #   chromium                                      headless browser for the web UI tests
 # As root it runs `apt-get update` and `apt-get install -y` for the missing
 # ones; otherwise it only says what is missing (tests that need them skip,

@@ -11,6 +11,7 @@ import (
 
 	"castiron/engine"
 	"castiron/engine/driver/fake"
+	"castiron/engine/driver/ipmi/ipmisim"
 	"castiron/storage"
 )
 
@@ -18,7 +19,7 @@ import (
 // conductor against ipmi_sim: credential validation on manage, power
 // changes cross-checked with ipmitool, and the periodic power-state sync.
 func TestConductorWithIPMISim(t *testing.T) {
-	sim := startSim(t)
+	sim := ipmisim.StartSim(t)
 	ctx := context.Background()
 	st, err := storage.Open(ctx, filepath.Join(t.TempDir(), "castiron.db"))
 	if err != nil {
@@ -52,11 +53,11 @@ func TestConductorWithIPMISim(t *testing.T) {
 		}
 	}
 
-	good := &storage.Node{Driver: "ipmi", DriverInfo: sim.driverInfo()}
+	good := &storage.Node{Driver: "ipmi", DriverInfo: sim.DriverInfo()}
 	if err := c.CreateNode(ctx, good, true); err != nil {
 		t.Fatal(err)
 	}
-	badInfo := sim.driverInfo()
+	badInfo := sim.DriverInfo()
 	badInfo["ipmi_password"] = "wrong"
 	bad := &storage.Node{Driver: "ipmi", DriverInfo: badInfo}
 	if err := c.CreateNode(ctx, bad, true); err != nil {
@@ -82,17 +83,17 @@ func TestConductorWithIPMISim(t *testing.T) {
 	wait(good.UUID, func(n *storage.Node) bool {
 		return n.PowerState != nil && *n.PowerState == "power on" && n.TargetPowerState == nil
 	})
-	if out := sim.ipmitool(t, "chassis", "power", "status"); !strings.Contains(out, "on") {
+	if out := sim.Ipmitool(t, "chassis", "power", "status"); !strings.Contains(out, "on") {
 		t.Fatalf("ipmitool says %q after power on", out)
 	}
 	// The BMC is switched off behind castiron's back: the sync notices.
-	sim.ipmitool(t, "chassis", "power", "off")
+	sim.Ipmitool(t, "chassis", "power", "off")
 	wait(good.UUID, func(n *storage.Node) bool { return n.PowerState != nil && *n.PowerState == "power off" })
 
 	if err := c.SetBootDevice(ctx, good.UUID, "pxe", false); err != nil {
 		t.Fatal(err)
 	}
-	if out := sim.ipmitool(t, "chassis", "bootparam", "get", "5"); !strings.Contains(strings.ToLower(out), "pxe") {
+	if out := sim.Ipmitool(t, "chassis", "bootparam", "get", "5"); !strings.Contains(strings.ToLower(out), "pxe") {
 		t.Fatalf("boot device per ipmitool: %s", out)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"castiron/engine/driver"
+	"castiron/engine/driver/ipmi/ipmisim"
 	"castiron/engine/fault"
 )
 
@@ -46,8 +47,8 @@ func ctxT(t testing.TB, d time.Duration) context.Context {
 }
 
 // ipmitoolPower is "ipmitool chassis power status" reduced to Ironic's states.
-func ipmitoolPower(t *testing.T, s *bmcSim) string {
-	out := s.ipmitool(t, "chassis", "power", "status")
+func ipmitoolPower(t *testing.T, s *ipmisim.Sim) string {
+	out := s.Ipmitool(t, "chassis", "power", "status")
 	switch strings.TrimSpace(out) {
 	case "Chassis Power is on":
 		return driver.PowerOn
@@ -60,9 +61,9 @@ func ipmitoolPower(t *testing.T, s *bmcSim) string {
 
 func TestPowerRoundTrip(t *testing.T) {
 	noLeaks(t)
-	s := startSim(t)
+	s := ipmisim.StartSim(t)
 	d := newTestDriver(t, Config{})
-	n := testNode(s.driverInfo())
+	n := testNode(s.DriverInfo())
 	ctx := ctxT(t, 30*time.Second)
 
 	check := func(want string) {
@@ -98,18 +99,18 @@ func TestPowerRoundTrip(t *testing.T) {
 	check(driver.PowerOff)
 
 	set(driver.PowerOn)
-	s.setFile(t, "events", "")
+	s.SetFile(t, "events", "")
 	t.Logf("rebooting: %v", set(driver.Rebooting))
 	check(driver.PowerOn)
-	if ev := s.file(t, "events"); ev != "set power 0\nset power 1" {
+	if ev := s.File(t, "events"); ev != "set power 0\nset power 1" {
 		t.Fatalf("rebooting: want off then on, BMC saw %q", ev)
 	}
 
-	s.setFile(t, "events", "")
+	s.SetFile(t, "events", "")
 	took := set(driver.SoftPowerOff)
 	t.Logf("soft power off (simulated OS takes 300ms): %v", took)
 	check(driver.PowerOff)
-	if ev := s.file(t, "events"); ev != "set shutdown 1\nsoftoff done" {
+	if ev := s.File(t, "events"); ev != "set shutdown 1\nsoftoff done" {
 		t.Fatalf("soft power off: BMC saw %q", ev)
 	}
 	if took < 300*time.Millisecond {
@@ -117,18 +118,18 @@ func TestPowerRoundTrip(t *testing.T) {
 	}
 
 	set(driver.PowerOn)
-	s.setFile(t, "events", "")
+	s.SetFile(t, "events", "")
 	t.Logf("soft rebooting: %v", set(driver.SoftRebooting))
 	check(driver.PowerOn)
-	if ev := s.file(t, "events"); ev != "set shutdown 1\nsoftoff done\nset power 1" {
+	if ev := s.File(t, "events"); ev != "set shutdown 1\nsoftoff done\nset power 1" {
 		t.Fatalf("soft rebooting: BMC saw %q", ev)
 	}
 
 	// Rebooting a node that is off only powers it on (Ironic's reboot).
 	set(driver.PowerOff)
-	s.setFile(t, "events", "")
+	s.SetFile(t, "events", "")
 	set(driver.Rebooting)
-	if ev := s.file(t, "events"); ev != "set power 1" {
+	if ev := s.File(t, "events"); ev != "set power 1" {
 		t.Fatalf("rebooting from off: BMC saw %q", ev)
 	}
 
@@ -140,14 +141,14 @@ func TestPowerRoundTrip(t *testing.T) {
 
 func TestSoftPowerOffTimeout(t *testing.T) {
 	noLeaks(t)
-	s := startSim(t)
+	s := ipmisim.StartSim(t)
 	d := newTestDriver(t, Config{})
-	n := testNode(s.driverInfo())
+	n := testNode(s.DriverInfo())
 	ctx := ctxT(t, 30*time.Second)
 	if err := d.SetPowerState(ctx, n, driver.PowerOn, time.Second); err != nil {
 		t.Fatal(err)
 	}
-	s.setFile(t, "softoff_ignore", "1") // the OS ignores the ACPI power button
+	s.SetFile(t, "softoff_ignore", "1") // the OS ignores the ACPI power button
 
 	start := time.Now()
 	err := d.SetPowerState(ctx, n, driver.SoftPowerOff, 500*time.Millisecond)
@@ -172,7 +173,7 @@ func TestSoftPowerOffTimeout(t *testing.T) {
 
 func TestBootDevice(t *testing.T) {
 	noLeaks(t)
-	s := startSim(t)
+	s := ipmisim.StartSim(t)
 	d := newTestDriver(t, Config{})
 	ctx := ctxT(t, 30*time.Second)
 
@@ -189,15 +190,15 @@ func TestBootDevice(t *testing.T) {
 		{driver.BootCDROM, true, "uefi", "cdrom", "Force Boot from CD/DVD"},
 		{driver.BootBIOS, false, "", "bios", "Force Boot into BIOS Setup"},
 	} {
-		n := testNode(s.driverInfo())
+		n := testNode(s.DriverInfo())
 		n.BootMode = tt.bootMode
 		if err := d.SetBootDevice(ctx, n, tt.device, tt.persistent); err != nil {
 			t.Fatalf("%s: %v", tt.device, err)
 		}
-		if got := s.file(t, "boot"); got != tt.simValue {
+		if got := s.File(t, "boot"); got != tt.simValue {
 			t.Errorf("%s: BMC got %q, want %q", tt.device, got, tt.simValue)
 		}
-		out := s.ipmitool(t, "chassis", "bootparam", "get", "5")
+		out := s.Ipmitool(t, "chassis", "bootparam", "get", "5")
 		if !strings.Contains(out, "Boot Device Selector : "+tt.ipmitool+"\n") {
 			t.Errorf("%s: ipmitool bootparam get 5:\n%s", tt.device, out)
 		}
@@ -213,12 +214,12 @@ func TestBootDevice(t *testing.T) {
 
 	// ipmi_sim has no "safe" (hard drive, safe mode) and says so; the error
 	// names the device and carries the BMC's completion code.
-	err := d.SetBootDevice(ctx, testNode(s.driverInfo()), driver.BootSafe, false)
+	err := d.SetBootDevice(ctx, testNode(s.DriverInfo()), driver.BootSafe, false)
 	if err == nil || fault.KindOf(err) != fault.Internal || !strings.Contains(err.Error(), "set boot device safe") ||
 		!strings.Contains(err.Error(), "0xff") {
 		t.Fatalf("safe on ipmi_sim: %v", err)
 	}
-	err = d.SetBootDevice(ctx, testNode(s.driverInfo()), "floppy", false)
+	err = d.SetBootDevice(ctx, testNode(s.DriverInfo()), "floppy", false)
 	if !fault.Is(err, fault.Invalid) || err.Error() != "Invalid boot device floppy specified." {
 		t.Fatalf("bad device: %v", err)
 	}
@@ -229,11 +230,11 @@ func TestBootDevice(t *testing.T) {
 // back none, so the test relays IPMI 1.5 (signed, not encrypted) and reads
 // the request bytes.
 func TestBootFlagsOnTheWire(t *testing.T) {
-	s := startSim(t)
-	r := startRelay(t, s.port)
+	s := ipmisim.StartSim(t)
+	r := startRelay(t, s.Port)
 	d := newTestDriver(t, Config{})
 	ctx := ctxT(t, 30*time.Second)
-	di := s.driverInfo()
+	di := s.DriverInfo()
 	di["ipmi_port"] = r.port
 	di["ipmi_protocol_version"] = "1.5"
 
@@ -267,10 +268,10 @@ func TestBootFlagsOnTheWire(t *testing.T) {
 }
 
 func TestForceBootDevice(t *testing.T) {
-	s := startSim(t)
+	s := ipmisim.StartSim(t)
 	d := newTestDriver(t, Config{})
 	ctx := ctxT(t, 30*time.Second)
-	di := s.driverInfo()
+	di := s.DriverInfo()
 	di["ipmi_force_boot_device"] = true
 	n := testNode(di)
 	n.InternalInfo = map[string]any{"persistent_boot_device": "pxe"}
@@ -282,14 +283,14 @@ func TestForceBootDevice(t *testing.T) {
 	if err := d.SetPowerState(ctx, n, driver.PowerOn, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if ev := s.file(t, "events"); ev != "set boot pxe\nset power 1" {
+	if ev := s.File(t, "events"); ev != "set boot pxe\nset power 1" {
 		t.Fatalf("power on with ipmi_force_boot_device: BMC saw %q", ev)
 	}
 }
 
 func TestWrongCredentials(t *testing.T) {
 	noLeaks(t)
-	s := startSim(t)
+	s := ipmisim.StartSim(t)
 	ctx := ctxT(t, 30*time.Second)
 	for _, tt := range []struct {
 		name string
@@ -305,7 +306,7 @@ func TestWrongCredentials(t *testing.T) {
 			Config{Timeout: 100 * time.Millisecond, Retries: -1}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			di := s.driverInfo()
+			di := s.DriverInfo()
 			for i := 0; i < len(tt.kv); i += 2 {
 				di[tt.kv[i].(string)] = tt.kv[i+1]
 			}
@@ -332,7 +333,7 @@ func TestUnreachable(t *testing.T) {
 	d := newTestDriver(t, Config{})
 
 	// Nothing listens: the kernel answers ICMP port unreachable at once.
-	port, err := freeUDPPort()
+	port, err := ipmisim.FreeUDPPort()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -371,11 +372,11 @@ func TestUnreachable(t *testing.T) {
 }
 
 func TestCipherSuiteFallback(t *testing.T) {
-	s := startSim(t)
+	s := ipmisim.StartSim(t)
 	d := newTestDriver(t, Config{})
-	n := testNode(s.driverInfo())
+	n := testNode(s.DriverInfo())
 	ctx := ctxT(t, 30*time.Second)
-	key := suiteKey{uuid: n.UUID, address: "127.0.0.1", port: s.port}
+	key := suiteKey{uuid: n.UUID, address: "127.0.0.1", port: s.Port}
 
 	start := time.Now()
 	if _, err := d.PowerState(ctx, n); err != nil {
@@ -405,7 +406,7 @@ func TestCipherSuiteFallback(t *testing.T) {
 	}
 
 	// An explicit suite is honoured: 17 fails on ipmi_sim, 3 works.
-	di := s.driverInfo()
+	di := s.DriverInfo()
 	di["ipmi_cipher_suite"] = 17
 	_, err := d.PowerState(ctx, testNode(di))
 	if err == nil || !strings.Contains(err.Error(), "cipher suite id (17)") || errors.Is(err, ErrAuthentication) {
@@ -418,9 +419,9 @@ func TestCipherSuiteFallback(t *testing.T) {
 }
 
 func TestIPMI15(t *testing.T) {
-	s := startSim(t)
+	s := ipmisim.StartSim(t)
 	d := newTestDriver(t, Config{})
-	di := s.driverInfo()
+	di := s.DriverInfo()
 	di["ipmi_protocol_version"] = "1.5"
 	n := testNode(di)
 	ctx := ctxT(t, 30*time.Second)
@@ -436,10 +437,10 @@ func TestIPMI15(t *testing.T) {
 }
 
 func TestPrivilegeLevel(t *testing.T) {
-	s := startSim(t)
+	s := ipmisim.StartSim(t)
 	d := newTestDriver(t, Config{})
 	ctx := ctxT(t, 30*time.Second)
-	di := s.driverInfo()
+	di := s.DriverInfo()
 	di["ipmi_priv_level"] = "USER"
 	n := testNode(di)
 	// USER may read the chassis status but not control it.
@@ -458,9 +459,9 @@ func TestConcurrentNodes(t *testing.T) {
 	const nodes = 4
 	d := newTestDriver(t, Config{})
 	ctx := ctxT(t, 60*time.Second)
-	sims := make([]*bmcSim, nodes)
+	sims := make([]*ipmisim.Sim, nodes)
 	for i := range sims {
-		sims[i] = startSim(t)
+		sims[i] = ipmisim.StartSim(t)
 	}
 	var wg sync.WaitGroup
 	errs := make(chan error, nodes)
@@ -468,7 +469,7 @@ func TestConcurrentNodes(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			n := driver.Node{UUID: fmt.Sprintf("00000000-0000-4000-8000-%012d", i), DriverInfo: s.driverInfo()}
+			n := driver.Node{UUID: fmt.Sprintf("00000000-0000-4000-8000-%012d", i), DriverInfo: s.DriverInfo()}
 			for _, step := range []string{driver.PowerOn, driver.Rebooting, driver.PowerOff} {
 				if err := d.SetPowerState(ctx, n, step, 5*time.Second); err != nil {
 					errs <- fmt.Errorf("node %d %s: %w", i, step, err)
@@ -486,7 +487,7 @@ func TestConcurrentNodes(t *testing.T) {
 		t.Error(err)
 	}
 	for i, s := range sims {
-		if p, b := s.file(t, "power"), s.file(t, "boot"); p != "0" || b != "pxe" {
+		if p, b := s.File(t, "power"), s.File(t, "boot"); p != "0" || b != "pxe" {
 			t.Errorf("node %d: power %s boot %s", i, p, b)
 		}
 	}
@@ -496,9 +497,9 @@ func TestConcurrentNodes(t *testing.T) {
 // session setup, Get Chassis Status, Close Session. ipmi_sim's chassis
 // status forks a shell for its chassis_control program, which is most of it.
 func BenchmarkPowerStateWarm(b *testing.B) {
-	s := startSim(b)
+	s := ipmisim.StartSim(b)
 	d := New(Config{Logger: slog.New(slog.DiscardHandler)})
-	n := testNode(s.driverInfo())
+	n := testNode(s.DriverInfo())
 	ctx := context.Background()
 	if _, err := d.PowerState(ctx, n); err != nil { // learn the suite
 		b.Fatal(err)
@@ -514,8 +515,8 @@ func BenchmarkPowerStateWarm(b *testing.B) {
 // BenchmarkSessionCold is the session alone on a BMC the driver has not
 // seen: suite 17 refused by ipmi_sim, then suite 3.
 func BenchmarkSessionCold(b *testing.B) {
-	s := startSim(b)
-	inf, err := parseInfo(testNode(s.driverInfo()))
+	s := ipmisim.StartSim(b)
+	inf, err := parseInfo(testNode(s.DriverInfo()))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -542,9 +543,9 @@ func deviceID(ctx context.Context) func(s *conn) error {
 // BenchmarkSessionWarm is the session alone (Get Device ID needs no
 // chassis_control fork): what the driver itself costs per operation.
 func BenchmarkSessionWarm(b *testing.B) {
-	s := startSim(b)
+	s := ipmisim.StartSim(b)
 	d := New(Config{Logger: slog.New(slog.DiscardHandler)})
-	inf, err := parseInfo(testNode(s.driverInfo()))
+	inf, err := parseInfo(testNode(s.DriverInfo()))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"castiron/engine/driver/ipmi/ipmisim"
 )
 
 // TestImportFiftyTwice imports a 50-node rack with --provide, then again:
@@ -186,22 +188,23 @@ func TestValidateOnly(t *testing.T) {
 // BMCs: the one with a wrong password stays in enroll with the BMC's error;
 // fixing the file and importing again updates it and makes it manageable.
 func TestImportIPMICredentials(t *testing.T) {
-	good, bad := startSim(t), startSim(t)
+	good, bad := ipmisim.StartSim(t), ipmisim.StartSim(t)
 	s := newServer(t)
-	entry := func(name string, sim *bmcSim, pw string) map[string]any {
+	entry := func(name string, sim *ipmisim.Sim, pw string) map[string]any {
 		return map[string]any{"name": name, "pm_type": "pxe_ipmitool", "pm_addr": "127.0.0.1",
-			"pm_port": sim.port, "pm_user": simUser, "pm_password": pw,
-			"mac": []string{fmt.Sprintf("52:54:00:30:00:%02x", sim.port%256)}}
+			"pm_port": sim.Port, "pm_user": ipmisim.User, "pm_password": pw,
+			// Full port in the MAC: two simulators never share one.
+			"mac": []string{fmt.Sprintf("52:54:00:30:%02x:%02x", sim.Port>>8, sim.Port&0xff)}}
 	}
 	file := writeFile(t, "ipmi.json", map[string]any{"nodes": []any{
-		entry("bmc-good", good, simPassword), entry("bmc-bad", bad, "wrong-password")}})
+		entry("bmc-good", good, ipmisim.Password), entry("bmc-bad", bad, "wrong-password")}})
 	code, out, errs := s.run("import", file)
 	if code != 1 {
 		t.Fatalf("exit %d, want 1\n%s\n%s", code, out, errs)
 	}
 	g, b := s.node("bmc-good"), s.node("bmc-bad")
 	if g.ProvisionState != "manageable" || g.Driver != "ipmi" || g.DriverInfo["ipmi_address"] != "127.0.0.1" ||
-		g.DriverInfo["ipmi_port"] != float64(good.port) || g.DriverInfo["ipmi_username"] != simUser {
+		g.DriverInfo["ipmi_port"] != float64(good.Port) || g.DriverInfo["ipmi_username"] != ipmisim.User {
 		t.Errorf("good: %s %s %v", g.ProvisionState, g.Driver, g.DriverInfo)
 	}
 	if b.ProvisionState != "enroll" || b.LastError == "" {
@@ -220,7 +223,7 @@ func TestImportIPMICredentials(t *testing.T) {
 	mustContain(t, "summary", out, "1 succeeded, 1 failed")
 
 	fixed := writeFile(t, "ipmi-fixed.json", map[string]any{"nodes": []any{
-		entry("bmc-good", good, simPassword), entry("bmc-bad", bad, simPassword)}})
+		entry("bmc-good", good, ipmisim.Password), entry("bmc-bad", bad, ipmisim.Password)}})
 	code, out, errs = s.run("import", fixed)
 	if code != 0 {
 		t.Fatalf("re-import: exit %d\n%s\n%s", code, out, errs)

@@ -1,32 +1,35 @@
-package workflow
-
-// A copy of engine/driver/ipmi/bmcsim_test.go's simulator start-up (it lives
-// in another package's tests): real ipmi_sim processes on 127.0.0.1.
+// Package ipmisim starts real ipmi_sim (OpenIPMI) processes on 127.0.0.1 for
+// tests: the ipmi driver's own suite and the client workflow suite both drive
+// simulated BMCs through it. It is test support only; nothing in the binary
+// imports it.
+package ipmisim
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 )
 
-// simUser and simPassword are the admin credentials every simulated BMC has.
+// User and Password are the admin credentials every simulated BMC has.
 const (
-	simUser     = "admin"
-	simPassword = "password"
+	User     = "admin"
+	Password = "password"
 )
 
-// bmcSim is one real ipmi_sim process on 127.0.0.1 with a chassis_control
-// script that keeps power state and boot device in files under dir.
-type bmcSim struct {
-	port int
-	dir  string
-	pid  int
+// Sim is one real ipmi_sim process on 127.0.0.1 with a chassis_control
+// script that keeps power state and boot device in files under Dir.
+type Sim struct {
+	Port int
+	Dir  string
+	PID  int
 }
 
 // chassisScript is ipmi_sim's chassis_control program (see OpenIPMI
@@ -83,9 +86,9 @@ mc_add 0x20 0 no-device-sdrs 0x23 9 8 0x9f 0x1291 0xf02 persist_sdr
 mc_enable 0x20
 `
 
-// requireSim skips the test when ipmi_sim is missing, unless CI=true, where a
+// RequireSim skips the test when ipmi_sim is missing, unless CI=true, where a
 // missing simulator is a failure.
-func requireSim(t testing.TB) {
+func RequireSim(t testing.TB) {
 	t.Helper()
 	if _, err := exec.LookPath("ipmi_sim"); err != nil {
 		if os.Getenv("CI") == "true" {
@@ -95,11 +98,11 @@ func requireSim(t testing.TB) {
 	}
 }
 
-// startSim starts ipmi_sim on a free UDP port of 127.0.0.1 and stops it (by
+// StartSim starts ipmi_sim on a free UDP port of 127.0.0.1 and stops it (by
 // its PID) when the test ends.
-func startSim(t testing.TB) *bmcSim {
+func StartSim(t testing.TB) *Sim {
 	t.Helper()
-	requireSim(t)
+	RequireSim(t)
 	var lastErr error
 	for range 5 { // the free port may be taken between probe and bind
 		s, err := trySim(t)
@@ -112,9 +115,9 @@ func startSim(t testing.TB) *bmcSim {
 	return nil
 }
 
-func trySim(t testing.TB) (*bmcSim, error) {
+func trySim(t testing.TB) (*Sim, error) {
 	dir := t.TempDir()
-	port, err := freeUDPPort()
+	port, err := FreeUDPPort()
 	if err != nil {
 		return nil, err
 	}
@@ -139,7 +142,7 @@ set_working_mc 0x20
   endlan
   chassis_control "%s %s"
   user 2 true "%s" "%s" admin 10 none md2 md5 straight
-`, port, filepath.Join(dir, "chassis.sh"), dir, simUser, simPassword),
+`, port, filepath.Join(dir, "chassis.sh"), dir, User, Password),
 	}
 	for name, body := range files {
 		mode := os.FileMode(0o644)
@@ -183,11 +186,11 @@ set_working_mc 0x20
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Cleanup(stop)
-	return &bmcSim{port: port, dir: dir, pid: cmd.Process.Pid}, nil
+	return &Sim{Port: port, Dir: dir, PID: cmd.Process.Pid}, nil
 }
 
-// freeUDPPort asks the kernel for an unused UDP port on 127.0.0.1.
-func freeUDPPort() (int, error) {
+// FreeUDPPort asks the kernel for an unused UDP port on 127.0.0.1.
+func FreeUDPPort() (int, error) {
 	c, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err
@@ -203,4 +206,53 @@ func udpListening(port int) bool {
 		return false
 	}
 	return bytes.Contains(b, fmt.Appendf(nil, " 0100007F:%04X ", port))
+}
+
+// DriverInfo is the driver_info of an ipmi node managed by this simulator.
+func (s *Sim) DriverInfo() map[string]any {
+	return map[string]any{
+		"ipmi_address":  "127.0.0.1",
+		"ipmi_port":     s.Port,
+		"ipmi_username": User,
+		"ipmi_password": Password,
+	}
+}
+
+// File reads one of the chassis script's state files.
+func (s *Sim) File(t testing.TB, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(s.Dir, name))
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// SetFile writes one of the chassis script's state files.
+func (s *Sim) SetFile(t testing.TB, name, value string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(s.Dir, name), []byte(value+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Ipmitool runs the real ipmitool against the simulator (suite 3: ipmi_sim
+// never answers Get Channel Cipher Suites) for cross-checks.
+func (s *Sim) Ipmitool(t testing.TB, args ...string) string {
+	t.Helper()
+	if _, err := exec.LookPath("ipmitool"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("ipmitool not installed: %v", err)
+		}
+		t.Skip("ipmitool not installed")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	base := []string{"-I", "lanplus", "-C", "3", "-H", "127.0.0.1", "-p", strconv.Itoa(s.Port),
+		"-U", User, "-P", Password}
+	out, err := exec.CommandContext(ctx, "ipmitool", append(base, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("ipmitool %v: %v: %s", args, err, out)
+	}
+	return string(out)
 }
