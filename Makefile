@@ -52,8 +52,9 @@ vet:
 bench:
 	bench/run.sh
 
-states: build
-	@./$(BIN) states --dot
+# Only the diagram goes to stdout: make states | dot -Tsvg > states.svg
+states:
+	@$(GO) run . states --dot
 
 clean:
 	rm -f $(BIN) *.test *.out

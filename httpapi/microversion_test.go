@@ -67,7 +67,7 @@ func TestMicroversionGates(t *testing.T) {
 		{"patch network_type below 1.64", "1.63", "PATCH", "/v1/ports/{port}", []any{map[string]any{"op": "add", "path": "/local_link_connection/network_type", "value": "unmanaged"}}, 406, "", "", ""},
 		// 1.82: ports ?shard=.
 		{"ports shard below 1.82", "1.81", "GET", "/v1/ports?shard=a", nil, 406, "", "", ""},
-		{"ports shard at 1.82 (not implemented)", "1.82", "GET", "/v1/ports?shard=a", nil, 400, "", "", "not implemented"},
+		{"ports shard at 1.82", "1.82", "GET", "/v1/ports?shard=a", nil, 200, "ports", "", ""},
 		// Drivers: type 1.30, storage interface 1.33, fields 1.77.
 		{"drivers type below 1.30", "1.29", "GET", "/v1/drivers?type=dynamic", nil, 406, "", "", ""},
 		{"driver storage below 1.33", "1.32", "GET", "/v1/drivers/fake-hardware", nil, 200, "default_boot_interface", "default_storage_interface", ""},

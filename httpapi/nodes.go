@@ -63,9 +63,17 @@ var nodeFilters = map[string]nodeFilter{
 	"description_contains": {1, strFilter(func(q *storage.NodeQuery) **string { return &q.DescriptionContains })},
 	"retired":              {61, boolFilter("retired", func(q *storage.NodeQuery) **bool { return &q.Retired })},
 	"lessee":               {65, strFilter(func(q *storage.NodeQuery) **string { return &q.Lessee })},
-	"shard":                {82, func(q *storage.NodeQuery, v string) error { q.Shards = strings.Split(v, ","); return nil }},
-	"sharded":              {82, boolFilter("sharded", func(q *storage.NodeQuery) **bool { return &q.Sharded })},
-	"parent_node":          {83, strFilter(func(q *storage.NodeQuery) **string { return &q.ParentNode })},
+	"shard": {82, func(q *storage.NodeQuery, v string) error {
+		// As Ironic: trimmed, lower-cased, de-duplicated.
+		for _, s := range strings.Split(v, ",") {
+			if s = strings.ToLower(strings.TrimSpace(s)); s != "" && !slices.Contains(q.Shards, s) {
+				q.Shards = append(q.Shards, s)
+			}
+		}
+		return nil
+	}},
+	"sharded":     {82, boolFilter("sharded", func(q *storage.NodeQuery) **bool { return &q.Sharded })},
+	"parent_node": {83, strFilter(func(q *storage.NodeQuery) **string { return &q.ParentNode })},
 	"include_children": {83, func(q *storage.NodeQuery, v string) error {
 		b, err := parseBoolString(v)
 		q.IncludeChildren = b

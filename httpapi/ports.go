@@ -52,14 +52,13 @@ func (a *API) listPorts(detail bool) handlerFunc {
 		if err := sortKeyGate(r, portFields, portFieldIndex); err != nil {
 			return err
 		}
+		var shards []string
 		if qs.Has("shard") {
 			if !ver.AtLeast(82) {
-				return errNotAcceptable()
+				// Ironic's check_allow_filter_by_shard.
+				return fault.New(fault.NotAcceptable, "Request not acceptable. The minimal required API version should be 1.82")
 			}
-			// Ironic lists the ports of the nodes in those shards; castiron's
-			// port store cannot filter by node shard yet: refuse rather than
-			// answer every port.
-			return errNotImplemented("Filtering ports by shard")
+			shards = argStringList(qs.Get("shard"))
 		}
 		nodeIdent := r.PathValue("ident")
 		if nodeIdent == "" {
@@ -70,6 +69,10 @@ func (a *API) listPorts(detail bool) handlerFunc {
 			if nodeIdent == "" {
 				nodeIdent = qs.Get("node_uuid")
 			}
+		}
+		if len(shards) > 0 && (nodeIdent != "" || qs.Get("portgroup") != "") {
+			// Ironic's exclusive port filters (node, portgroup, shard).
+			return fault.New(fault.Forbidden, "Operation not permitted.")
 		}
 		if nodeIdent != "" {
 			n, err := a.cond.Store().GetNode(r.Context(), nodeIdent)
@@ -117,6 +120,10 @@ func (a *API) listPorts(detail bool) handlerFunc {
 			return err
 		}
 		q.Page = page
+		if len(shards) > 0 && q.Address == nil {
+			// Ironic: an address filter takes precedence over shard.
+			q.Shards = shards
+		}
 		ports, err := a.cond.Store().ListPorts(r.Context(), q)
 		if err != nil {
 			return err
@@ -139,11 +146,22 @@ func (a *API) getPort(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	p, err := a.cond.Store().GetPort(r.Context(), r.PathValue("uuid"))
+	p, err := a.lookupPort(r)
 	if err != nil {
 		return err
 	}
 	return a.writePort(w, r, http.StatusOK, p, fields)
+}
+
+// lookupPort is Ironic's port_ident=args.uuid_or_name check followed by
+// objects.Port.get: integer id, UUID, MAC address or name (1.88 port
+// names). Ironic does not gate the lookup on the microversion.
+func (a *API) lookupPort(r *http.Request) (*storage.Port, error) {
+	ident := r.PathValue("uuid")
+	if !argUUIDLike(ident) && !argLogicalName(ident) {
+		return nil, errInvalid("Expected UUID or name for port_ident: %s", ident)
+	}
+	return a.cond.Store().LookupPort(r.Context(), ident)
 }
 
 // portSettable are the port fields POST and PATCH accept, with their versions.
@@ -276,6 +294,9 @@ func (a *API) createPort(w http.ResponseWriter, r *http.Request) error {
 // patchPort is PATCH /v1/ports/{uuid}.
 func (a *API) patchPort(w http.ResponseWriter, r *http.Request) error {
 	ver := versionOf(r)
+	if ident := r.PathValue("uuid"); !argUUIDLike(ident) && !argLogicalName(ident) {
+		return errInvalid("Expected UUID or name for port_ident: %s", ident)
+	}
 	raw, err := decodeAny(r)
 	if err != nil {
 		return err
@@ -307,7 +328,11 @@ func (a *API) patchPort(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return errInvalid("Invalid JSON patch: %v", err)
 	}
-	updated, err := a.cond.UpdatePort(actorContext(r), r.PathValue("uuid"), func(p *storage.Port) error {
+	target, err := a.lookupPort(r)
+	if err != nil {
+		return err
+	}
+	updated, err := a.cond.UpdatePort(actorContext(r), target.UUID, func(p *storage.Port) error {
 		doc := map[string]any{}
 		v := a.view(r)
 		for _, f := range portFields {
@@ -347,9 +372,26 @@ func (a *API) patchPort(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *API) deletePort(w http.ResponseWriter, r *http.Request) error {
+	if id := r.PathValue("uuid"); !argUUIDLike(id) {
+		// Ironic's delete takes port_uuid=args.uuid: no name lookup.
+		return errInvalid("Expected UUID for port_uuid: %s", id)
+	}
 	if err := a.cond.DeletePort(actorContext(r), r.PathValue("uuid")); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// argStringList is Ironic's args.string_list: comma separated, stripped,
+// lower-cased, empty items dropped, duplicates removed in order.
+func argStringList(v string) []string {
+	var out []string
+	for _, item := range strings.Split(v, ",") {
+		item = strings.ToLower(strings.TrimSpace(item))
+		if item != "" && !slices.Contains(out, item) {
+			out = append(out, item)
+		}
+	}
+	return out
 }

@@ -25,6 +25,12 @@ func (a *API) routes() {
 	a.route("PUT", "/nodes/{ident}/management/boot_device", 1, a.putBootDevice)
 	a.route("GET", "/nodes/{ident}/management/boot_device", 1, a.getBootDevice)
 	a.route("GET", "/nodes/{ident}/management/boot_device/supported", 1, a.getSupportedBootDevices)
+	a.route("PUT", "/nodes/{ident}/management/inject_nmi", 29, a.putInjectNMI)
+	a.route("GET", "/nodes/{ident}/management/indicators", 1, a.listIndicators)           // 1.63, not gated by Ironic
+	a.route("GET", "/nodes/{ident}/management/indicators/{indicator}", 1, a.getIndicator) // 1.63, not gated by Ironic
+	a.route("PUT", "/nodes/{ident}/management/indicators/{indicator}", 1, a.putIndicator) // 1.63, not gated by Ironic
+	a.route("PUT", "/nodes/{ident}/states/boot_mode", 1, a.putBootMode)                   // 1.76, gated after the node lookup
+	a.route("PUT", "/nodes/{ident}/states/secure_boot", 1, a.putSecureBoot)               // 1.76, gated after the node lookup
 	a.route("GET", "/nodes/{ident}/validate", 1, a.getValidate)
 	a.route("GET", "/nodes/{ident}/traits", 37, a.getTraits)
 	a.route("PUT", "/nodes/{ident}/traits", 37, a.putTraits)

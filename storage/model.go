@@ -169,4 +169,7 @@ type PortQuery struct {
 	NodeUUID      *string
 	Address       *string
 	PortgroupUUID *string
+	// Shards, when non-nil, keeps the ports whose node is in one of these
+	// shards (Ironic's list_by_node_shards); an empty set matches nothing.
+	Shards []string
 }

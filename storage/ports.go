@@ -113,6 +113,11 @@ func (s *SQLite) ListPorts(ctx context.Context, q PortQuery) ([]*Port, error) {
 	if q.PortgroupUUID != nil {
 		f.add("portgroup_uuid = ?", uuidKey(*q.PortgroupUUID))
 	}
+	if q.Shards != nil {
+		sub := &filter{}
+		sub.in("shard", q.Shards)
+		f.add("node_uuid IN (SELECT uuid FROM nodes"+sub.where()+")", sub.args...)
+	}
 	return s.ports.paged(ctx, s.reader(), f, q.Page, pageSpec{
 		defaultSort:    "id",
 		markerCol:      "uuid",

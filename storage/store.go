@@ -61,4 +61,5 @@ type Store interface {
 	PortgroupStore
 	VolumeStore
 	DeployTemplateStore
+	PortLookupStore
 }

@@ -1,0 +1,59 @@
+package driver
+
+import "context"
+
+// Optional management features. A Management implementation may also
+// implement any of these; the engine checks with a type assertion and answers
+// Ironic's UnsupportedDriverExtension when it does not, as Ironic's base
+// ManagementInterface does for a method a driver leaves out.
+
+// NMIInjector injects a non-maskable interrupt (API 1.29,
+// PUT /v1/nodes/{id}/management/inject_nmi; ipmitool "power diag").
+type NMIInjector interface {
+	InjectNMI(ctx context.Context, n Node) error
+}
+
+// BootModeSetter sets the boot mode used on the next boot (API 1.76,
+// PUT /v1/nodes/{id}/states/boot_mode). mode is "uefi" or "bios".
+type BootModeSetter interface {
+	SetBootMode(ctx context.Context, n Node, mode string) error
+}
+
+// SecureBootSetter turns UEFI secure boot on or off (API 1.76,
+// PUT /v1/nodes/{id}/states/secure_boot).
+type SecureBootSetter interface {
+	SetSecureBoot(ctx context.Context, n Node, on bool) error
+}
+
+// Indicator states, as Ironic spells them (ironic.common.indicator_states).
+const (
+	IndicatorOff      = "off"
+	IndicatorOn       = "on"
+	IndicatorBlinking = "blinking"
+	IndicatorUnknown  = "unknown"
+)
+
+// Indicator is one indicator (LED) of a hardware component ("system",
+// "chassis", "disk", "power", "nic").
+type Indicator struct {
+	Component string
+	Name      string
+	ReadOnly  bool
+	States    []string
+}
+
+// IndicatorReader lists a node's indicators and reads their state (API
+// 1.63, GET /v1/nodes/{id}/management/indicators[/{name}@{component}]).
+type IndicatorReader interface {
+	// SupportedIndicators lists the indicators in a stable order.
+	SupportedIndicators(ctx context.Context, n Node) ([]Indicator, error)
+	// IndicatorState reads one; an unknown component or indicator is a
+	// fault.Invalid error.
+	IndicatorState(ctx context.Context, n Node, component, name string) (string, error)
+}
+
+// IndicatorSetter sets an indicator's state (API 1.63, PUT
+// /v1/nodes/{id}/management/indicators/{name}@{component}).
+type IndicatorSetter interface {
+	SetIndicatorState(ctx context.Context, n Node, component, name, state string) error
+}

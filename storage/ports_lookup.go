@@ -1,0 +1,46 @@
+package storage
+
+import (
+	"context"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"castiron/engine/fault"
+)
+
+// PortLookupStore finds a port by any of the identities Ironic's
+// objects.Port.get accepts.
+type PortLookupStore interface {
+	// LookupPort finds a port by integer id, UUID, MAC address or name, in
+	// that order of recognition (Ironic's Port.get). Not found gives
+	// PortNotFound naming ident.
+	LookupPort(ctx context.Context, ident string) (*Port, error)
+}
+
+// portMACRE is oslo netutils.is_valid_mac (applied to the lower-cased value).
+var portMACRE = regexp.MustCompile(`^[0-9a-f]{2}(:[0-9a-f]{2}){5}$`)
+
+// isIntLike is oslo strutils.is_int_like: str(int(v)) == v.
+func isIntLike(v string) (int64, bool) {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || strconv.FormatInt(n, 10) != v {
+		return 0, false
+	}
+	return n, true
+}
+
+// LookupPort implements PortLookupStore.
+func (s *SQLite) LookupPort(ctx context.Context, ident string) (*Port, error) {
+	notFound := fault.PortNotFound(ident)
+	if id, ok := isIntLike(ident); ok {
+		return s.ports.getOne(ctx, s.reader(), notFound, s.ports.selectFrom()+" WHERE id = ?", id)
+	}
+	if u, ok := canonicalUUID(ident); ok {
+		return s.ports.getOne(ctx, s.reader(), notFound, s.ports.byUUID, u)
+	}
+	if portMACRE.MatchString(strings.ToLower(ident)) {
+		return s.ports.getOne(ctx, s.reader(), notFound, s.ports.byAddress, strings.ToLower(ident))
+	}
+	return s.ports.getOne(ctx, s.reader(), notFound, s.ports.selectFrom()+" WHERE name = ?", ident)
+}
