@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"strings"
 
 	"castiron/engine/driver"
@@ -553,9 +552,4 @@ func currentStep(n *storage.Node) map[string]any {
 		}
 	}
 	return nil
-}
-
-// logFor returns a logger tagged with the node, its state and a verb.
-func (c *Conductor) logFor(n *storage.Node, verb string) *slog.Logger {
-	return c.log.With("node", n.UUID, "state", n.ProvisionState, "verb", verb)
 }

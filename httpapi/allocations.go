@@ -259,7 +259,7 @@ func checkAllocationSchema(name string, body map[string]any) error {
 			e.checkType(1, v, "object", "null")
 		case "resource_class":
 			if e.checkType(1, v, "string", "null") && v != nil && len([]rune(v.(string))) > 80 {
-				e.add(1, "%s is too long", jsvRepr(v))
+				e.add(1, "%s is too long", scRepr(v))
 			}
 		case "traits":
 			if e.checkType(1, v, "array", "null") && v != nil {

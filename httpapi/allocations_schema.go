@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -43,7 +42,7 @@ func (e *jsvErrors) checkType(depth int, v any, types ...string) bool {
 	if scIsAny(v, types) {
 		return true
 	}
-	e.add(depth, "%s is not of type %s", jsvRepr(v), scTypeList(types))
+	e.add(depth, "%s is not of type %s", scRepr(v), scTypeList(types))
 	return false
 }
 
@@ -65,7 +64,7 @@ func (e *jsvErrors) checkAdditional(depth int, obj map[string]any, allowed []str
 func (e *jsvErrors) checkRequired(depth int, obj map[string]any, required ...string) {
 	for _, k := range required {
 		if _, ok := obj[k]; !ok {
-			e.add(depth, "%s is a required property", jsvRepr(k))
+			e.add(depth, "%s is a required property", scRepr(k))
 			return
 		}
 	}
@@ -86,79 +85,12 @@ func (e *jsvErrors) checkTrait(depth int, v any) {
 	s := v.(string)
 	switch {
 	case len(s) < 1:
-		e.add(depth, "%s is too short", jsvRepr(s))
+		e.add(depth, "%s is too short", scRepr(s))
 	case len(s) > 255:
-		e.add(depth, "%s is too long", jsvRepr(s))
+		e.add(depth, "%s is too long", scRepr(s))
 	case !jsvCustomTraitRE.MatchString(s) && !jsvStandardTraitRE.MatchString(s):
 		e.add(depth, "%s is not valid under any of the given schemas. Possible root cause: %s does not match %s",
-			jsvRepr(s), jsvRepr(s), jsvRepr(jsvCustomTraitRE.String()))
-	}
-}
-
-// jsvRepr renders a decoded JSON value as Python's repr, as Ironic's
-// messages show values.
-func jsvRepr(v any) string {
-	var b strings.Builder
-	jsvWriteRepr(&b, v)
-	return b.String()
-}
-
-func jsvWriteRepr(b *strings.Builder, v any) {
-	switch t := v.(type) {
-	case nil:
-		b.WriteString("None")
-	case bool:
-		if t {
-			b.WriteString("True")
-		} else {
-			b.WriteString("False")
-		}
-	case string:
-		b.WriteString(scQuote(t))
-	case int64:
-		b.WriteString(strconv.FormatInt(t, 10))
-	case float64:
-		s := strconv.FormatFloat(t, 'g', -1, 64)
-		if !strings.ContainsAny(s, ".eEn") {
-			s += ".0"
-		}
-		b.WriteString(s)
-	case []string:
-		b.WriteByte('[')
-		for i, x := range t {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString(scQuote(x))
-		}
-		b.WriteByte(']')
-	case []any:
-		b.WriteByte('[')
-		for i, x := range t {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			jsvWriteRepr(b, x)
-		}
-		b.WriteByte(']')
-	case map[string]any:
-		keys := make([]string, 0, len(t))
-		for k := range t {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		b.WriteByte('{')
-		for i, k := range keys {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString(scQuote(k))
-			b.WriteString(": ")
-			jsvWriteRepr(b, t[k])
-		}
-		b.WriteByte('}')
-	default:
-		b.WriteString(fmt.Sprintf("%v", t))
+			scRepr(s), scRepr(s), scRepr(jsvCustomTraitRE.String()))
 	}
 }
 
@@ -168,7 +100,7 @@ func jsvStr(v any) string {
 	if s, ok := v.(string); ok {
 		return s
 	}
-	return jsvRepr(v)
+	return scRepr(v)
 }
 
 // jsvLogicalName is Ironic's is_valid_logical_name on a decoded JSON value.
@@ -188,7 +120,7 @@ type jsvPatchOp struct {
 func (o jsvPatchOp) repr() string {
 	m := "{'op': " + scQuote(o.op) + ", 'path': " + scQuote(o.path)
 	if o.has {
-		m += ", 'value': " + jsvRepr(o.value)
+		m += ", 'value': " + scRepr(o.value)
 	}
 	return m + "}"
 }
@@ -213,10 +145,10 @@ func jsvParsePatch(raw any) ([]jsvPatchOp, error) {
 			continue
 		}
 		if p, ok := obj["path"]; ok && e.checkType(2, p, "string") && !jsvPatchPathRE.MatchString(p.(string)) {
-			e.add(2, "%s does not match %s", jsvRepr(p), jsvRepr(`^(/[\w-]+)+$`))
+			e.add(2, "%s does not match %s", scRepr(p), scRepr(`^(/[\w-]+)+$`))
 		}
 		if op, ok := obj["op"]; ok && e.checkType(2, op, "string") && !slices.Contains([]string{"add", "replace", "remove"}, op.(string)) {
-			e.add(2, "%s is not one of ['add', 'replace', 'remove']", jsvRepr(op))
+			e.add(2, "%s is not one of ['add', 'replace', 'remove']", scRepr(op))
 		}
 		e.checkAdditional(1, obj, []string{"path", "op", "value"})
 		e.checkRequired(1, obj, "op", "path")
@@ -318,7 +250,7 @@ func jsvWalk(doc any, part string) (any, string) {
 	case map[string]any:
 		v, ok := d[part]
 		if !ok {
-			return nil, "member '" + part + "' not found in " + jsvRepr(d)
+			return nil, "member '" + part + "' not found in " + scRepr(d)
 		}
 		return v, ""
 	case []any:

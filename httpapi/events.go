@@ -28,7 +28,7 @@ func checkEvents(body map[string]any) ([]map[string]any, error) {
 	if present && e.checkType(1, events, "array") {
 		list := events.([]any)
 		if len(list) < 1 {
-			e.add(1, "%s is too short", jsvRepr(events))
+			e.add(1, "%s is too short", scRepr(events))
 		}
 		for _, item := range list {
 			if !e.checkType(2, item, "object") {
@@ -37,7 +37,7 @@ func checkEvents(body map[string]any) ([]map[string]any, error) {
 			ev := item.(map[string]any)
 			if name, ok := ev["event"]; ok {
 				if e.checkType(3, name, "string") && !slices.Contains(networkEventTypes, name.(string)) {
-					e.add(3, "%s is not one of ['%s']", jsvRepr(name), strings.Join(networkEventTypes, "', '"))
+					e.add(3, "%s is not one of ['%s']", scRepr(name), strings.Join(networkEventTypes, "', '"))
 				}
 			}
 			e.checkRequired(2, ev, "event")

@@ -160,18 +160,6 @@ func getBool(obj map[string]any, key, resource string) (*bool, error) {
 	return nil, errInvalid("Schema error for %s: %s is not of type 'boolean'", resource, pyRepr(v))
 }
 
-func getObject(obj map[string]any, key, resource string) (map[string]any, error) {
-	v, ok := obj[key]
-	if !ok || v == nil {
-		return nil, nil
-	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		return nil, errInvalid("Schema error for %s: %s is not of type 'object'", resource, pyRepr(v))
-	}
-	return m, nil
-}
-
 func getStepList(obj map[string]any, key string) ([]map[string]any, error) {
 	v, ok := obj[key]
 	if !ok || v == nil {

@@ -201,13 +201,6 @@ type link struct {
 	Type string `json:"type,omitempty"`
 }
 
-// links returns the self and bookmark links of resource/path.
-func links(r *http.Request, path string) []link {
-	base := baseURL(r)
-	path = strings.TrimPrefix(path, "/")
-	return []link{{Href: base + "/v1/" + path, Rel: "self"}, {Href: base + "/" + path, Rel: "bookmark"}}
-}
-
 // actorContext tags the request's context with the authenticated user.
 func actorContext(r *http.Request) context.Context {
 	return engine.WithActor(r.Context(), userOf(r))

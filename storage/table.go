@@ -215,12 +215,8 @@ func (t *table[T]) projection(names []string) (string, func(*T) []any) {
 	}
 }
 
-// appendRows runs query and appends the rows it returns to out.
-func (t *table[T]) appendRows(ctx context.Context, r runner, out []*T, query string, args []any) ([]*T, error) {
-	return t.appendRowsWith(ctx, r, out, query, args, t.scanDest)
-}
-
-// appendRowsWith is appendRows with explicit scan destinations.
+// appendRowsWith runs query and appends the rows it returns to out,
+// scanning each into the destinations scan gives.
 func (t *table[T]) appendRowsWith(ctx context.Context, r runner, out []*T, query string, args []any, scan func(*T) []any) ([]*T, error) {
 	rows, err := r.query(ctx, query, args...)
 	if err != nil {

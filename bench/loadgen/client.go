@@ -145,16 +145,6 @@ func (t *tally) add(kind, sample string) {
 	t.counts[kind]++
 }
 
-func (t *tally) total() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	n := 0
-	for _, v := range t.counts {
-		n += v
-	}
-	return n
-}
-
 // record is one measurement, written as one JSON line.
 type record struct {
 	Time         string             `json:"time"`
