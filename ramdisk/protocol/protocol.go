@@ -1,0 +1,235 @@
+// Package protocol holds the wire types that castiron and its ramdisk agent
+// share: the hardware inventory in Ironic's format, the lookup and heartbeat
+// bodies of Ironic's ramdisk API, and castiron's pull extension (the answer
+// to a heartbeat tells the agent what to do next). It has no dependencies so
+// that the agent program stays small. See ramdisk/PROTOCOL.md.
+package protocol
+
+// Kernel command-line parameters the agent reads. The names are
+// ironic-python-agent's, so a stock IPA ramdisk booted by castiron's iPXE
+// script finds the API too.
+const (
+	// ParamAPIURL is the base URL of the API, e.g. http://10.0.0.1:6385.
+	ParamAPIURL = "ipa-api-url"
+	// ParamInspectionURL is the full continue_inspection URL.
+	ParamInspectionURL = "ipa-inspection-callback-url"
+	// ParamBootIF is pxelinux/iPXE's "01-aa-bb-cc-dd-ee-ff" of the booting NIC.
+	ParamBootIF = "BOOTIF"
+	// ParamNodeUUID, when set, lets lookup skip the MAC search.
+	ParamNodeUUID = "ipa-node-uuid"
+	// ParamDebug keeps the agent's console verbose.
+	ParamDebug = "ipa-debug"
+)
+
+// Inventory is ironic-python-agent's hardware inventory, as posted to
+// /v1/continue_inspection under "inventory" and served by
+// GET /v1/nodes/{id}/inventory.
+type Inventory struct {
+	Interfaces   []Interface  `json:"interfaces"`
+	CPU          CPU          `json:"cpu"`
+	Disks        []Disk       `json:"disks"`
+	Memory       Memory       `json:"memory"`
+	SystemVendor SystemVendor `json:"system_vendor"`
+	Boot         Boot         `json:"boot"`
+	Hostname     string       `json:"hostname"`
+	BMCAddress   *string      `json:"bmc_address"`
+	BMCV6Address *string      `json:"bmc_v6address"`
+	BMCMAC       *string      `json:"bmc_mac,omitempty"`
+}
+
+// Interface is one NIC.
+type Interface struct {
+	Name        string  `json:"name"`
+	MACAddress  string  `json:"mac_address"`
+	IPV4Address *string `json:"ipv4_address"`
+	IPV6Address *string `json:"ipv6_address"`
+	HasCarrier  bool    `json:"has_carrier"`
+	LLDP        any     `json:"lldp"`
+	Vendor      *string `json:"vendor"`  // PCI vendor id, e.g. "0x1af4"
+	Product     *string `json:"product"` // PCI device id
+	ClientID    *string `json:"client_id"`
+	BIOSDevName *string `json:"biosdevname"`
+	SpeedMbps   *int    `json:"speed_mbps,omitempty"`
+}
+
+// CPU is the processor summary.
+type CPU struct {
+	ModelName    string   `json:"model_name"`
+	Frequency    string   `json:"frequency"`
+	Count        int      `json:"count"`
+	Architecture string   `json:"architecture"` // x86_64, aarch64
+	Flags        []string `json:"flags"`
+	SocketCount  int      `json:"socket_count,omitempty"`
+}
+
+// Memory sizes: Total in bytes (what the kernel sees), PhysicalMB the
+// installed memory in MiB (memory blocks / DMI), which Ironic uses as
+// properties.memory_mb.
+type Memory struct {
+	Total      int64 `json:"total"`
+	PhysicalMB int64 `json:"physical_mb"`
+}
+
+// Disk is one block device.
+type Disk struct {
+	Name               string  `json:"name"` // /dev/vda
+	Model              string  `json:"model"`
+	Size               int64   `json:"size"` // bytes
+	Rotational         bool    `json:"rotational"`
+	WWN                *string `json:"wwn"`
+	Serial             *string `json:"serial"`
+	Vendor             *string `json:"vendor"`
+	WWNWithExtension   *string `json:"wwn_with_extension"`
+	WWNVendorExtension *string `json:"wwn_vendor_extension"`
+	HCTL               *string `json:"hctl"`
+	ByPath             *string `json:"by_path"`
+	LogicalSectors     int     `json:"logical_sectors,omitempty"`
+	PhysicalSectors    int     `json:"physical_sectors,omitempty"`
+}
+
+// SystemVendor comes from /sys/class/dmi/id.
+type SystemVendor struct {
+	ProductName  string   `json:"product_name"`
+	SerialNumber string   `json:"serial_number"`
+	Manufacturer string   `json:"manufacturer"`
+	Firmware     Firmware `json:"firmware"`
+}
+
+// Firmware is the BIOS/UEFI firmware identity.
+type Firmware struct {
+	Vendor    string `json:"vendor"`
+	Version   string `json:"version"`
+	BuildDate string `json:"build_date"`
+}
+
+// Boot is how the ramdisk was booted.
+type Boot struct {
+	CurrentBootMode string `json:"current_boot_mode"` // bios or uefi
+	PXEInterface    string `json:"pxe_interface"`     // MAC of the booting NIC
+}
+
+// InspectionData is the body of POST /v1/continue_inspection: the inventory
+// plus plugin data at the top level (IPA's layout). Error, when set, is a
+// failure the agent hit while collecting; the node then fails inspection.
+type InspectionData struct {
+	Inventory     Inventory `json:"inventory"`
+	BootInterface string    `json:"boot_interface,omitempty"` // "01-aa-bb-.." or a MAC
+	RootDisk      *Disk     `json:"root_disk,omitempty"`
+	Error         string    `json:"error,omitempty"`
+}
+
+// LookupResponse is GET /v1/lookup's answer (Ironic's shape).
+type LookupResponse struct {
+	Node   LookupNode   `json:"node"`
+	Config LookupConfig `json:"config"`
+}
+
+// LookupNode is the part of the node a ramdisk may see.
+type LookupNode struct {
+	UUID               string         `json:"uuid"`
+	Properties         map[string]any `json:"properties"`
+	InstanceInfo       map[string]any `json:"instance_info"`
+	DriverInternalInfo map[string]any `json:"driver_internal_info"`
+}
+
+// LookupConfig is the agent configuration returned with a lookup.
+type LookupConfig struct {
+	HeartbeatTimeout   int    `json:"heartbeat_timeout"`
+	AgentToken         string `json:"agent_token"`
+	AgentTokenRequired bool   `json:"agent_token_required"`
+}
+
+// Heartbeat is the body of POST /v1/heartbeat/{node}. The first fields are
+// Ironic's; Step is castiron's extension carrying the result and progress of
+// the step the agent is running (a stock agent leaves it out).
+type Heartbeat struct {
+	CallbackURL        string      `json:"callback_url"`
+	AgentToken         string      `json:"agent_token,omitempty"`
+	AgentVersion       string      `json:"agent_version,omitempty"`
+	AgentVerifyCA      *string     `json:"agent_verify_ca,omitempty"`
+	AgentStatus        string      `json:"agent_status,omitempty"`
+	AgentStatusMessage string      `json:"agent_status_message,omitempty"`
+	Step               *StepReport `json:"castiron_step,omitempty"`
+}
+
+// Step states in a StepReport.
+const (
+	StepRunning   = "running"
+	StepSucceeded = "succeeded"
+	StepFailed    = "failed"
+)
+
+// StepReport is what the agent says about the step it was given.
+type StepReport struct {
+	ID       string         `json:"id"`
+	Status   string         `json:"status"` // running, succeeded, failed
+	Progress *Progress      `json:"progress,omitempty"`
+	Result   map[string]any `json:"result,omitempty"`
+	Error    string         `json:"error,omitempty"`
+}
+
+// Progress of a long step: Done of Total in Unit ("bytes", "disks").
+type Progress struct {
+	Done    int64   `json:"done"`
+	Total   int64   `json:"total"`
+	Unit    string  `json:"unit"`
+	Percent float64 `json:"percent"`
+	// Message is a short human line ("writing /dev/vda: 312 MiB of 1 GiB").
+	Message string `json:"message,omitempty"`
+}
+
+// Commands in an Instruction.
+const (
+	// CmdWait: nothing to do now; heartbeat again after HeartbeatInterval.
+	CmdWait = "wait"
+	// CmdRunStep: run Step, reporting it in the following heartbeats.
+	CmdRunStep = "run_step"
+	// CmdAbort: stop the running step at once (it is interruptible), then
+	// power off.
+	CmdAbort = "abort"
+	// CmdPowerOff: sync and power the machine off.
+	CmdPowerOff = "power_off"
+	// CmdReboot: sync and reboot (the BMC has set the next boot device).
+	CmdReboot = "reboot"
+)
+
+// Instruction is castiron's answer body to a heartbeat (202 Accepted, as in
+// Ironic; Ironic's own answer has no body).
+type Instruction struct {
+	Command string `json:"command"`
+	Step    *Step  `json:"step,omitempty"`
+	// HeartbeatInterval in seconds until the next heartbeat.
+	HeartbeatInterval float64 `json:"heartbeat_interval"`
+	// Reason is a human line for the console ("inspection aborted").
+	Reason string `json:"reason,omitempty"`
+}
+
+// Step is one unit of work for the agent. Interface and Name follow Ironic's
+// clean/deploy steps ("deploy", "erase_devices_metadata").
+type Step struct {
+	ID        string         `json:"id"`
+	Interface string         `json:"interface"`
+	Name      string         `json:"step"`
+	Args      map[string]any `json:"args"`
+	Abortable bool           `json:"abortable"`
+}
+
+// Agent step names castiron's agent implements.
+const (
+	StepEraseDevicesMetadata = "erase_devices_metadata"
+	StepEraseDevices         = "erase_devices"
+	StepWriteImage           = "write_image"
+)
+
+// Arguments of StepWriteImage.
+const (
+	ArgImageURL       = "image_url"
+	ArgImageChecksum  = "image_checksum"
+	ArgImageHashAlgo  = "image_os_hash_algo" // sha256 or sha512
+	ArgImageFormat    = "image_disk_format"  // raw, qcow2, gzip, zstd; "" = detect
+	ArgRootDevice     = "root_device"        // Ironic root device hints
+	ArgConfigDrive    = "configdrive"        // gzip+base64 ISO 9660 image, or a URL
+	ArgEraseFullPass  = "full"               // erase_devices: overwrite all bytes
+	ResultTargetDisk  = "target_disk"        // write_image result: device written
+	ResultBytesOnDisk = "bytes_written"
+)
