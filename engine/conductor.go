@@ -32,7 +32,25 @@ type Config struct {
 	PowerTimeout time.Duration
 	// AutomatedClean is the global switch; a node's automated_clean overrides it.
 	AutomatedClean bool
-	Logger         *slog.Logger
+	// Discovery lets unknown MACs network-boot the ramdisk at any time (not
+	// only while a node without ports is being inspected).
+	Discovery bool
+	// InspectOverwrite lets inspection replace properties the operator set
+	// (a node's driver_info inspect_overwrite overrides it).
+	InspectOverwrite bool
+	// CleanFullErase adds a full overwrite of every disk to automated cleaning.
+	CleanFullErase bool
+	// ImageBaseURL is where nodes fetch images castiron hosts (image_source
+	// given as a bare name).
+	ImageBaseURL string
+	// BuildConfigDrive turns a configdrive JSON object into the gzip+base64
+	// ISO the agent writes.
+	BuildConfigDrive func(map[string]any) (string, error)
+	// AgentHeartbeatInterval is what the agent is told between heartbeats.
+	AgentHeartbeatInterval time.Duration
+	// AgentPowerOffWait is how long the agent gets to power off by itself.
+	AgentPowerOffWait time.Duration
+	Logger            *slog.Logger
 }
 
 func (c *Config) setDefaults() {
@@ -54,6 +72,12 @@ func (c *Config) setDefaults() {
 	if c.PowerTimeout == 0 {
 		c.PowerTimeout = 60 * time.Second
 	}
+	if c.AgentHeartbeatInterval == 0 {
+		c.AgentHeartbeatInterval = 2 * time.Second
+	}
+	if c.AgentPowerOffWait == 0 {
+		c.AgentPowerOffWait = 15 * time.Second
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -72,20 +96,22 @@ type Conductor struct {
 	cancel  context.CancelFunc
 	tasks   sync.WaitGroup
 	aborts  abortFlags
+	gate    bootGate
 	started bool
 }
 
 // New makes a conductor over store with the given hardware types.
 func New(store storage.Store, hw *Registry, cfg Config) *Conductor {
 	cfg.setDefaults()
-	return &Conductor{
+	c := &Conductor{
 		cfg:    cfg,
-		store:  store,
 		hw:     hw,
 		log:    cfg.Logger.With("conductor", cfg.Hostname),
 		now:    func() time.Time { return time.Now().UTC() },
 		aborts: abortFlags{m: map[string]bool{}},
 	}
+	c.store = gateStore{Store: store, gate: &c.gate}
+	return c
 }
 
 // Hostname is this conductor's name.

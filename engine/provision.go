@@ -64,6 +64,15 @@ func (c *Conductor) Provision(ctx context.Context, ident string, req ProvisionRe
 	var target State
 	mutate := func(*storage.Node) {}
 	from := State(n.ProvisionState)
+	if ev == EvAbort && (from == CleanWait || from == DeployWait) {
+		if step := currentStep(n); step != nil {
+			if ab, ok := step["abortable"].(bool); ok && !ab {
+				// Ironic: a step that cannot be interrupted runs to its end;
+				// the abort happens then.
+				return c.markAbortAfterStep(ctx, n.UUID)
+			}
+		}
+	}
 	switch ev {
 	case EvManage:
 		if from == Enroll {
@@ -346,6 +355,9 @@ func bootAgent(ctx context.Context, c *Conductor, n *storage.Node) error {
 	if err != nil {
 		return err
 	}
+	if err := c.forgetAgent(ctx, n.UUID); err != nil {
+		return err
+	}
 	dn := driverNode(n)
 	if err := hw.Management.SetBootDevice(ctx, dn, driver.BootPXE, false); err != nil {
 		return fmt.Errorf("failed to set boot device to PXE: %w", err)
@@ -360,6 +372,16 @@ func bootAgent(ctx context.Context, c *Conductor, n *storage.Node) error {
 	on := driver.PowerOn
 	_, err = c.store.UpdateNode(ctx, n.UUID, func(cur *storage.Node) (*storage.Event, error) {
 		cur.PowerState = &on
+		return nil, nil
+	})
+	return err
+}
+
+// forgetAgent drops the previous boot's agent token before a new ramdisk
+// boots, so only the agent that boots now can look itself up.
+func (c *Conductor) forgetAgent(ctx context.Context, uuid string) error {
+	_, err := c.store.UpdateNode(ctx, uuid, func(cur *storage.Node) (*storage.Event, error) {
+		wipeToken(cur)
 		return nil, nil
 	})
 	return err
@@ -425,12 +447,17 @@ func cleanTask(manual bool, steps []map[string]any) work {
 			// Fake deploy interface: its steps complete at once.
 			return outcome{ev: finish, mutate: func(n *storage.Node) { n.CleanStep = storage.JSONObject{} }}
 		}
+		plan, err := c.cleanSteps(manual, steps)
+		if err != nil {
+			return failed(err)
+		}
 		if err := bootAgent(ctx, c, n); err != nil {
 			return failed(err)
 		}
 		return outcome{ev: EvWait, mutate: func(n *storage.Node) {
 			n.DriverInternalInfo["clean_steps"] = steps
 			n.DriverInternalInfo["cleaning_manual"] = manual
+			startSteps(n, plan)
 		}}
 	}
 }
@@ -450,10 +477,14 @@ func inspectTask(ctx context.Context, c *Conductor, n *storage.Node) outcome {
 
 func deployTask(ctx context.Context, c *Conductor, n *storage.Node) outcome {
 	if needsAgent(n, "deploy") {
+		plan, err := c.deploySteps(n)
+		if err != nil {
+			return failed(err)
+		}
 		if err := bootAgent(ctx, c, n); err != nil {
 			return failed(err)
 		}
-		return done(EvWait)
+		return outcome{ev: EvWait, mutate: func(n *storage.Node) { startSteps(n, plan) }}
 	}
 	on := driver.PowerOn
 	return outcome{ev: EvDone, mutate: func(n *storage.Node) {
@@ -525,11 +556,7 @@ func (c *Conductor) AbortRunning(ctx context.Context, ident string) error {
 	st := State(n.ProvisionState)
 	if step := currentStep(n); step != nil {
 		if ab, ok := step["abortable"].(bool); ok && !ab {
-			_, err := c.store.UpdateNode(ctx, n.UUID, func(cur *storage.Node) (*storage.Event, error) {
-				cur.DriverInternalInfo["abort_after_step"] = true
-				return nil, nil
-			})
-			if err != nil {
+			if err := c.markAbortAfterStep(ctx, n.UUID); err != nil {
 				return err
 			}
 			return fault.New(fault.Forbidden, "The current step %v of node %s is not interruptible; the node will be aborted once it ends.", step["step"], n.UUID)
@@ -552,4 +579,13 @@ func currentStep(n *storage.Node) map[string]any {
 		}
 	}
 	return nil
+}
+
+func (c *Conductor) markAbortAfterStep(ctx context.Context, uuid string) error {
+	_, err := c.store.UpdateNode(ctx, uuid, func(cur *storage.Node) (*storage.Event, error) {
+		cur.DriverInternalInfo[diiAbortAfter] = true
+		c.log.Info("abort deferred until the current step ends", "node", cur.UUID, "state", cur.ProvisionState, "verb", "abort")
+		return nil, nil
+	})
+	return err
 }

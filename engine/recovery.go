@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"castiron/storage"
@@ -90,10 +91,11 @@ func (c *Conductor) checkTimeouts(ctx context.Context) error {
 			return err
 		}
 		for _, n := range nodes {
-			if n.ProvisionUpdatedAt == nil || now.Sub(*n.ProvisionUpdatedAt) < c.cfg.CallbackTimeout {
+			limit := c.waitTimeout(n, st)
+			if n.ProvisionUpdatedAt == nil || now.Sub(*n.ProvisionUpdatedAt) < limit {
 				continue
 			}
-			msg := fmt.Sprintf("Timeout reached while waiting for callback for node %s in state %q (%s).", n.UUID, state, c.cfg.CallbackTimeout)
+			msg := fmt.Sprintf("Timeout reached while waiting for callback for node %s in state %q (%s).", n.UUID, state, limit)
 			failedNode, err := c.failTimedOut(ctx, n.UUID, st, now, msg)
 			if err != nil {
 				return err
@@ -186,4 +188,23 @@ func (c *Conductor) dropPendingPower(ctx context.Context, uuid, host string) err
 		return c.powerEvent(ctx, cur, "recovery", "ERROR", msg), nil
 	})
 	return err
+}
+
+// waitTimeout is how long n may stay in the wait state st without news from
+// its ramdisk: driver_info inspect_wait_timeout (seconds) for inspection,
+// else the global callback timeout.
+func (c *Conductor) waitTimeout(n *storage.Node, st State) time.Duration {
+	if st == InspectWait {
+		switch v := n.DriverInfo["inspect_wait_timeout"].(type) {
+		case float64:
+			if v > 0 {
+				return time.Duration(v * float64(time.Second))
+			}
+		case string:
+			if secs, err := strconv.ParseFloat(v, 64); err == nil && secs > 0 {
+				return time.Duration(secs * float64(time.Second))
+			}
+		}
+	}
+	return c.cfg.CallbackTimeout
 }

@@ -1,7 +1,5 @@
 package httpapi
 
-import "net/http"
-
 // routes is the whole API surface in one table.
 func (a *API) routes() {
 	a.mux.HandleFunc("GET /{$}", a.getRoot)
@@ -122,23 +120,5 @@ func (a *API) routes() {
 	a.route("GET", "/drivers/{name}/vendor_passthru/methods", 1, a.getDriverVendorMethods)
 	a.route("GET", "/drivers/{name}/raid/logical_disk_properties", 1, a.getRAIDProperties)
 
-	// Ironic resources castiron does not serve yet answer a clear 400
-	// rather than a misleading 404.
-	for _, p := range []struct {
-		path     string
-		minMinor int
-		what     string
-	}{
-		{"/lookup", 22, "The ramdisk lookup API"},
-		{"/heartbeat/{ident}", 22, "The ramdisk heartbeat API"},
-		{"/continue_inspection", 84, "The ramdisk inspection callback"},
-	} {
-		p := p
-		h := func(w http.ResponseWriter, r *http.Request) error { return errNotImplemented(p.what) }
-		a.route("GET", p.path, p.minMinor, h)
-		a.route("POST", p.path, p.minMinor, h)
-		if p.path != "/heartbeat/{ident}" {
-			a.route("GET", p.path+"/{rest...}", p.minMinor, h)
-		}
-	}
+	a.ramdiskRoutes()
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"castiron/engine"
+	"castiron/pxe/boot"
 )
 
 // MaxBodyBytes caps request bodies (Ironic has no such cap; an appliance
@@ -32,6 +33,8 @@ type Options struct {
 	// HTML, when set, answers GET / for browsers (Accept: text/html); API
 	// clients keep getting Ironic's version document there.
 	HTML http.Handler
+	// BootRecorder, when set, gets the agent's calls for the boot timeline.
+	BootRecorder boot.Recorder
 }
 
 // API is the HTTP handler of the /v1 API.
@@ -70,6 +73,15 @@ func (a *API) route(method, path string, minMinor int, h handlerFunc) {
 
 // versioned negotiates the microversion, authenticates, and runs h.
 func (a *API) versioned(minMinor int, h handlerFunc) http.Handler {
+	return a.versionedAuth(minMinor, true, h)
+}
+
+// versionedPublic is versioned without authentication (ramdisk endpoints).
+func (a *API) versionedPublic(minMinor int, h handlerFunc) http.Handler {
+	return a.versionedAuth(minMinor, false, h)
+}
+
+func (a *API) versionedAuth(minMinor int, auth bool, h handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		v, verr := negotiate(r)
 		if verr != nil {
@@ -85,7 +97,7 @@ func (a *API) versioned(minMinor int, h handlerFunc) http.Handler {
 		hdr.Set("Openstack-Request-Id", "req-"+uuid.NewString())
 		// The version documents are public in Ironic too (clients discover
 		// the version before they authenticate).
-		if r.URL.Path != "/v1" && r.URL.Path != "/v1/" && !a.authorized(w, r) {
+		if auth && r.URL.Path != "/v1" && r.URL.Path != "/v1/" && !a.authorized(w, r) {
 			return
 		}
 		if v.Minor < minMinor {

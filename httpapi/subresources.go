@@ -218,17 +218,13 @@ func (a *API) getHistoryEvent(w http.ResponseWriter, r *http.Request) error {
 
 // --- Inventory (1.81) ---
 
-// InventoryKey is the driver_internal_info key under which engine keeps a
-// node's inspection data as {"inventory": ..., "plugin_data": ...}.
-const InventoryKey = "castiron_inventory"
-
 // getInventory is GET /v1/nodes/{ident}/inventory.
 func (a *API) getInventory(w http.ResponseWriter, r *http.Request) error {
 	n, err := a.cond.Store().GetNode(r.Context(), r.PathValue("ident"))
 	if err != nil {
 		return err
 	}
-	stored, ok := n.DriverInternalInfo[InventoryKey].(map[string]any)
+	stored, ok := n.DriverInternalInfo[engine.InventoryKey].(map[string]any)
 	if !ok {
 		return fault.New(fault.NotFound, "Node inventory record for node %s could not be found.", n.UUID)
 	}

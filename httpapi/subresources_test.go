@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"castiron/engine"
 	"castiron/storage"
 )
 
@@ -146,7 +147,7 @@ func TestNodeInventory(t *testing.T) {
 
 	inv := map[string]any{"cpu": map[string]any{"count": int64(4)}, "interfaces": []any{map[string]any{"mac_address": "52:54:00:12:34:56"}}}
 	_, err := h.store.UpdateNode(context.Background(), id, func(n *storage.Node) (*storage.Event, error) {
-		n.DriverInternalInfo[InventoryKey] = map[string]any{"inventory": inv, "plugin_data": map[string]any{"root_disk": "sda"}}
+		n.DriverInternalInfo[engine.InventoryKey] = map[string]any{"inventory": inv, "plugin_data": map[string]any{"root_disk": "sda"}}
 		return nil, nil
 	})
 	if err != nil {

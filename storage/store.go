@@ -62,4 +62,5 @@ type Store interface {
 	VolumeStore
 	DeployTemplateStore
 	PortLookupStore
+	BootEventStore
 }

@@ -1,0 +1,261 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"castiron/engine/driver"
+	"castiron/ramdisk/protocol"
+	"castiron/storage"
+)
+
+// driver_internal_info keys of the step run the agent is working through.
+const (
+	diiSteps        = "agent_steps"         // the steps of this clean/deploy, in order
+	diiStepIndex    = "agent_step_index"    // index of the current step
+	diiStepProgress = "agent_step_progress" // the agent's last progress report
+	diiStepResults  = "agent_step_results"  // results of finished steps
+	diiAbortAfter   = "abort_after_step"
+)
+
+// agentStepInterface is the interface castiron's agent steps belong to.
+const agentStepInterface = "deploy"
+
+// agentStepDefs are the steps castiron's agent implements, with Ironic's
+// priorities for automated cleaning and whether they may be interrupted.
+var agentStepDefs = map[string]struct {
+	priority  int
+	abortable bool
+}{
+	protocol.StepEraseDevicesMetadata: {99, true},
+	protocol.StepEraseDevices:         {10, true},
+	protocol.StepWriteImage:           {80, true},
+}
+
+func newStep(name string, args map[string]any) map[string]any {
+	def := agentStepDefs[name]
+	if args == nil {
+		args = map[string]any{}
+	}
+	return map[string]any{
+		"id": uuid.NewString(), "interface": agentStepInterface, "step": name,
+		"args": args, "priority": def.priority, "abortable": def.abortable,
+	}
+}
+
+// cleanSteps is the step list of a cleaning: automated (metadata erase, plus
+// a full erase when configured) or the operator's manual steps.
+func (c *Conductor) cleanSteps(manual bool, user []map[string]any) ([]any, error) {
+	if !manual {
+		steps := []any{newStep(protocol.StepEraseDevicesMetadata, nil)}
+		if c.cfg.CleanFullErase {
+			steps = append(steps, newStep(protocol.StepEraseDevices, map[string]any{protocol.ArgEraseFullPass: true}))
+		}
+		return steps, nil
+	}
+	var steps []any
+	for _, s := range user {
+		iface, _ := s["interface"].(string)
+		name, _ := s["step"].(string)
+		if _, ok := agentStepDefs[name]; !ok || iface != agentStepInterface || name == protocol.StepWriteImage {
+			return nil, fmt.Errorf("Clean step %s.%s is not supported by castiron's agent; supported: deploy.%s, deploy.%s", iface, name, protocol.StepEraseDevicesMetadata, protocol.StepEraseDevices)
+		}
+		args, _ := s["args"].(map[string]any)
+		steps = append(steps, newStep(name, args))
+	}
+	return steps, nil
+}
+
+// deploySteps is the step list of a deployment: write the image (with its
+// checksum, the root device hints and the config drive) to the root disk.
+func (c *Conductor) deploySteps(n *storage.Node) ([]any, error) {
+	ii := n.InstanceInfo
+	src, _ := ii["image_source"].(string)
+	imageURL, err := c.imageURL(src)
+	if err != nil {
+		return nil, err
+	}
+	args := map[string]any{protocol.ArgImageURL: imageURL}
+	algo, _ := ii["image_os_hash_algo"].(string)
+	sum, _ := ii["image_os_hash_value"].(string)
+	if sum == "" {
+		sum, _ = ii["image_checksum"].(string)
+	}
+	if sum != "" {
+		if algo == "" {
+			switch len(sum) {
+			case 64:
+				algo = "sha256"
+			case 128:
+				algo = "sha512"
+			case 32:
+				return nil, fmt.Errorf("Image checksum %s looks like MD5, which is not allowed; use image_os_hash_algo sha256 or sha512", sum)
+			}
+		}
+		args[protocol.ArgImageChecksum] = strings.ToLower(sum)
+		args[protocol.ArgImageHashAlgo] = algo
+	}
+	if f, _ := ii["image_disk_format"].(string); f != "" {
+		args[protocol.ArgImageFormat] = f
+	}
+	if hints, ok := n.Properties["root_device"].(map[string]any); ok {
+		args[protocol.ArgRootDevice] = hints
+	}
+	if cd, ok := ii["configdrive"]; ok && cd != nil {
+		enc, err := c.configDriveArg(cd)
+		if err != nil {
+			return nil, err
+		}
+		args[protocol.ArgConfigDrive] = enc
+	}
+	return []any{newStep(protocol.StepWriteImage, args)}, nil
+}
+
+// imageURL resolves image_source: an http(s) URL as is; a bare name (or
+// castiron:///name) is an image castiron hosts under its data dir, so edge
+// nodes never pull from the WAN.
+func (c *Conductor) imageURL(src string) (string, error) {
+	if src == "" {
+		return "", fmt.Errorf("instance_info.image_source is required")
+	}
+	u, err := url.Parse(src)
+	if err != nil {
+		return "", fmt.Errorf("Invalid image_source %q: %v", src, err)
+	}
+	switch u.Scheme {
+	case "http", "https":
+		return src, nil
+	case "", "castiron":
+		name := strings.TrimPrefix(u.Path, "/")
+		if name == "" || strings.Contains(name, "..") || c.cfg.ImageBaseURL == "" {
+			return "", fmt.Errorf("Invalid image_source %q: not an http(s) URL nor an image castiron hosts", src)
+		}
+		return strings.TrimSuffix(c.cfg.ImageBaseURL, "/") + "/" + url.PathEscape(name), nil
+	}
+	return "", fmt.Errorf("Invalid image_source %q: scheme %q is not supported (http, https, or an image name under castiron's images)", src, u.Scheme)
+}
+
+// configDriveArg turns Ironic's configdrive (a JSON object, or a string that
+// is a gzip+base64 image or a URL) into what the agent writes.
+func (c *Conductor) configDriveArg(v any) (string, error) {
+	switch cd := v.(type) {
+	case string:
+		return cd, nil
+	case map[string]any:
+		if c.cfg.BuildConfigDrive == nil {
+			return "", fmt.Errorf("config drive from JSON is not supported by this build")
+		}
+		return c.cfg.BuildConfigDrive(cd)
+	}
+	return "", fmt.Errorf("Invalid configdrive: expected a JSON object or a string, got %T", v)
+}
+
+// startSteps records steps as the node's agent work plan.
+func startSteps(n *storage.Node, steps []any) {
+	n.DriverInternalInfo[diiSteps] = steps
+	n.DriverInternalInfo[diiStepIndex] = 0
+	delete(n.DriverInternalInfo, diiStepProgress)
+	delete(n.DriverInternalInfo, diiStepResults)
+	delete(n.DriverInternalInfo, diiAbortAfter)
+}
+
+// clearSteps forgets the plan when the operation ends.
+func clearSteps(n *storage.Node) {
+	for _, k := range []string{diiSteps, diiStepIndex, diiStepProgress, diiAbortAfter} {
+		delete(n.DriverInternalInfo, k)
+	}
+	n.CleanStep = storage.JSONObject{}
+	n.DeployStep = storage.JSONObject{}
+}
+
+func stepsOf(n *storage.Node) ([]map[string]any, int) {
+	raw, _ := n.DriverInternalInfo[diiSteps].([]any)
+	steps := make([]map[string]any, 0, len(raw))
+	for _, s := range raw {
+		if m, ok := s.(map[string]any); ok {
+			steps = append(steps, m)
+		}
+	}
+	idx := 0
+	switch v := n.DriverInternalInfo[diiStepIndex].(type) {
+	case float64:
+		idx = int(v)
+	case int:
+		idx = v
+	}
+	return steps, idx
+}
+
+// setCurrentStep shows step in clean_step or deploy_step, as Ironic does
+// (without castiron's step id).
+func setCurrentStep(n *storage.Node, step map[string]any, progress map[string]any) {
+	view := storage.JSONObject{}
+	for k, v := range step {
+		if k != "id" {
+			view[k] = v
+		}
+	}
+	if progress != nil {
+		view["progress"] = progress
+	}
+	if State(n.ProvisionState) == DeployWait || State(n.ProvisionState) == Deploying {
+		n.DeployStep = view
+	} else {
+		n.CleanStep = view
+	}
+}
+
+func protocolStep(m map[string]any) *protocol.Step {
+	s := &protocol.Step{}
+	s.ID, _ = m["id"].(string)
+	s.Interface, _ = m["interface"].(string)
+	s.Name, _ = m["step"].(string)
+	s.Args, _ = m["args"].(map[string]any)
+	s.Abortable, _ = m["abortable"].(bool)
+	return s
+}
+
+// finishAgentWork is the task that ends a clean or deploy after the agent's
+// last step: wait for the ramdisk to power the machine off (it syncs first),
+// force it off if it does not, and for a deploy boot the disk.
+func finishAgentWork(deploy, manualClean bool) work {
+	return func(ctx context.Context, c *Conductor, n *storage.Node) outcome {
+		if err := c.waitPoweredOff(ctx, n); err != nil {
+			return failed(fmt.Errorf("Failed to power off the node after its agent finished: %v", err))
+		}
+		mutate := func(n *storage.Node) {
+			clearSteps(n)
+			wipeToken(n)
+			off := driver.PowerOff
+			n.PowerState = &off
+		}
+		if !deploy {
+			ev := EvDone
+			if manualClean {
+				ev = EvManage
+			}
+			return outcome{ev: ev, mutate: mutate}
+		}
+		hw, err := c.hardwareOf(n)
+		if err != nil {
+			return failed(err)
+		}
+		dn := driverNode(n)
+		dn.PowerState = driver.PowerOff
+		if err := hw.Management.SetBootDevice(ctx, dn, driver.BootDisk, true); err != nil {
+			return failed(fmt.Errorf("Failed to set the boot device to disk: %v", err))
+		}
+		if err := hw.Power.SetPowerState(ctx, dn, driver.PowerOn, c.cfg.PowerTimeout); err != nil {
+			return failed(fmt.Errorf("Failed to power on the deployed node: %v", err))
+		}
+		return outcome{ev: EvDone, mutate: func(n *storage.Node) {
+			mutate(n)
+			on := driver.PowerOn
+			n.PowerState = &on
+		}}
+	}
+}

@@ -1,0 +1,153 @@
+package engine
+
+import (
+	"context"
+	"net"
+	"sync"
+	"sync/atomic"
+
+	"castiron/engine/fault"
+	"castiron/storage"
+)
+
+// bootPurpose maps the states in which a node network-boots castiron's
+// ramdisk to why it does. Every other state gets no DHCP answer.
+var bootPurpose = map[State]string{
+	Inspecting:  "inspect",
+	InspectWait: "inspect",
+	Cleaning:    "clean",
+	CleanWait:   "clean",
+	Deploying:   "deploy",
+	DeployWait:  "deploy",
+	Rescuing:    "rescue",
+	RescueWait:  "rescue",
+	Servicing:   "service",
+	ServiceWait: "service",
+}
+
+// BootDecision is the answer of BootTarget.
+type BootDecision struct {
+	NodeUUID string // empty for an unknown MAC
+	Purpose  string
+}
+
+// bootGate caches "is any inspection of a node without ports running", the
+// one question of the gate that needs a scan. It is valid while gen (bumped
+// on every provision state change and port change) has not moved.
+type bootGate struct {
+	gen atomic.Uint64
+
+	mu         sync.Mutex
+	portless   bool
+	portlessAt uint64
+	portlessOK bool
+}
+
+func (g *bootGate) invalidate() { g.gen.Add(1) }
+
+// BootTarget decides whether castiron network-boots the machine with this
+// MAC (ARCHITECTURE: "pxe serves only whom engine allows"): a node in a
+// state that needs its ramdisk; an unknown MAC only while an inspection of a
+// node without ports is running, or when discovery is on. A known node in
+// any other state is refused even with discovery on, so castiron never takes
+// over a deployed machine.
+func (c *Conductor) BootTarget(ctx context.Context, mac net.HardwareAddr) (BootDecision, bool) {
+	p, err := c.store.GetPortByAddress(ctx, mac.String())
+	switch {
+	case err == nil:
+		n, err := c.store.GetNode(ctx, p.NodeUUID)
+		if err != nil {
+			return BootDecision{}, false
+		}
+		purpose, ok := bootPurpose[State(n.ProvisionState)]
+		return BootDecision{NodeUUID: n.UUID, Purpose: purpose}, ok
+	case !fault.Is(err, fault.NotFound):
+		c.log.Warn("boot gate: port lookup failed", "mac", mac.String(), "err", err)
+		return BootDecision{}, false
+	}
+	if c.cfg.Discovery {
+		return BootDecision{Purpose: "inspect"}, true
+	}
+	if c.portlessInspection(ctx) {
+		return BootDecision{Purpose: "inspect"}, true
+	}
+	return BootDecision{}, false
+}
+
+// portlessInspection reports whether a node without ports is being inspected.
+func (c *Conductor) portlessInspection(ctx context.Context) bool {
+	gen := c.gate.gen.Load()
+	c.gate.mu.Lock()
+	if c.gate.portlessOK && c.gate.portlessAt == gen {
+		v := c.gate.portless
+		c.gate.mu.Unlock()
+		return v
+	}
+	c.gate.mu.Unlock()
+	nodes, err := c.portlessInspecting(ctx)
+	if err != nil {
+		c.log.Warn("boot gate: listing inspecting nodes failed", "err", err)
+		return false
+	}
+	c.gate.mu.Lock()
+	c.gate.portless, c.gate.portlessAt, c.gate.portlessOK = len(nodes) > 0, gen, true
+	c.gate.mu.Unlock()
+	return len(nodes) > 0
+}
+
+// portlessInspecting lists the nodes in inspecting or inspect wait that have
+// no ports.
+func (c *Conductor) portlessInspecting(ctx context.Context) ([]*storage.Node, error) {
+	var out []*storage.Node
+	for _, st := range []State{Inspecting, InspectWait} {
+		s := string(st)
+		nodes, err := c.store.ListNodes(ctx, storage.NodeQuery{ProvisionState: &s, IncludeChildren: true, Columns: []string{"provision_state"}})
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range nodes {
+			node := n.UUID
+			ports, err := c.store.ListPorts(ctx, storage.PortQuery{NodeUUID: &node, Page: storage.Page{Limit: 1}})
+			if err != nil {
+				return nil, err
+			}
+			if len(ports) == 0 {
+				out = append(out, n)
+			}
+		}
+	}
+	return out, nil
+}
+
+
+// gateStore invalidates the boot gate's cache after every committed node or
+// port write: fire() also invalidates, but inside the transaction, and a
+// gate read between the two could cache the state before the commit.
+type gateStore struct {
+	storage.Store
+	gate *bootGate
+}
+
+func (s gateStore) UpdateNode(ctx context.Context, ident string, fn storage.NodeUpdate) (*storage.Node, error) {
+	n, err := s.Store.UpdateNode(ctx, ident, fn)
+	s.gate.invalidate()
+	return n, err
+}
+
+func (s gateStore) CreatePort(ctx context.Context, p *storage.Port) error {
+	err := s.Store.CreatePort(ctx, p)
+	s.gate.invalidate()
+	return err
+}
+
+func (s gateStore) DeletePort(ctx context.Context, uuid string) error {
+	err := s.Store.DeletePort(ctx, uuid)
+	s.gate.invalidate()
+	return err
+}
+
+func (s gateStore) DeleteNode(ctx context.Context, uuid string) error {
+	err := s.Store.DeleteNode(ctx, uuid)
+	s.gate.invalidate()
+	return err
+}

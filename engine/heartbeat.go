@@ -1,0 +1,171 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"castiron/engine/driver"
+	"castiron/engine/fault"
+	"castiron/ramdisk/protocol"
+	"castiron/storage"
+)
+
+// AgentHeartbeat is POST /v1/heartbeat/{node}: it checks the agent token,
+// keeps the wait state's deadline fresh, records the agent's report on its
+// step, and answers what the agent does next (castiron's pull protocol,
+// ramdisk/PROTOCOL.md). The step plan advances in the same write as the
+// report, so a heartbeat repeated after a lost answer changes nothing twice.
+func (c *Conductor) AgentHeartbeat(ctx context.Context, ident string, hb protocol.Heartbeat) (protocol.Instruction, error) {
+	wait := protocol.Instruction{Command: protocol.CmdWait, HeartbeatInterval: c.cfg.AgentHeartbeatInterval.Seconds()}
+	n, err := c.store.GetNode(ctx, ident)
+	if err != nil {
+		return wait, err
+	}
+	if !tokenValid(n, hb.AgentToken) {
+		c.log.Warn("agent heartbeat with a wrong token", "node", n.UUID, "state", n.ProvisionState)
+		return wait, fault.New(fault.Invalid, "Invalid or missing agent token received.")
+	}
+	var instr protocol.Instruction
+	var after work
+	var afterVerb string
+	updated, err := c.store.UpdateNode(ctx, n.UUID, func(cur *storage.Node) (*storage.Event, error) {
+		instr, after, afterVerb = wait, nil, ""
+		if !tokenValid(cur, hb.AgentToken) {
+			return nil, fault.New(fault.Invalid, "Invalid or missing agent token received.")
+		}
+		now := c.now()
+		cur.DriverInternalInfo[diiLastHeartbeat] = now.Format(time.RFC3339Nano)
+		if hb.AgentVersion != "" {
+			cur.DriverInternalInfo[diiAgentVersion] = hb.AgentVersion
+		}
+		st := State(cur.ProvisionState)
+		switch {
+		case cur.Reservation != nil:
+			return nil, nil // a task is working on the node (e.g. the power off after an abort)
+		case st == InspectWait || st == RescueWait || st == ServiceWait:
+			cur.ProvisionUpdatedAt = &now
+			return nil, nil
+		case st == CleanWait || st == DeployWait:
+			cur.ProvisionUpdatedAt = &now
+			e := c.advanceSteps(ctx, cur, hb.Step, &instr, &after, &afterVerb)
+			return e, nil
+		case States[st].Failure:
+			instr = protocol.Instruction{Command: protocol.CmdAbort, Reason: fmt.Sprintf("node is in %s", st)}
+			return nil, nil
+		case lookupAllowed[st]:
+			return nil, nil // deploying/cleaning: the conductor is between steps
+		default:
+			instr = protocol.Instruction{Command: protocol.CmdPowerOff, Reason: fmt.Sprintf("node is in %s", st)}
+			return nil, nil
+		}
+	})
+	if err != nil {
+		return wait, err
+	}
+	if after != nil {
+		c.runTask(updated, afterVerb, after)
+	}
+	return instr, nil
+}
+
+// advanceSteps applies the agent's report on the current step and sets the
+// instruction. It may fire an event (step failed, abort after step, all
+// steps done) and then schedules the task that follows it.
+func (c *Conductor) advanceSteps(ctx context.Context, n *storage.Node, rep *protocol.StepReport, instr *protocol.Instruction, after *work, afterVerb *string) *storage.Event {
+	steps, idx := stepsOf(n)
+	deploy := State(n.ProvisionState) == DeployWait
+	manual, _ := n.DriverInternalInfo["cleaning_manual"].(bool)
+	finish := func() *storage.Event {
+		e := c.fire(ctx, n, EvResume, noTargetState, nil)
+		n.Reservation = strp(c.cfg.Hostname)
+		*after, *afterVerb = finishAgentWork(deploy, manual), "agent-done"
+		*instr = protocol.Instruction{Command: protocol.CmdPowerOff, Reason: "all steps done"}
+		e.User = "agent"
+		return e
+	}
+	if idx >= len(steps) {
+		return finish()
+	}
+	step := steps[idx]
+	id, _ := step["id"].(string)
+	run := func() {
+		setCurrentStep(n, step, nil)
+		*instr = protocol.Instruction{Command: protocol.CmdRunStep, Step: protocolStep(step), HeartbeatInterval: c.cfg.AgentHeartbeatInterval.Seconds()}
+	}
+	if rep == nil || rep.ID != id {
+		run()
+		return nil
+	}
+	switch rep.Status {
+	case protocol.StepRunning:
+		var progress map[string]any
+		if p := rep.Progress; p != nil {
+			progress = map[string]any{"done": p.Done, "total": p.Total, "unit": p.Unit, "percent": p.Percent, "message": p.Message}
+			n.DriverInternalInfo[diiStepProgress] = progress
+		}
+		setCurrentStep(n, step, progress)
+		return nil
+	case protocol.StepFailed:
+		msg := fmt.Sprintf("Agent returned error for %s step %s: %s.", map[bool]string{true: "deploy", false: "clean"}[deploy], stepLabel(step), rep.Error)
+		e := c.fire(ctx, n, EvFail, noTargetState, &msg)
+		n.Reservation = strp(c.cfg.Hostname)
+		*after, *afterVerb = abortTask(State(n.ProvisionState)), "agent-failed"
+		*instr = protocol.Instruction{Command: protocol.CmdPowerOff, Reason: rep.Error}
+		e.User = "agent"
+		return e
+	case protocol.StepSucceeded:
+		results, _ := n.DriverInternalInfo[diiStepResults].(map[string]any)
+		if results == nil {
+			results = map[string]any{}
+		}
+		results[stepLabel(step)] = rep.Result
+		n.DriverInternalInfo[diiStepResults] = results
+		n.DriverInternalInfo[diiStepIndex] = idx + 1
+		delete(n.DriverInternalInfo, diiStepProgress)
+		c.log.Info("agent step done", "node", n.UUID, "state", n.ProvisionState, "verb", "heartbeat", "step", stepLabel(step))
+		if ab, _ := n.DriverInternalInfo[diiAbortAfter].(bool); ab {
+			from := State(n.ProvisionState)
+			e := c.fire(ctx, n, EvAbort, noTargetState, strp(fmt.Sprintf("Operation aborted by request in state %s after step %s ended.", from, stepLabel(step))))
+			delete(n.DriverInternalInfo, diiAbortAfter)
+			n.Reservation = strp(c.cfg.Hostname)
+			*after, *afterVerb = abortTask(from), "abort"
+			*instr = protocol.Instruction{Command: protocol.CmdAbort, Reason: "aborted by request"}
+			return e
+		}
+		if idx+1 >= len(steps) {
+			return finish()
+		}
+		step = steps[idx+1]
+		run()
+		return nil
+	}
+	run()
+	return nil
+}
+
+func stepLabel(step map[string]any) string {
+	return fmt.Sprintf("%v.%v", step["interface"], step["step"])
+}
+
+// waitPoweredOff gives the ramdisk time to sync and power the machine off
+// itself, then forces it off.
+func (c *Conductor) waitPoweredOff(ctx context.Context, n *storage.Node) error {
+	hw, err := c.hardwareOf(n)
+	if err != nil {
+		return err
+	}
+	dn := driverNode(n)
+	deadline := time.Now().Add(c.cfg.AgentPowerOffWait)
+	for time.Now().Before(deadline) {
+		if ps, err := hw.Power.PowerState(ctx, dn); err == nil && ps == driver.PowerOff {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	return hw.Power.SetPowerState(ctx, dn, driver.PowerOff, c.cfg.PowerTimeout)
+}

@@ -1,0 +1,246 @@
+package httpapi
+
+import (
+	"github.com/google/uuid"
+
+	"encoding/json"
+	"net/http"
+	"strings"
+	"time"
+
+	"castiron/engine"
+	"castiron/engine/fault"
+	"castiron/pxe/boot"
+	"castiron/ramdisk"
+	"castiron/ramdisk/protocol"
+	"castiron/storage"
+)
+
+// The ramdisk endpoints are public, as in Ironic (the agent has no
+// credentials; the agent token guards heartbeats).
+func (a *API) ramdiskRoutes() {
+	a.publicRoute("GET", "/lookup", 22, a.lookup)
+	a.publicRoute("POST", "/heartbeat/{ident}", 22, a.heartbeat)
+	a.publicRoute("POST", "/continue_inspection", 1, a.continueInspection)
+	a.route("GET", "/nodes/{ident}/boot_timeline", 1, a.nodeBootTimeline)
+	a.route("GET", "/boot_timeline", 1, a.macBootTimeline)
+}
+
+// publicRoute is route without authentication.
+func (a *API) publicRoute(method, path string, minMinor int, h handlerFunc) {
+	wrapped := a.versionedPublic(minMinor, h)
+	a.mux.Handle(method+" /v1"+path, wrapped)
+}
+
+// record notes an agent call in the boot timeline.
+func (a *API) record(r *http.Request, node, mac, kind, detail string) {
+	if a.opts.BootRecorder != nil {
+		a.opts.BootRecorder.Record(r.Context(), boot.Event{At: time.Now(), NodeUUID: node, MAC: mac, Kind: kind, Detail: detail})
+	}
+}
+
+// lookup is GET /v1/lookup?addresses=mac,mac&node_uuid=.
+func (a *API) lookup(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	var macs []string
+	for _, v := range q["addresses"] {
+		for _, m := range strings.Split(v, ",") {
+			if mac, err := engine.NormalizeMAC(strings.TrimSpace(m)); err == nil {
+				macs = append(macs, mac)
+			}
+		}
+	}
+	nodeUUID := q.Get("node_uuid")
+	if nodeUUID != "" && !looksLikeUUID(nodeUUID) {
+		return errInvalid("Expected a UUID for node_uuid: %s", nodeUUID)
+	}
+	n, token, err := a.cond.AgentLookup(r.Context(), macs, nodeUUID)
+	if err != nil {
+		a.record(r, nodeUUID, strings.Join(macs, ","), boot.AgentLookup, "refused: "+err.Error())
+		return err
+	}
+	a.record(r, n.UUID, strings.Join(macs, ","), boot.AgentLookup, "token issued, state "+n.ProvisionState)
+	return writeJSON(w, http.StatusOK, a.lookupView(r, n, token))
+}
+
+func (a *API) lookupView(r *http.Request, n *storage.Node, token string) map[string]any {
+	dii := map[string]any{}
+	for k, v := range n.DriverInternalInfo {
+		if k != "agent_secret_token" && k != engine.InventoryKey {
+			dii[k] = v
+		}
+	}
+	ii := map[string]any{}
+	for k, v := range n.InstanceInfo {
+		if k == "configdrive" || k == "rescue_password" {
+			v = "******"
+		}
+		ii[k] = v
+	}
+	base := baseURL(r)
+	return map[string]any{
+		"node": map[string]any{
+			"uuid": n.UUID, "properties": n.Properties, "instance_info": ii, "driver_internal_info": dii,
+			"links": []link{{Href: base + "/v1/nodes/" + n.UUID, Rel: "self"}, {Href: base + "/nodes/" + n.UUID, Rel: "bookmark"}},
+		},
+		"config": map[string]any{
+			"heartbeat_timeout":    300,
+			"agent_token":          token,
+			"agent_token_required": true,
+			"metrics":              map[string]any{"backend": "noop"},
+		},
+	}
+}
+
+// heartbeat is POST /v1/heartbeat/{ident}. The 202 carries castiron's
+// instruction for the agent; Ironic's agents ignore the body.
+func (a *API) heartbeat(w http.ResponseWriter, r *http.Request) error {
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	var hb protocol.Heartbeat
+	if len(strings.TrimSpace(string(body))) > 0 {
+		if err := json.Unmarshal(body, &hb); err != nil {
+			return errInvalid("Malformed heartbeat body: %v", err)
+		}
+	}
+	// Query parameters are Ironic's original way of sending these.
+	q := r.URL.Query()
+	for _, f := range []struct {
+		dst *string
+		key string
+	}{{&hb.CallbackURL, "callback_url"}, {&hb.AgentToken, "agent_token"}, {&hb.AgentVersion, "agent_version"}, {&hb.AgentStatus, "agent_status"}, {&hb.AgentStatusMessage, "agent_status_message"}} {
+		if *f.dst == "" {
+			*f.dst = q.Get(f.key)
+		}
+	}
+	v := versionOf(r)
+	switch {
+	case hb.AgentVersion != "" && !v.AtLeast(36):
+		return errInvalid("Field \"agent_version\" not recognised")
+	case (hb.AgentStatus != "" || hb.AgentStatusMessage != "") && !v.AtLeast(72):
+		return errInvalid("Fields \"agent_status\" and \"agent_status_message\" not recognised.")
+	case hb.AgentVerifyCA != nil && !v.AtLeast(68):
+		return errInvalid("Field \"agent_verify_ca\" not recognised in this version")
+	case hb.AgentToken == "":
+		return errInvalid("Agent token is required for heartbeat processing.")
+	case hb.AgentStatus != "" && hb.AgentStatus != "start" && hb.AgentStatus != "end" && hb.AgentStatus != "error":
+		return errInvalid("Agent status is invalid. Valid states are start,end,error.")
+	}
+	ident := r.PathValue("ident")
+	instr, err := a.cond.AgentHeartbeat(r.Context(), ident, hb)
+	detail := instr.Command
+	if hb.Step != nil {
+		detail += " (step " + hb.Step.ID + " " + hb.Step.Status + ")"
+	}
+	if err != nil {
+		detail = "refused: " + err.Error()
+	}
+	a.record(r, ident, "", boot.AgentBeat, detail)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusAccepted, instr)
+}
+
+// continueInspection is POST /v1/continue_inspection: accepted at 1.1 (no
+// version header, as ironic-inspector's clients send) and from 1.84.
+func (a *API) continueInspection(w http.ResponseWriter, r *http.Request) error {
+	v := versionOf(r)
+	nodeUUID := r.URL.Query().Get("node_uuid")
+	if (v.Minor > 1 && !v.AtLeast(84)) || (nodeUUID != "" && !v.AtLeast(84)) {
+		return fault.New(fault.NotFound, "API version 1.84 or newer is required")
+	}
+	if nodeUUID != "" && !looksLikeUUID(nodeUUID) {
+		return errInvalid("Expected a UUID for node_uuid: %s", nodeUUID)
+	}
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	in, err := ramdisk.ParseInspection(body)
+	if err != nil {
+		a.record(r, nodeUUID, "", boot.AgentInspect, "refused: "+err.Error())
+		return err
+	}
+	in.NodeUUID, in.WantToken = nodeUUID, v.AtLeast(84)
+	mac := in.Data.Inventory.Boot.PXEInterface
+	n, token, err := a.cond.ContinueInspection(r.Context(), in)
+	if err != nil {
+		a.record(r, nodeUUID, mac, boot.AgentInspect, "refused: "+err.Error())
+		return err
+	}
+	a.record(r, n.UUID, mac, boot.AgentInspect, "inventory accepted")
+	if !in.WantToken {
+		return writeJSON(w, http.StatusAccepted, map[string]any{"uuid": n.UUID})
+	}
+	return writeJSON(w, http.StatusAccepted, a.lookupView(r, n, token))
+}
+
+// nodeBootTimeline is GET /v1/nodes/{ident}/boot_timeline (castiron): what
+// the node did on the provisioning network, oldest first, including the
+// events of its MACs from before it was known.
+func (a *API) nodeBootTimeline(w http.ResponseWriter, r *http.Request) error {
+	n, err := a.cond.Store().GetNode(r.Context(), r.PathValue("ident"))
+	if err != nil {
+		return err
+	}
+	ports, err := a.cond.Store().ListPorts(r.Context(), storage.PortQuery{NodeUUID: &n.UUID})
+	if err != nil {
+		return err
+	}
+	q := storage.BootEventQuery{NodeUUID: n.UUID}
+	for _, p := range ports {
+		q.MACs = append(q.MACs, p.Address)
+	}
+	return a.writeTimeline(w, r, q)
+}
+
+// macBootTimeline is GET /v1/boot_timeline?mac=aa:bb:.. (castiron), for
+// machines no node owns yet.
+func (a *API) macBootTimeline(w http.ResponseWriter, r *http.Request) error {
+	var q storage.BootEventQuery
+	for _, v := range r.URL.Query()["mac"] {
+		mac, err := engine.NormalizeMAC(v)
+		if err != nil {
+			return err
+		}
+		q.MACs = append(q.MACs, mac)
+	}
+	if len(q.MACs) == 0 {
+		return errInvalid("The 'mac' query parameter is required.")
+	}
+	return a.writeTimeline(w, r, q)
+}
+
+func (a *API) writeTimeline(w http.ResponseWriter, r *http.Request, q storage.BootEventQuery) error {
+	if s := r.URL.Query().Get("since"); s != "" {
+		t, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			return errInvalid("Invalid 'since': %s (RFC 3339 expected)", s)
+		}
+		q.Since = t
+	}
+	evs, err := a.cond.Store().ListBootEvents(r.Context(), q)
+	if err != nil {
+		return err
+	}
+	out := make([]map[string]any, 0, len(evs))
+	for _, e := range evs {
+		out = append(out, map[string]any{"at": ironicTime(e.At), "mac": e.MAC, "node_uuid": strOrNil(nonEmpty(e.NodeUUID)), "event": e.Kind, "detail": e.Detail})
+	}
+	return writeJSON(w, http.StatusOK, map[string]any{"events": out})
+}
+
+func looksLikeUUID(s string) bool {
+	_, err := uuid.Parse(s)
+	return err == nil
+}
+
+func nonEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}

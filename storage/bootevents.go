@@ -1,0 +1,124 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// BootEvent is one step of a machine's network boot (see pxe/boot).
+type BootEvent struct {
+	ID       int64
+	At       time.Time
+	MAC      string
+	NodeUUID string
+	Kind     string
+	Detail   string
+}
+
+// BootEventQuery selects a timeline: by node, by MAC, or both (OR: a node's
+// timeline includes what its MACs did before it was known).
+type BootEventQuery struct {
+	NodeUUID string
+	MACs     []string
+	Since    time.Time
+	Limit    int // newest Limit events; 0 = 1000
+}
+
+// BootEventStore keeps the boot timeline.
+type BootEventStore interface {
+	AddBootEvents(ctx context.Context, evs []BootEvent) error
+	// ListBootEvents returns matching events oldest first.
+	ListBootEvents(ctx context.Context, q BootEventQuery) ([]BootEvent, error)
+	// PruneBootEvents deletes events older than before.
+	PruneBootEvents(ctx context.Context, before time.Time) (int64, error)
+}
+
+const insertBootEvent = "INSERT INTO boot_events (at, mac, node_uuid, kind, detail) VALUES (?, ?, ?, ?, ?)"
+
+// AddBootEvents implements BootEventStore, in one transaction.
+func (s *SQLite) AddBootEvents(ctx context.Context, evs []BootEvent) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	return s.writeTx(ctx, func(r runner) error {
+		for _, e := range evs {
+			if _, err := r.exec(ctx, insertBootEvent, formatTime(e.At), strings.ToLower(e.MAC), bootNodeKey(e.NodeUUID), e.Kind, e.Detail); err != nil {
+				return fmt.Errorf("storage: add boot event: %w", err)
+			}
+		}
+		return nil
+	})
+}
+
+// ListBootEvents implements BootEventStore.
+func (s *SQLite) ListBootEvents(ctx context.Context, q BootEventQuery) ([]BootEvent, error) {
+	var where []string
+	var args []any
+	if q.NodeUUID != "" {
+		where = append(where, "node_uuid = ?")
+		args = append(args, bootNodeKey(q.NodeUUID))
+	}
+	if len(q.MACs) > 0 {
+		marks := strings.TrimSuffix(strings.Repeat("?,", len(q.MACs)), ",")
+		where = append(where, "mac IN ("+marks+")")
+		for _, m := range q.MACs {
+			args = append(args, strings.ToLower(m))
+		}
+	}
+	if len(where) == 0 {
+		return nil, fmt.Errorf("storage: boot events need a node or a MAC")
+	}
+	cond := "(" + strings.Join(where, " OR ") + ")"
+	if !q.Since.IsZero() {
+		cond += " AND at >= ?"
+		args = append(args, formatTime(q.Since))
+	}
+	limit := q.Limit
+	if limit <= 0 {
+		limit = 1000
+	}
+	args = append(args, limit)
+	query := "SELECT id, at, mac, node_uuid, kind, detail FROM (SELECT * FROM boot_events WHERE " + cond +
+		" ORDER BY id DESC LIMIT ?) ORDER BY id"
+	rows, err := s.reader().query(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("storage: list boot events: %w", err)
+	}
+	defer rows.Close()
+	var out []BootEvent
+	for rows.Next() {
+		var e BootEvent
+		var at string
+		if err := rows.Scan(&e.ID, &at, &e.MAC, &e.NodeUUID, &e.Kind, &e.Detail); err != nil {
+			return nil, fmt.Errorf("storage: list boot events: %w", err)
+		}
+		if e.At, err = parseTime(at); err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// PruneBootEvents implements BootEventStore.
+func (s *SQLite) PruneBootEvents(ctx context.Context, before time.Time) (int64, error) {
+	var n int64
+	err := s.writeTx(ctx, func(r runner) error {
+		res, err := r.exec(ctx, "DELETE FROM boot_events WHERE at < ?", formatTime(before))
+		if err != nil {
+			return fmt.Errorf("storage: prune boot events: %w", err)
+		}
+		n, _ = res.RowsAffected()
+		return nil
+	})
+	return n, err
+}
+
+func bootNodeKey(s string) string {
+	if s == "" {
+		return ""
+	}
+	return uuidKey(s)
+}

@@ -1,0 +1,67 @@
+#!/bin/bash
+# vm.sh ENVFILE : start the e2e lab's "bare-metal" qemu VM (daemonized; pid in $E2E_PIDFILE).
+#
+# Run by bmc-chassis.sh on "chassis power on", inside the test's network namespace (adapted from
+# /work/shared/lab/vm.sh). The boot device is the one the BMC stored ($E2E_BOOTDEV_FILE):
+#   pxe (also none/cdrom/bios: we have neither)  -> first NIC bootindex 1, disks after it
+#   default (IPMI "force boot from hard drive")   -> disks only
+# Settings (all from ENVFILE, written by tests/e2e/lab_test.go):
+#   E2E_VM_NAME E2E_BOOT=bios|uefi E2E_ACCEL E2E_MEM E2E_CPUS E2E_UUID E2E_SERIAL
+#   E2E_NICS="tap0=52:54:00:..:..:.. tap1=..."  E2E_DISKS="/path/disk0.raw=SERIAL0 ..."
+#   E2E_OVMF_CODE E2E_OVMF_VARS  E2E_CONSOLE_SOCK E2E_MONITOR_PORT E2E_PIDFILE E2E_RUN E2E_EVENTS
+set -u
+# shellcheck source=/dev/null
+. "${1:?usage: vm.sh ENVFILE}"
+
+read -r bootdev < "$E2E_BOOTDEV_FILE" 2>/dev/null
+bootdev=${bootdev:-default}
+case "$bootdev" in
+  default|disk) nic_first=0 ;;
+  *)            nic_first=1 ;;
+esac
+
+args=(-name "$E2E_VM_NAME,process=$E2E_VM_NAME"
+  -machine pc -accel "${E2E_ACCEL:-tcg}" -m "$E2E_MEM" -smp "$E2E_CPUS"
+  -uuid "$E2E_UUID" -smbios "type=1,manufacturer=Castiron,product=E2E Lab VM,serial=$E2E_SERIAL"
+  -nodefaults -display none -vga none
+  -chardev "socket,id=con0,path=$E2E_CONSOLE_SOCK,reconnect=1" -serial chardev:con0
+  -monitor "tcp:127.0.0.1:$E2E_MONITOR_PORT,server=on,wait=off"
+  -boot strict=on
+  -pidfile "$E2E_PIDFILE" -daemonize)
+
+nicrom=""
+if [ "$E2E_BOOT" = uefi ]; then
+  # No NIC option ROM: OVMF's own EDK2 PXE client does the first DHCP/TFTP and chainloads iPXE,
+  # like a real UEFI server (gotcha 10/11). Fresh NVRAM on every power on: stale boot entries
+  # reorder the network boot options and each failing one costs ~60 s.
+  nicrom=",romfile="
+  cp "$E2E_OVMF_VARS" "$E2E_RUN/OVMF_VARS.fd" || exit 1
+  args+=(-drive "if=pflash,format=raw,unit=0,readonly=on,file=$E2E_OVMF_CODE"
+         -drive "if=pflash,format=raw,unit=1,file=$E2E_RUN/OVMF_VARS.fd")
+else
+  # SeaBIOS "sercon": mirror the BIOS/iPXE text console to COM1 (what -nographic does implicitly,
+  # which cannot be combined with -daemonize).
+  [ -s "$E2E_RUN/sercon-port" ] || printf '\xf8\x03' > "$E2E_RUN/sercon-port"
+  args+=(-fw_cfg "name=etc/sercon-port,file=$E2E_RUN/sercon-port")
+fi
+
+bi=1
+i=0
+for nic in $E2E_NICS; do
+  tap=${nic%%=*} mac=${nic#*=} extra=""
+  if [ "$i" = 0 ] && [ "$nic_first" = 1 ]; then extra=",bootindex=$bi"; bi=$((bi + 1)); fi
+  args+=(-netdev "tap,id=net$i,ifname=$tap,script=no,downscript=no"
+         -device "virtio-net-pci,netdev=net$i,mac=$mac$extra$nicrom")
+  i=$((i + 1))
+done
+i=0
+for disk in $E2E_DISKS; do
+  path=${disk%%=*} serial=${disk#*=}
+  args+=(-drive "file=$path,if=none,id=disk$i,format=raw,cache=unsafe"
+         -device "virtio-blk-pci,drive=disk$i,serial=$serial,bootindex=$bi")
+  bi=$((bi + 1)) i=$((i + 1))
+done
+
+echo "$bootdev" > "$E2E_RUN/vm-bootdev-at-start"
+echo "$(date +%s.%N) start bootdev=$bootdev boot=$E2E_BOOT" >> "$E2E_EVENTS"
+exec "${E2E_QEMU:-qemu-system-x86_64}" "${args[@]}"
