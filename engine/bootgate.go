@@ -101,7 +101,7 @@ func (c *Conductor) portlessInspecting(ctx context.Context) ([]*storage.Node, er
 	var out []*storage.Node
 	for _, st := range []State{Inspecting, InspectWait} {
 		s := string(st)
-		nodes, err := c.store.ListNodes(ctx, storage.NodeQuery{ProvisionState: &s, IncludeChildren: true, Columns: []string{"provision_state"}})
+		nodes, err := c.store.ListNodes(ctx, storage.NodeQuery{ProvisionState: &s, IncludeChildren: true})
 		if err != nil {
 			return nil, err
 		}

@@ -29,6 +29,12 @@ type apiHarness struct {
 
 func newAPI(t testing.TB, opts ...func(*Options)) *apiHarness {
 	t.Helper()
+	return newAPIWith(t, func(*engine.Config) {}, opts...)
+}
+
+// newAPIWith is newAPI with a conductor configuration tweak.
+func newAPIWith(t testing.TB, tweak func(*engine.Config), opts ...func(*Options)) *apiHarness {
+	t.Helper()
 	ctx := context.Background()
 	st, err := storage.Open(ctx, filepath.Join(t.TempDir(), "castiron.db"))
 	if err != nil {
@@ -36,8 +42,9 @@ func newAPI(t testing.TB, opts ...func(*Options)) *apiHarness {
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	d := fake.New()
-	cond := engine.New(st, engine.NewRegistry(engine.NewFakeHardware(d), engine.NewManualManagement(d)),
-		engine.Config{Hostname: "test-conductor", AutomatedClean: true, Logger: quiet})
+	cfg := engine.Config{Hostname: "test-conductor", AutomatedClean: true, Logger: quiet}
+	tweak(&cfg)
+	cond := engine.New(st, engine.NewRegistry(engine.NewFakeHardware(d), engine.NewManualManagement(d)), cfg)
 	if err := cond.Start(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,179 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// CastironPort is castiron's API port inside the lab's namespace.
+const CastironPort = 6385
+
+// CastironOptions tune the server; zero values take the defaults.
+type CastironOptions struct {
+	CallbackTimeout time.Duration // --callback-timeout [120s]
+	DHCPMode        string        // --dhcp-mode [full]
+	ExtraArgs       []string      // appended to the serve flags
+}
+
+// Castiron is the real castiron binary serving inside a lab's namespace, on
+// the lab's bridge. Its embedded Client reaches it from the test process.
+type Castiron struct {
+	*Client
+	URL     string // public URL, http://10.205.0.1:6385
+	LogPath string
+	DataDir string
+	d       *daemon
+}
+
+// PID is the castiron process's id.
+func (c *Castiron) PID() int { return c.d.PID() }
+
+// Running reports whether the process is still up.
+func (c *Castiron) Running() bool { return c.d.running() }
+
+// castironBinary is CASTIRON_BIN, or the module built once per test run
+// (`go build`, CGO_ENABLED=0 like `make build`).
+func castironBinary(t testing.TB) string {
+	t.Helper()
+	if bin := os.Getenv("CASTIRON_BIN"); bin != "" {
+		abs, err := filepath.Abs(bin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(abs); err != nil {
+			t.Fatalf("CASTIRON_BIN: %v", err)
+		}
+		return abs
+	}
+	shared.buildOnce.Do(func() {
+		start := time.Now()
+		out := filepath.Join(shared.dir, "castiron")
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", out, ".")
+		cmd.Dir = repoRoot(t)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			shared.buildErr = fmt.Errorf("go build: %w: %s", err, b)
+			return
+		}
+		shared.binary = out
+		t.Logf("built %s in %.1fs", out, time.Since(start).Seconds())
+	})
+	if shared.buildErr != nil {
+		t.Fatalf("castiron: %v", shared.buildErr)
+	}
+	return shared.binary
+}
+
+// castironArgs are the serve flags for a lab.
+func castironArgs(l *Lab, dataDir, ramdisk string, o CastironOptions) []string {
+	args := []string{"serve",
+		"--listen", "0.0.0.0:" + strconv.Itoa(CastironPort),
+		"--data-dir", dataDir,
+		"--insecure-noauth",
+		"--pxe-interface", Bridge,
+		"--dhcp-mode", o.DHCPMode,
+		"--dhcp-range", DHCPRange,
+		"--public-url", fmt.Sprintf("http://%s:%d", ServerIP, CastironPort),
+		"--ipxe-dir", ipxeDir,
+		"--ramdisk-dir", ramdisk,
+		"--callback-timeout", o.CallbackTimeout.String(),
+	}
+	return append(args, o.ExtraArgs...)
+}
+
+// StartCastiron starts castiron inside the lab's namespace, serving PXE on
+// the lab's bridge, and waits until GET /v1 answers. The lab's teardown
+// stops it (SIGTERM, then SIGKILL) before the VM and the BMC; on failure its
+// log tail is in the test output.
+func StartCastiron(t testing.TB, l *Lab, o CastironOptions) *Castiron {
+	t.Helper()
+	if o.CallbackTimeout == 0 {
+		o.CallbackTimeout = 120 * time.Second
+	}
+	if o.DHCPMode == "" {
+		o.DHCPMode = "full"
+	}
+	ramdisk := ramdiskDir(t)
+	bin := castironBinary(t)
+	dataDir := filepath.Join(l.Dir, "castiron-data")
+	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	args := castironArgs(l, dataDir, ramdisk, o)
+	d, err := l.StartDaemon("castiron", append([]string{bin}, args...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &Castiron{
+		URL:     fmt.Sprintf("http://%s:%d", ServerIP, CastironPort),
+		LogPath: filepath.Join(l.Dir, "castiron.log"),
+		DataDir: dataDir,
+		d:       d,
+	}
+	c.Client = &Client{Base: c.URL, HTTP: l.HTTPClient(30 * time.Second)}
+
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for {
+		err := c.Do(ctx, "GET", "/v1", nil, nil)
+		if err == nil {
+			break
+		}
+		if !d.running() {
+			t.Fatalf("castiron exited at start (%v): %s %v\n%s", d.err, bin, args, tailFile(c.LogPath, 30))
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("castiron: GET %s/v1 did not answer within 30s: %v", c.URL, err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	t.Logf("castiron pid %d serving %s in %s (ready in %.2fs)", d.PID(), c.URL, l.NS.Name, time.Since(start).Seconds())
+	return c
+}
+
+// EnrollIPMINode creates an ipmi node for the lab's BMC (with a pxe_enabled
+// port for the boot NIC's MAC when withPort), moves it to manageable and
+// returns it.
+func (c *Castiron) EnrollIPMINode(t testing.TB, l *Lab, name string, withPort bool) *Node {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	fields := map[string]any{
+		"name":              name,
+		"driver":            "ipmi",
+		"driver_info":       l.DriverInfo(),
+		"inspect_interface": "agent",
+	}
+	if l.Opts.Boot == "uefi" {
+		fields["properties"] = map[string]any{"capabilities": "boot_mode:uefi"}
+	}
+	n, err := c.CreateNode(ctx, fields)
+	if err != nil {
+		t.Fatalf("create node: %v", err)
+	}
+	if withPort {
+		if _, err := c.CreatePort(ctx, n.UUID, l.MACs[0], true); err != nil {
+			t.Fatalf("create port %s: %v", l.MACs[0], err)
+		}
+	}
+	if err := c.SetProvisionState(ctx, n.UUID, "manage"); err != nil {
+		t.Fatalf("manage: %v", err)
+	}
+	n, err = c.WaitProvisionState(ctx, n.UUID, "manageable", 60*time.Second)
+	if err != nil {
+		t.Fatalf("manage: %v", err)
+	}
+	return n
+}
