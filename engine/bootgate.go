@@ -119,7 +119,6 @@ func (c *Conductor) portlessInspecting(ctx context.Context) ([]*storage.Node, er
 	return out, nil
 }
 
-
 // gateStore invalidates the boot gate's cache after every committed node or
 // port write: fire() also invalidates, but inside the transaction, and a
 // gate read between the two could cache the state before the commit.
