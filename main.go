@@ -87,6 +87,8 @@ type serveConfig struct {
 	htpasswd, tlsCert, tlsKey, logLevel            string
 	insecureNoauth, automatedClean                 bool
 	callbackTimeout, powerSync                     time.Duration
+	pxe                                            pxeConfig
+	inspectOverwrite, cleanFullErase               bool
 }
 
 func parseServeFlags(args []string) (*serveConfig, error) {
@@ -120,8 +122,25 @@ func parseServeFlags(args []string) (*serveConfig, error) {
 	}
 	dur(&c.callbackTimeout, "callback-timeout", 1800*time.Second, "how long a node may wait for the ramdisk (inspect wait, clean wait, wait call-back, ...)")
 	dur(&c.powerSync, "power-sync-interval", 60*time.Second, "how often power states are read back from BMCs")
+	p := &c.pxe
+	str(&p.iface, "pxe-interface", "", "network interface of the provisioning network; unset: no DHCP/TFTP/PXE")
+	str(&p.dhcpMode, "dhcp-mode", "full", "full (castiron hands out addresses) or proxy (the site's DHCP server does; castiron adds boot options)")
+	str(&p.dhcpRange, "dhcp-range", "", "FIRST,LAST addresses to hand out in full mode (default: the upper part of the interface's subnet)")
+	str(&p.publicURL, "public-url", "", "how nodes reach castiron, e.g. http://10.0.0.1:6385 (default: the PXE interface's address and the API port)")
+	str(&p.ipxeDir, "ipxe-dir", "/usr/lib/ipxe", "directory of the iPXE binaries (Debian package ipxe)")
+	str(&p.ramdiskDir, "ramdisk-dir", "", "directory with vmlinuz and initramfs written by make ramdisk (default DATA-DIR/ramdisk)")
+	str(&p.imagesDir, "images-dir", "", "directory of OS images castiron serves to nodes at /images/ (default DATA-DIR/images)")
+	boolFlag(&p.discovery, "pxe-discovery", false, "network-boot unknown machines too (not only nodes castiron was asked to boot)")
+	boolFlag(&c.inspectOverwrite, "inspect-overwrite", false, "let inspection replace properties that are already set")
+	boolFlag(&c.cleanFullErase, "clean-full-erase", false, "automated cleaning overwrites whole disks, not only their metadata")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
+	}
+	if p.ramdiskDir == "" {
+		p.ramdiskDir = filepath.Join(c.dataDir, "ramdisk")
+	}
+	if p.imagesDir == "" {
+		p.imagesDir = filepath.Join(c.dataDir, "images")
 	}
 	return c, nil
 }
@@ -158,19 +177,40 @@ func serve(args []string) error {
 		engine.NewIPMIHardware(ipmiDriver, ipmiDriver, ipmi.Properties()),
 		engine.NewManualManagement(fakeDriver),
 	)
+	prov, err := newProvisioning(c, store, log)
+	if err != nil {
+		return err
+	}
+	imageBase := ""
+	if prov.publicURL != "" {
+		imageBase = strings.TrimRight(prov.publicURL, "/") + "/images"
+	}
 	cond := engine.New(store, hw, engine.Config{
 		Hostname:          c.conductorName,
 		ConductorGroup:    strings.ToLower(c.conductorGroup),
 		CallbackTimeout:   c.callbackTimeout,
 		PowerSyncInterval: c.powerSync,
 		AutomatedClean:    c.automatedClean,
+		Discovery:         c.pxe.discovery,
+		InspectOverwrite:  c.inspectOverwrite,
+		CleanFullErase:    c.cleanFullErase,
+		ImageBaseURL:      imageBase,
 		Logger:            log,
 	})
+	prov.gate.cond = cond
 	if err := cond.Start(ctx); err != nil {
 		return fmt.Errorf("start conductor: %w", err)
 	}
 	ui := web.Handler(web.Options{Auth: auth})
-	api := httpapi.New(cond, httpapi.Options{Auth: auth, Logger: log, HTML: ui, Extra: web.Mounts(ui)})
+	mounts := web.Mounts(ui)
+	for pattern, h := range prov.mounts {
+		mounts[pattern] = h
+	}
+	api := httpapi.New(cond, httpapi.Options{Auth: auth, Logger: log, HTML: ui, Extra: mounts, BootRecorder: prov.recorder})
+	provCtx, stopProv := context.WithCancel(ctx)
+	provErr := make(chan error, 1)
+	go func() { provErr <- prov.run(provCtx, agentOnly(api)) }()
+	defer func() { stopProv(); <-provErr }()
 	srv := &http.Server{
 		Handler:           api,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -200,6 +240,11 @@ func serve(args []string) error {
 	case err := <-errc:
 		_ = cond.Stop(context.Background())
 		return err
+	case err := <-provErr:
+		provErr <- nil // for the deferred wait
+		_ = srv.Close()
+		_ = cond.Stop(context.Background())
+		return fmt.Errorf("provisioning network: %w", err)
 	case <-ctx.Done():
 	}
 	log.Info("shutting down")

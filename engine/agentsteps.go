@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"castiron/engine/configdrive"
 	"castiron/engine/driver"
 	"castiron/ramdisk/protocol"
 	"castiron/storage"
@@ -106,7 +107,7 @@ func (c *Conductor) deploySteps(n *storage.Node) ([]any, error) {
 		args[protocol.ArgRootDevice] = hints
 	}
 	if cd, ok := ii["configdrive"]; ok && cd != nil {
-		enc, err := c.configDriveArg(cd)
+		enc, err := configDriveArg(n, cd)
 		if err != nil {
 			return nil, err
 		}
@@ -141,17 +142,16 @@ func (c *Conductor) imageURL(src string) (string, error) {
 
 // configDriveArg turns Ironic's configdrive (a JSON object, or a string that
 // is a gzip+base64 image or a URL) into what the agent writes.
-func (c *Conductor) configDriveArg(v any) (string, error) {
-	switch cd := v.(type) {
-	case string:
-		return cd, nil
-	case map[string]any:
-		if c.cfg.BuildConfigDrive == nil {
-			return "", fmt.Errorf("config drive from JSON is not supported by this build")
-		}
-		return c.cfg.BuildConfigDrive(cd)
+func configDriveArg(n *storage.Node, v any) (string, error) {
+	cd, err := configdrive.Parse(v)
+	if err != nil {
+		return "", err
 	}
-	return "", fmt.Errorf("Invalid configdrive: expected a JSON object or a string, got %T", v)
+	name := ""
+	if n.Name != nil {
+		name = *n.Name
+	}
+	return cd.AgentArg(n.UUID, name)
 }
 
 // startSteps records steps as the node's agent work plan.

@@ -43,9 +43,6 @@ type Config struct {
 	// ImageBaseURL is where nodes fetch images castiron hosts (image_source
 	// given as a bare name).
 	ImageBaseURL string
-	// BuildConfigDrive turns a configdrive JSON object into the gzip+base64
-	// ISO the agent writes.
-	BuildConfigDrive func(map[string]any) (string, error)
 	// AgentHeartbeatInterval is what the agent is told between heartbeats.
 	AgentHeartbeatInterval time.Duration
 	// AgentPowerOffWait is how long the agent gets to power off by itself.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"castiron/engine/configdrive"
 	"castiron/engine/driver"
 	"castiron/engine/fault"
 	"castiron/storage"
@@ -166,6 +167,11 @@ func (c *Conductor) checkProvisionArgs(n *storage.Node, ev Event, req ProvisionR
 	}
 	if req.ConfigDrive != nil && ev != EvDeploy && ev != EvRebuild {
 		return fault.New(fault.Invalid, "Adding a config drive is only supported when setting provision state to active")
+	}
+	if req.ConfigDrive != nil {
+		if _, err := configdrive.Parse(req.ConfigDrive); err != nil {
+			return fault.New(fault.Invalid, "%s", err.Error())
+		}
 	}
 	if req.RescuePassword != nil && ev != EvRescue {
 		return fault.New(fault.Invalid, "\"rescue_password\" is only valid when setting target provision state to rescue")
