@@ -28,6 +28,9 @@ func (c *Conductor) CreateNode(ctx context.Context, n *storage.Node, enrollFirst
 	if err := checkTraits(n.Traits); err != nil {
 		return err
 	}
+	if err := checkRootDeviceHints(n); err != nil {
+		return err
+	}
 	if n.UUID == "" {
 		n.UUID = uuid.NewString()
 	}
@@ -74,6 +77,9 @@ func (c *Conductor) UpdateNode(ctx context.Context, ident string, change NodeCha
 			return nil, err
 		}
 		if err := c.checkNodeChassis(ctx, before.ChassisUUID, n); err != nil {
+			return nil, err
+		}
+		if err := checkRootDeviceHints(n); err != nil {
 			return nil, err
 		}
 		// Fields only the engine moves.

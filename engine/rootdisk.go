@@ -1,27 +1,31 @@
 package engine
 
 import (
-	"fmt"
-
+	"castiron/engine/fault"
 	"castiron/ramdisk/protocol"
+	"castiron/ramdisk/rootdevice"
+	"castiron/storage"
 )
 
 // rootDisk picks the root disk as Ironic does: the disk matching the root
 // device hints, else the smallest disk of at least 4 GiB.
 func rootDisk(disks []protocol.Disk, hints map[string]any) (protocol.Disk, error) {
-	var best *protocol.Disk
-	for i := range disks {
-		d := &disks[i]
-		if d.Size < minRootDiskBytes {
-			continue
-		}
-		if best == nil || d.Size < best.Size {
-			best = d
-		}
+	return rootdevice.Select(disks, hints, minRootDiskBytes)
+}
+
+// checkRootDeviceHints refuses properties.root_device that Ironic would
+// refuse (unknown hints, bad values, bad operators).
+func checkRootDeviceHints(n *storage.Node) error {
+	v, ok := n.Properties["root_device"]
+	if !ok || v == nil {
+		return nil
 	}
-	if best == nil {
-		return protocol.Disk{}, fmt.Errorf("no disk of at least 4 GiB")
+	hints, ok := v.(map[string]any)
+	if !ok {
+		return fault.New(fault.Invalid, "Root device hints must be a dictionary, got %T", v)
 	}
-	_ = hints // root device hints: wired to ramdisk/rootdevice
-	return *best, nil
+	if err := rootdevice.Validate(hints); err != nil {
+		return fault.New(fault.Invalid, "%s", err.Error())
+	}
+	return nil
 }
