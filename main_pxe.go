@@ -19,6 +19,7 @@ import (
 	"castiron/pxe/dhcp"
 	"castiron/pxe/httpboot"
 	"castiron/pxe/images"
+	"castiron/pxe/ra"
 	"castiron/pxe/tftp"
 	"castiron/storage"
 )
@@ -43,6 +44,7 @@ type provisioning struct {
 	recorder  *boot.BatchRecorder
 	dhcp      *dhcp.Server
 	tftp      *tftp.Server
+	ra        *ra.Responder
 	mounts    map[string]http.Handler
 	// agentAddr, when set, is an extra listener on the provisioning
 	// network for the agent-facing endpoints only (the API listens on
@@ -141,6 +143,11 @@ func newProvisioning(c *serveConfig, store *storage.SQLite, log *slog.Logger) (*
 	}); err != nil {
 		return nil, fmt.Errorf("tftp: %w", err)
 	}
+	// iPXE waits ~13 s for IPv6 autoconfiguration unless a router
+	// advertisement says there is nothing to configure (lab NOTES gotcha 1).
+	if p.ra, err = ra.New(c.pxe.iface, log.With("component", "ra")); err != nil {
+		return nil, fmt.Errorf("router advertisements: %w", err)
+	}
 	return p, nil
 }
 
@@ -162,6 +169,7 @@ func (p *provisioning) run(ctx context.Context, agentHandler http.Handler) error
 	if p.dhcp != nil {
 		start("dhcp", p.dhcp.Run)
 		start("tftp", p.tftp.Run)
+		start("ra", p.ra.Run)
 		p.log.Info("provisioning network up", "interface", p.cfg.iface, "server", p.serverIP.String(),
 			"dhcp_mode", p.cfg.dhcpMode, "public_url", p.publicURL, "ramdisk_dir", p.cfg.ramdiskDir)
 	}
