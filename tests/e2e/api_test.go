@@ -83,18 +83,18 @@ func (c *Client) Do(ctx context.Context, method, path string, body, out any) err
 
 // Node is the part of a node the tests look at; Raw is the whole object.
 type Node struct {
-	UUID                 string         `json:"uuid"`
-	Name                 string         `json:"name"`
-	Driver               string         `json:"driver"`
-	ProvisionState       string         `json:"provision_state"`
-	TargetProvisionState *string        `json:"target_provision_state"`
-	PowerState           *string        `json:"power_state"`
-	LastError            *string        `json:"last_error"`
-	Properties           map[string]any `json:"properties"`
-	DriverInfo           map[string]any `json:"driver_info"`
-	DriverInternalInfo   map[string]any `json:"driver_internal_info"`
-	InspectInterface     string         `json:"inspect_interface"`
-	BootInterface        string         `json:"boot_interface"`
+	UUID                 string          `json:"uuid"`
+	Name                 string          `json:"name"`
+	Driver               string          `json:"driver"`
+	ProvisionState       string          `json:"provision_state"`
+	TargetProvisionState *string         `json:"target_provision_state"`
+	PowerState           *string         `json:"power_state"`
+	LastError            *string         `json:"last_error"`
+	Properties           map[string]any  `json:"properties"`
+	DriverInfo           map[string]any  `json:"driver_info"`
+	DriverInternalInfo   map[string]any  `json:"driver_internal_info"`
+	InspectInterface     string          `json:"inspect_interface"`
+	BootInterface        string          `json:"boot_interface"`
 	Raw                  json.RawMessage `json:"-"`
 }
 
@@ -142,13 +142,42 @@ func (h HistoryEvent) Time() time.Time {
 	return time.Time{}
 }
 
-// TimelineEvent is one entry of castiron's boot timeline (pxe/boot.Event).
+// TimelineEvent is one entry of castiron's boot timeline (pxe/boot.Event):
+// {"at": "2006-01-02T15:04:05.000000+00:00", "mac", "node_uuid", "event"
+// (the kind, e.g. dhcp_discover), "detail"}.
 type TimelineEvent struct {
-	At       time.Time `json:"at"`
-	MAC      string    `json:"mac"`
-	NodeUUID string    `json:"node_uuid"`
-	Kind     string    `json:"kind"`
-	Detail   string    `json:"detail"`
+	At       time.Time
+	MAC      string
+	NodeUUID string
+	Kind     string
+	Detail   string
+}
+
+// UnmarshalJSON accepts the kind as "event" (castiron's API) or "kind".
+func (e *TimelineEvent) UnmarshalJSON(b []byte) error {
+	var w struct {
+		At       string  `json:"at"`
+		MAC      string  `json:"mac"`
+		NodeUUID *string `json:"node_uuid"`
+		Event    string  `json:"event"`
+		Kind     string  `json:"kind"`
+		Detail   string  `json:"detail"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	at, err := time.Parse(time.RFC3339Nano, w.At)
+	if err != nil {
+		return fmt.Errorf("boot timeline event time %q: %w", w.At, err)
+	}
+	*e = TimelineEvent{At: at, MAC: w.MAC, Kind: w.Event, Detail: w.Detail}
+	if w.Kind != "" {
+		e.Kind = w.Kind
+	}
+	if w.NodeUUID != nil {
+		e.NodeUUID = *w.NodeUUID
+	}
+	return nil
 }
 
 // GetNode is GET /v1/nodes/{ident}.
@@ -261,9 +290,9 @@ func (c *Client) History(ctx context.Context, ident string) ([]HistoryEvent, err
 
 // BootTimeline is castiron's GET /v1/nodes/{ident}/boot_timeline: the
 // DHCP/TFTP/HTTP/agent steps of the node's network boots. ok is false while
-// the server does not have the endpoint (404 or 405). The body may be
-// {"events": [...]}, {"boot_timeline": [...]}, {"timeline": [...]} or a bare
-// array of pxe/boot.Event-shaped objects.
+// the server does not have the endpoint (404 or 405). The body is
+// {"events": [...]} (also accepted: "boot_timeline"/"timeline" keys or a
+// bare array), oldest first.
 func (c *Client) BootTimeline(ctx context.Context, ident string) (events []TimelineEvent, ok bool, err error) {
 	var raw json.RawMessage
 	err = c.Do(ctx, "GET", "/v1/nodes/"+url.PathEscape(ident)+"/boot_timeline", nil, &raw)

@@ -21,6 +21,10 @@ type CastironOptions struct {
 	CallbackTimeout time.Duration // --callback-timeout [120s]
 	DHCPMode        string        // --dhcp-mode [full]
 	ExtraArgs       []string      // appended to the serve flags
+	// NoPXE starts castiron without its PXE flags (API and BMC only): for
+	// tests that need no network boot, and for checking the harness
+	// against a castiron that has no PXE server.
+	NoPXE bool
 }
 
 // Castiron is the real castiron binary serving inside a lab's namespace, on
@@ -75,19 +79,24 @@ func castironBinary(t testing.TB) string {
 }
 
 // castironArgs are the serve flags for a lab.
-func castironArgs(l *Lab, dataDir, ramdisk string, o CastironOptions) []string {
+func castironArgs(dataDir, ramdisk string, o CastironOptions) []string {
 	args := []string{"serve",
 		"--listen", "0.0.0.0:" + strconv.Itoa(CastironPort),
 		"--data-dir", dataDir,
 		"--insecure-noauth",
+		"--callback-timeout", o.CallbackTimeout.String(),
+	}
+	if o.NoPXE {
+		return append(args, o.ExtraArgs...)
+	}
+	args = append(args,
 		"--pxe-interface", Bridge,
 		"--dhcp-mode", o.DHCPMode,
 		"--dhcp-range", DHCPRange,
 		"--public-url", fmt.Sprintf("http://%s:%d", ServerIP, CastironPort),
 		"--ipxe-dir", ipxeDir,
 		"--ramdisk-dir", ramdisk,
-		"--callback-timeout", o.CallbackTimeout.String(),
-	}
+	)
 	return append(args, o.ExtraArgs...)
 }
 
@@ -103,13 +112,16 @@ func StartCastiron(t testing.TB, l *Lab, o CastironOptions) *Castiron {
 	if o.DHCPMode == "" {
 		o.DHCPMode = "full"
 	}
-	ramdisk := ramdiskDir(t)
+	ramdisk := ""
+	if !o.NoPXE {
+		ramdisk = ramdiskDir(t)
+	}
 	bin := castironBinary(t)
 	dataDir := filepath.Join(l.Dir, "castiron-data")
 	if err := os.MkdirAll(dataDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	args := castironArgs(l, dataDir, ramdisk, o)
+	args := castironArgs(dataDir, ramdisk, o)
 	d, err := l.StartDaemon("castiron", append([]string{bin}, args...)...)
 	if err != nil {
 		t.Fatal(err)

@@ -32,7 +32,7 @@ type consoleLogger struct {
 }
 
 // ansiEscape matches the colour/cursor sequences SeaBIOS and iPXE emit.
-var ansiEscape = regexp.MustCompile(`\x1b(\[[0-9;?]*[A-Za-z]|c)`)
+var ansiEscape = regexp.MustCompile(`\x1b(\[[0-9;?=]*[A-Za-z]|c)`)
 
 // startConsole listens on sockPath and appends to logPath until Close.
 func startConsole(sockPath, logPath string) (*consoleLogger, error) {
@@ -72,12 +72,20 @@ func (c *consoleLogger) accept() {
 	}
 }
 
+// partialFlush is how long an unterminated line may wait before it is
+// written anyway: firmware prints ">>Start PXE over IPv4." or
+// "Configuring (net0 ...)" and ends the line only when DHCP is done, and
+// tests waiting for such a line must see it while it is pending. The rest
+// of the line then follows as a line of its own.
+const partialFlush = 300 * time.Millisecond
+
 // read copies one connection (one power-on) line by line.
 func (c *consoleLogger) read(conn net.Conn) {
 	var line []byte
 	var started time.Time
 	buf := make([]byte, 4096)
 	for {
+		_ = conn.SetReadDeadline(time.Now().Add(partialFlush))
 		n, err := conn.Read(buf)
 		now := time.Now()
 		for _, b := range buf[:n] {
@@ -96,6 +104,13 @@ func (c *consoleLogger) read(conn net.Conn) {
 				started = now
 			}
 			line = append(line, b)
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			if len(line) > 0 && now.Sub(started) >= partialFlush {
+				c.write(started, string(line))
+				line, started = line[:0], time.Time{}
+			}
+			continue
 		}
 		if err != nil {
 			if len(line) > 0 {

@@ -14,10 +14,10 @@ import (
 
 // Files the VMs boot with (Debian packages ovmf, ipxe-qemu).
 const (
-	ovmfCode     = "/usr/share/OVMF/OVMF_CODE_4M.fd"
-	ovmfVars     = "/usr/share/OVMF/OVMF_VARS_4M.fd"
-	ipxeQemuROM  = "/usr/lib/ipxe/qemu/efi-virtio.rom" // qemu's default virtio-net ROM (BIOS iPXE)
-	ipxeDir      = "/usr/lib/ipxe"                     // undionly.kpxe, snponly.efi for castiron
+	ovmfCode    = "/usr/share/OVMF/OVMF_CODE_4M.fd"
+	ovmfVars    = "/usr/share/OVMF/OVMF_VARS_4M.fd"
+	ipxeQemuROM = "/usr/lib/ipxe/qemu/efi-virtio.rom" // qemu's default virtio-net ROM (BIOS iPXE)
+	ipxeDir     = "/usr/lib/ipxe"                     // undionly.kpxe, snponly.efi for castiron
 )
 
 // unavailable skips the test, or fails it under CI=true, where a missing

@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -37,12 +36,9 @@ func TestInspectBIOS(t *testing.T) {
 
 // TestInspectBIOSPortless inspects a node that has no ports: the agent
 // cannot tell its BMC address in qemu, so castiron must take the only node
-// in inspect wait for the unknown MAC and create the port itself. Enabled
-// with E2E_PORTLESS=1 until castiron has that fallback.
+// in inspect wait for the unknown MAC and create the port itself (DHCP
+// answers unknown MACs while such an inspection runs).
 func TestInspectBIOSPortless(t *testing.T) {
-	if os.Getenv("E2E_PORTLESS") != "1" {
-		t.Skip("portless inspection needs castiron's 'only node in inspect wait' fallback; enable with E2E_PORTLESS=1")
-	}
 	inspectToManageable(t, inspectCase{
 		label:    "inspect_bios_portless",
 		opts:     LabOptions{Boot: "bios", MemMB: 1024, CPUs: 1, Disks: []DiskSpec{{SizeGiB: 5, Serial: "E2EROOT0"}}},
@@ -61,6 +57,7 @@ func TestInspectUEFI(t *testing.T) {
 }
 
 func inspectToManageable(t *testing.T, tc inspectCase) {
+	ramdiskDir(t) // skip before building anything when there is no ramdisk
 	l := NewLab(t, tc.opts)
 	c := StartCastiron(t, l, CastironOptions{})
 	node := c.EnrollIPMINode(t, l, strings.ReplaceAll(tc.label, "_", "-"), tc.withPort)
@@ -190,6 +187,7 @@ func checkInventory(ctx context.Context, t *testing.T, c *Castiron, nodeUUID str
 // TestInspectAbort aborts an inspection while the VM network-boots: the node
 // fails inspection at once, the VM is powered off, and the history says why.
 func TestInspectAbort(t *testing.T) {
+	ramdiskDir(t)
 	l := NewLab(t, LabOptions{Boot: "bios", MemMB: 1024, CPUs: 1})
 	c := StartCastiron(t, l, CastironOptions{})
 	node := c.EnrollIPMINode(t, l, "inspect-abort", true)

@@ -70,6 +70,9 @@ func (o *LabOptions) defaults() error {
 	if o.NICs == 0 {
 		o.NICs = 1
 	}
+	if o.NICs < 1 || o.NICs > 16 {
+		return fmt.Errorf("NICs %d: want 1-16", o.NICs)
+	}
 	return nil
 }
 
@@ -122,6 +125,7 @@ func NewLab(t testing.TB, opts LabOptions) *Lab {
 	if err := opts.defaults(); err != nil {
 		t.Fatalf("NewLab: %v", err)
 	}
+	chassisScript := testdataPath(t, "bmc-chassis.sh")
 	// Short directory: the console's unix socket path must stay < 108 bytes.
 	dir, err := os.MkdirTemp("", "e2e-")
 	if err != nil {
@@ -136,7 +140,7 @@ func NewLab(t testing.TB, opts LabOptions) *Lab {
 		VMName:        "e2evm-" + suffix,
 		t:             t,
 		envPath:       filepath.Join(dir, "lab.env"),
-		chassisScript: testdataPath(t, "bmc-chassis.sh"),
+		chassisScript: chassisScript,
 		bootdevPath:   filepath.Join(dir, "bmc-bootdev"),
 		pidPath:       filepath.Join(dir, "vm.pid"),
 		eventsPath:    filepath.Join(dir, "vm-events.log"),
@@ -186,7 +190,6 @@ func (l *Lab) setup(ctx context.Context) error {
 		return err
 	}
 
-	ns := l.NS
 	cmds := []string{
 		"link set lo up",
 		fmt.Sprintf("link add %s type bridge stp_state 0 forward_delay 0", Bridge),
@@ -387,8 +390,8 @@ func (l *Lab) teardown() {
 				errs = append(errs, err)
 			}
 		}
-		if failed && os.Getenv("E2E_KEEP") == "1" {
-			l.t.Logf("E2E_KEEP=1: run directory kept: %s", l.Dir)
+		if keep := os.Getenv("E2E_KEEP"); keep == "always" || (failed && keep == "1") {
+			l.t.Logf("E2E_KEEP=%s: run directory kept: %s", keep, l.Dir)
 		} else if err := os.RemoveAll(l.Dir); err != nil {
 			errs = append(errs, err)
 		}
@@ -403,8 +406,10 @@ func (l *Lab) teardown() {
 func (l *Lab) dumpLogs() {
 	l.t.Logf("---- serial console (last 60 lines) %s ----\n%s", l.consolePath, tailFile(l.consolePath, 60))
 	l.t.Logf("---- BMC/VM events ----\n%s", tailFile(l.eventsPath, 30))
-	if s := tailFile(filepath.Join(l.Dir, "vm-launch.log"), 20); s != "" {
-		l.t.Logf("---- qemu launch output ----\n%s", s)
+	for _, f := range []string{"vm-launch.log", "ipmi_sim.log"} {
+		if s := tailFile(filepath.Join(l.Dir, f), 20); s != "" {
+			l.t.Logf("---- %s ----\n%s", f, s)
+		}
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -177,16 +177,17 @@ func noSteps(t *testing.T) StepRunner {
 // inspection callback path.
 func (c *castiron) config(t *testing.T, inspection bool, m *machine, s *sleeps) Config {
 	cfg := Config{
-		API:          apiclient.New(c.srv.URL, "castiron-agent/test"),
-		BootIF:       "01-52-54-00-12-34-56",
-		Inventory:    testInventory(),
-		Steps:        noSteps(t),
-		Machine:      m,
-		AgentVersion: "castiron-agent/test",
-		Backoff:      apiclient.Backoff{Base: 8 * time.Millisecond, Max: 40 * time.Millisecond},
-		Sleep:        s.sleep,
-		MinHeartbeat: time.Millisecond,
-		StopTimeout:  5 * time.Second,
+		API:               apiclient.New(c.srv.URL, "castiron-agent/test"),
+		BootIF:            "01-52-54-00-12-34-56",
+		Inventory:         testInventory(),
+		Steps:             noSteps(t),
+		Machine:           m,
+		AgentVersion:      "castiron-agent/test",
+		Backoff:           apiclient.Backoff{Base: 8 * time.Millisecond, Max: 40 * time.Millisecond},
+		Sleep:             s.sleep,
+		MinHeartbeat:      time.Millisecond,
+		HeartbeatInterval: 5 * time.Millisecond,
+		StopTimeout:       5 * time.Second,
 	}
 	if inspection {
 		cfg.InspectionURL = c.srv.URL + "/v1/continue_inspection"

@@ -14,8 +14,9 @@ import (
 // that same step: that is castiron's acknowledgement.
 func (l *loop) heartbeat(ctx context.Context, node, token string) error {
 	var (
-		run      *stepRun // the current step, running or finished
-		interval = DefaultHeartbeatInterval
+		run      *stepRun                // the current step, running or finished
+		finished = map[string]*stepRun{} // acknowledged steps, by ID
+		interval = l.cfg.HeartbeatInterval
 		refused  int // heartbeats refused in a row
 		failures int // transient failures in a row
 	)
@@ -49,12 +50,13 @@ func (l *loop) heartbeat(ctx context.Context, node, token string) error {
 			wait = interval
 			if final && !(in.Command == protocol.CmdRunStep && in.Step != nil && in.Step.ID == run.step.ID) {
 				l.log.Debug("step report acknowledged", "step", run.step.ID)
+				finished[run.step.ID] = run
 				run = nil
 			}
 			switch in.Command {
 			case protocol.CmdWait:
 			case protocol.CmdRunStep:
-				run = l.runStep(ctx, run, in.Step)
+				run = l.runStep(ctx, run, in.Step, finished)
 			case protocol.CmdAbort:
 				return l.finish(run, protocol.CmdPowerOff, reasonOr(in.Reason, "aborted by castiron"))
 			case protocol.CmdPowerOff, protocol.CmdReboot:
@@ -72,14 +74,19 @@ func (l *loop) heartbeat(ctx context.Context, node, token string) error {
 	}
 }
 
-// runStep starts step unless it is the one already running or reported.
-func (l *loop) runStep(ctx context.Context, run *stepRun, step *protocol.Step) *stepRun {
+// runStep starts step unless it is the one already running or reported. A
+// step that already ran is never run twice (a second write_image or erase
+// could do harm): its outcome is reported again instead.
+func (l *loop) runStep(ctx context.Context, run *stepRun, step *protocol.Step, finished map[string]*stepRun) *stepRun {
 	switch {
 	case step == nil:
 		l.log.Warn("run_step without a step, waiting")
 		return run
 	case run != nil && run.step.ID == step.ID:
 		return run // already running, or its result not yet acknowledged
+	case run == nil && finished[step.ID] != nil:
+		l.log.Warn("asked again for a finished step; reporting its outcome again", "step", step.ID)
+		return finished[step.ID]
 	case run != nil:
 		// castiron must abort a step before giving another one.
 		l.log.Warn("asked for a step while another is running; still reporting it", "running", run.step.ID, "asked", step.ID)
@@ -109,7 +116,7 @@ func (l *loop) wait(ctx context.Context, d time.Duration, run *stepRun) error {
 
 func (l *loop) interval(seconds float64) time.Duration {
 	if seconds <= 0 {
-		return DefaultHeartbeatInterval
+		return l.cfg.HeartbeatInterval
 	}
 	return max(time.Duration(seconds*float64(time.Second)), l.cfg.MinHeartbeat)
 }

@@ -70,6 +70,9 @@ type Config struct {
 	Backoff apiclient.Backoff
 	// Sleep waits between retries; nil uses apiclient.Sleep. Tests record.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// HeartbeatInterval is used until the server names one, and when its
+	// answer has none (stock Ironic's empty 202).
+	HeartbeatInterval time.Duration
 	// MinHeartbeat is the floor of the server's heartbeat_interval.
 	MinHeartbeat time.Duration
 	// TokenRetry is how often lookup is retried while the agent token is
@@ -132,6 +135,9 @@ func newLoop(cfg Config) *loop {
 	}
 	if cfg.Sleep == nil {
 		cfg.Sleep = apiclient.Sleep
+	}
+	if cfg.HeartbeatInterval <= 0 {
+		cfg.HeartbeatInterval = DefaultHeartbeatInterval
 	}
 	if cfg.MinHeartbeat <= 0 {
 		cfg.MinHeartbeat = DefaultMinHeartbeat

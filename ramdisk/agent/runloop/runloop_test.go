@@ -276,7 +276,7 @@ func (f machineFunc) Reboot() error   { f("reboot"); return nil }
 func TestHeartbeatRefused(t *testing.T) {
 	c := newCastiron(t)
 	c.lookup = func(n int, q url.Values) (int, any) { return 200, lookupAnswer("tok") }
-	answers := []int{409, 500, 404, 401, 403}
+	answers := []int{409, 500, 404, 401}
 	c.heartbeat = func(n int, hb protocol.Heartbeat) (int, any) {
 		if n < len(answers) {
 			return answers[n], `{"error_message":"no"}`
@@ -291,8 +291,8 @@ func TestHeartbeatRefused(t *testing.T) {
 	if got := m.done(); !reflect.DeepEqual(got, []string{"power_off"}) {
 		t.Errorf("machine actions %v", got)
 	}
-	if n := c.callCount("heartbeat"); n != 5 {
-		t.Errorf("%d heartbeats, want 5 (refused counter reset by nothing but success)", n)
+	if n := c.callCount("heartbeat"); n != 4 {
+		t.Errorf("%d heartbeats, want 4 (409, 500, 404, 401: a 500 does not reset the count)", n)
 	}
 }
 
@@ -322,7 +322,6 @@ func TestStockIronicAndLookupRetries(t *testing.T) {
 	m, s := &machine{}, &sleeps{}
 	cfg := c.config(t, false, m, s)
 	cfg.TokenRetry = 123 * time.Millisecond
-	cfg.MinHeartbeat = 0 // empty answers use the default 5 s interval; the test cancels first
 	done := make(chan error, 1)
 	go func() { done <- Run(ctx, cfg) }()
 	select {
@@ -338,5 +337,45 @@ func TestStockIronicAndLookupRetries(t *testing.T) {
 	}
 	if len(s.d) != 2 || s.d[1] != 123*time.Millisecond {
 		t.Errorf("lookup waits %v, want a backoff then the token retry", s.d)
+	}
+}
+
+// A step is never run twice: asked again after its outcome was
+// acknowledged, the agent reports the outcome again.
+func TestFinishedStepNotRerun(t *testing.T) {
+	step := &protocol.Step{ID: "w-1", Interface: "deploy", Name: protocol.StepWriteImage}
+	c := newCastiron(t)
+	c.lookup = func(n int, q url.Values) (int, any) { return 200, lookupAnswer("tok") }
+	var mu sync.Mutex
+	acked, reReported := false, false
+	c.heartbeat = func(n int, hb protocol.Heartbeat) (int, any) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case hb.Step == nil && !acked:
+			return 202, instruction(protocol.CmdRunStep, step)
+		case hb.Step != nil && hb.Step.Status == protocol.StepSucceeded && !acked:
+			acked = true
+			return 202, instruction(protocol.CmdWait, nil)
+		case hb.Step == nil && acked:
+			return 202, instruction(protocol.CmdRunStep, step) // a stale repeat
+		case hb.Step != nil && hb.Step.Status == protocol.StepSucceeded && acked:
+			reReported = true
+			return 202, instruction(protocol.CmdPowerOff, nil)
+		}
+		return 202, instruction(protocol.CmdWait, nil)
+	}
+	m := &machine{}
+	cfg := c.config(t, false, m, &sleeps{})
+	var starts int
+	cfg.Steps = func(ctx context.Context, s protocol.Step, inv *protocol.Inventory, progress func(protocol.Progress)) (map[string]any, error) {
+		starts++
+		return map[string]any{"n": starts}, nil
+	}
+	if err := run(t, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if starts != 1 || !reReported {
+		t.Errorf("step started %d times, outcome re-reported: %v", starts, reReported)
 	}
 }

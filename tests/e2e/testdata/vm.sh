@@ -5,6 +5,7 @@
 # /work/shared/lab/vm.sh). The boot device is the one the BMC stored ($E2E_BOOTDEV_FILE):
 #   pxe (also none/cdrom/bios: we have neither)  -> first NIC bootindex 1, disks after it
 #   default (IPMI "force boot from hard drive")   -> disks only
+#   disks with an MBR boot signature get the lower boot indexes (see below)
 # Settings (all from ENVFILE, written by tests/e2e/lab_test.go):
 #   E2E_VM_NAME E2E_BOOT=bios|uefi E2E_ACCEL E2E_MEM E2E_CPUS E2E_UUID E2E_SERIAL
 #   E2E_NICS="tap0=52:54:00:..:..:.. tap1=..."  E2E_DISKS="/path/disk0.raw=SERIAL0 ..."
@@ -54,12 +55,21 @@ for nic in $E2E_NICS; do
          -device "virtio-net-pci,netdev=net$i,mac=$mac$extra$nicrom")
   i=$((i + 1))
 done
+# SeaBIOS boots only the first disk in the boot order ("Boot failed: not a bootable disk" and no
+# fallback to the next one), where a server BIOS tries each disk in turn. So disks with an MBR boot
+# signature (0x55 0xAA at byte 510) come first: an image deployed to the second disk (root device
+# hints) then boots like on real hardware. Disk order and serials are unchanged.
+bootable() { [ "$(od -An -tx1 -j510 -N2 "$1" 2>/dev/null | tr -d ' \n')" = 55aa ]; }
+nboot=0
+for disk in $E2E_DISKS; do bootable "${disk%%=*}" && nboot=$((nboot + 1)); done
+other=$((bi + nboot))                   # next index for a disk without a boot signature
 i=0
 for disk in $E2E_DISKS; do
   path=${disk%%=*} serial=${disk#*=}
+  if bootable "$path"; then idx=$bi bi=$((bi + 1)); else idx=$other other=$((other + 1)); fi
   args+=(-drive "file=$path,if=none,id=disk$i,format=raw,cache=unsafe"
-         -device "virtio-blk-pci,drive=disk$i,serial=$serial,bootindex=$bi")
-  bi=$((bi + 1)) i=$((i + 1))
+         -device "virtio-blk-pci,drive=disk$i,serial=$serial,bootindex=$idx")
+  i=$((i + 1))
 done
 
 echo "$bootdev" > "$E2E_RUN/vm-bootdev-at-start"

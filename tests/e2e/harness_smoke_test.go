@@ -18,6 +18,52 @@ func TestLabSmokeBIOS(t *testing.T) { labSmoke(t, "bios") }
 
 func TestLabSmokeUEFI(t *testing.T) { labSmoke(t, "uefi") }
 
+// TestLabSmokeCastironNoPXE drives the lab through castiron without its PXE
+// server: the API is reached through the namespace dialer, castiron's ipmi
+// driver talks to the lab's BMC (manage), inspect sets boot device PXE and
+// powers the VM on (its firmware DHCPs into the void), abort fails the
+// inspection and powers the VM off.
+func TestLabSmokeCastironNoPXE(t *testing.T) {
+	l := NewLab(t, LabOptions{Boot: "bios", MemMB: 512})
+	c := StartCastiron(t, l, CastironOptions{NoPXE: true})
+	node := c.EnrollIPMINode(t, l, "smoke", true)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	start := time.Now()
+	if err := c.SetProvisionState(ctx, node.UUID, "inspect"); err != nil {
+		t.Fatalf("inspect: %v", err)
+	}
+	if _, err := c.WaitProvisionState(ctx, node.UUID, "inspect wait", 30*time.Second); err != nil {
+		t.Fatalf("inspect: %v", err)
+	}
+	if err := l.WaitQEMU(ctx, true); err != nil {
+		t.Fatalf("inspect wait, but: %v", err)
+	}
+	if got := l.BootDevice(); got != "pxe" {
+		t.Errorf("castiron left boot device %q, want pxe", got)
+	}
+	if err := waitConsole(ctx, l, start, 30*time.Second, markFirstDHCP...); err != nil {
+		t.Fatalf("VM firmware: %v", err)
+	}
+	dhcp := time.Now()
+	if err := c.SetProvisionState(ctx, node.UUID, "abort"); err != nil {
+		t.Fatalf("abort: %v", err)
+	}
+	n, err := c.WaitProvisionState(ctx, node.UUID, "inspect failed", 10*time.Second)
+	if err != nil {
+		t.Fatalf("abort: %v", err)
+	}
+	t.Logf("inspect failed: %s", n.LastErr())
+	offCtx, offCancel := context.WithTimeout(ctx, 30*time.Second)
+	defer offCancel()
+	if err := l.WaitQEMU(offCtx, false); err != nil {
+		t.Fatalf("after abort: %v", err)
+	}
+	t.Logf("E2E-TIMING smoke_castiron_nopxe inspect_to_dhcp=%.2fs abort_to_off=%.2fs",
+		dhcp.Sub(start).Seconds(), time.Since(dhcp).Seconds())
+}
+
 func labSmoke(t *testing.T, bootMode string) {
 	requireLab(t, "tcpdump")
 	testStart := time.Now()

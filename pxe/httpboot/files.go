@@ -1,0 +1,105 @@
+package httpboot
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"castiron/pxe/boot"
+)
+
+// serveFile sends the kernel or initramfs with http.ServeContent (Range,
+// If-Modified-Since, HEAD) and records what was sent once the response is
+// done. The file is opened per request so `make ramdisk` takes effect at
+// once; an open file keeps serving the old bytes if it is replaced mid-way.
+func (h *Handler) serveFile(w http.ResponseWriter, r *http.Request, path, kind string) {
+	what := filepath.Base(path)
+	if path == "" {
+		textError(w, http.StatusServiceUnavailable, "castiron: %s path not configured", kindName(kind))
+		return
+	}
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		h.log.Warn("boot file missing", "path", path)
+		textError(w, http.StatusServiceUnavailable, "castiron: ramdisk not built: run make ramdisk (%s missing)", what)
+		return
+	}
+	if err != nil {
+		h.log.Error("boot file unreadable", "path", path, "err", err)
+		textError(w, http.StatusInternalServerError, "castiron: cannot read %s", what)
+		return
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		textError(w, http.StatusServiceUnavailable, "castiron: %s is not a regular file", what)
+		return
+	}
+
+	start := time.Now()
+	cw := &countingWriter{ResponseWriter: w, status: http.StatusOK}
+	http.ServeContent(cw, r, what, st.ModTime(), f)
+	if r.Method == http.MethodHead {
+		return
+	}
+
+	mac := ""
+	if m, ok := parseMAC(r.URL.Query().Get("mac")); ok {
+		mac = m.String()
+	}
+	detail := fmt.Sprintf("status=%d bytes=%d size=%d duration=%s", cw.status, cw.n, st.Size(), time.Since(start).Round(time.Millisecond))
+	if rng := r.Header.Get("Range"); rng != "" {
+		detail += " range=" + truncate(rng, 40)
+	}
+	if want := cw.Header().Get("Content-Length"); cw.status < 300 && want != fmt.Sprint(cw.n) {
+		detail += " incomplete"
+	}
+	h.rec.Record(r.Context(), boot.Event{MAC: mac, Kind: kind, Detail: detail})
+	h.log.Info("boot file served", "file", what, "mac", mac, "status", cw.status, "bytes", cw.n, "duration", time.Since(start), "client", r.RemoteAddr)
+}
+
+func kindName(kind string) string {
+	if kind == boot.HTTPKernel {
+		return "kernel"
+	}
+	return "initramfs"
+}
+
+// countingWriter counts body bytes and keeps the status. It passes
+// ReadFrom through so net/http can still use sendfile for the file.
+type countingWriter struct {
+	http.ResponseWriter
+	status int
+	n      int64
+}
+
+func (c *countingWriter) WriteHeader(code int) {
+	c.status = code
+	c.ResponseWriter.WriteHeader(code)
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.ResponseWriter.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+func (c *countingWriter) ReadFrom(src io.Reader) (int64, error) {
+	var n int64
+	var err error
+	if rf, ok := c.ResponseWriter.(io.ReaderFrom); ok {
+		n, err = rf.ReadFrom(src)
+	} else {
+		n, err = io.Copy(c.ResponseWriter, src)
+	}
+	c.n += n
+	return n, err
+}
+
+// Unwrap lets http.ResponseController reach the real writer.
+func (c *countingWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }

@@ -1,0 +1,150 @@
+// Package httpboot serves the HTTP half of a network boot under /boot/ on
+// the API port: the per-node iPXE script (only for machines engine's Gate
+// allows) and the agent's kernel and initramfs.
+//
+//	GET /boot/ipxe?mac=aa:bb:cc:dd:ee:ff   iPXE script (also /boot/ipxe/{mac})
+//	GET /boot/vmlinuz?mac=...              kernel (Range, HEAD)
+//	GET /boot/initramfs?mac=...            initramfs (Range, HEAD)
+package httpboot
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"castiron/pxe/boot"
+)
+
+// Config configures a Handler.
+type Config struct {
+	// PublicURL is the API's URL as nodes reach it, e.g.
+	// "http://10.0.0.1:6385". Empty: taken from each request's Host.
+	PublicURL string
+	// KernelPath and InitramfsPath are the agent ramdisk's files; opened
+	// per request, so a rebuilt ramdisk is served without a restart.
+	KernelPath, InitramfsPath string
+	// ExtraKernelArgs are appended to the kernel command line.
+	ExtraKernelArgs []string
+	// Gate decides who gets a script; nil refuses everyone.
+	Gate boot.Gate
+	// Recorder gets http_* timeline events; nil keeps nothing.
+	Recorder boot.Recorder
+	// Logger; nil uses slog.Default().
+	Logger *slog.Logger
+}
+
+// Handler is the /boot/ http.Handler.
+type Handler struct {
+	cfg Config
+	mux *http.ServeMux
+	rec boot.Recorder
+	log *slog.Logger
+	// Script retry loop; constants except in tests.
+	attempts, retrySecs int
+}
+
+// New makes the handler; mount it at "/boot/".
+func New(cfg Config) *Handler {
+	cfg.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
+	h := &Handler{
+		cfg: cfg, mux: http.NewServeMux(), rec: cfg.Recorder, log: cfg.Logger,
+		attempts: defaultAttempts, retrySecs: defaultRetrySeconds,
+	}
+	if h.rec == nil {
+		h.rec = boot.Discard{}
+	}
+	if h.log == nil {
+		h.log = slog.Default()
+	}
+	if cfg.Gate == nil {
+		h.log.Warn("httpboot: no gate configured, refusing every boot script")
+	}
+	// GET patterns answer HEAD too.
+	h.mux.HandleFunc("GET /boot/ipxe", h.serveScript)
+	h.mux.HandleFunc("GET /boot/ipxe/{mac}", h.serveScript)
+	h.mux.HandleFunc("GET /boot/vmlinuz", func(w http.ResponseWriter, r *http.Request) {
+		h.serveFile(w, r, cfg.KernelPath, boot.HTTPKernel)
+	})
+	h.mux.HandleFunc("GET /boot/initramfs", func(w http.ResponseWriter, r *http.Request) {
+		h.serveFile(w, r, cfg.InitramfsPath, boot.HTTPInitramfs)
+	})
+	return h
+}
+
+// ServeHTTP implements http.Handler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.mux.ServeHTTP(w, r)
+}
+
+// serveScript answers iPXE's request for its script. Every refusal is a
+// short plain-text body so whoever reads the node's console or the HTTP log
+// sees why; iPXE treats any non-2xx as a failed boot attempt.
+func (h *Handler) serveScript(w http.ResponseWriter, r *http.Request) {
+	raw := r.PathValue("mac")
+	if raw == "" {
+		raw = r.URL.Query().Get("mac")
+	}
+	mac, ok := parseMAC(raw)
+	if !ok {
+		textError(w, http.StatusBadRequest, "castiron: boot script needs ?mac=aa:bb:cc:dd:ee:ff (got %q)", truncate(raw, 40))
+		return
+	}
+	ev := boot.Event{MAC: mac.String(), Kind: boot.HTTPScript}
+	var decision boot.Decision
+	allowed := false
+	if h.cfg.Gate != nil {
+		decision, allowed = h.cfg.Gate.Allow(r.Context(), mac)
+	}
+	if !allowed {
+		ev.Detail = "refused: not allowed to network-boot"
+		h.rec.Record(r.Context(), ev)
+		h.log.Info("boot script refused", "mac", ev.MAC, "client", r.RemoteAddr)
+		textError(w, http.StatusNotFound, "castiron: no network boot for %s: not enrolled, or not in a state that boots", ev.MAC)
+		return
+	}
+	script := renderScript(scriptParams{
+		BaseURL:   h.publicURL(r),
+		MAC:       mac,
+		Decision:  decision,
+		ExtraArgs: h.cfg.ExtraKernelArgs,
+		Attempts:  h.attempts,
+		RetrySecs: h.retrySecs,
+	})
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	if _, err := w.Write([]byte(script)); err != nil {
+		h.log.Info("boot script write failed", "mac", ev.MAC, "err", err)
+	}
+	ev.NodeUUID = decision.NodeUUID
+	ev.Detail = "purpose=" + decision.Purpose
+	h.rec.Record(r.Context(), ev)
+	h.log.Info("boot script served", "mac", ev.MAC, "node", decision.NodeUUID, "purpose", decision.Purpose, "client", r.RemoteAddr)
+}
+
+// publicURL is the configured URL or, without one, the URL the node used.
+func (h *Handler) publicURL(r *http.Request) string {
+	if h.cfg.PublicURL != "" {
+		return h.cfg.PublicURL
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}
+
+func textError(w http.ResponseWriter, code int, format string, a ...any) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	fmt.Fprintf(w, format+"\n", a...)
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
+}

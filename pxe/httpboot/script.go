@@ -1,0 +1,95 @@
+package httpboot
+
+import (
+	"fmt"
+	"net"
+	"strings"
+
+	"castiron/pxe/boot"
+	"castiron/ramdisk/protocol"
+)
+
+// How often the script tries to load kernel and initramfs before giving up,
+// and how long it waits between tries (a ramdisk being rebuilt, a busy
+// server). Worst case a node spends ~attempts×delay here before it powers
+// off and engine's deadline takes over.
+const (
+	defaultAttempts     = 5
+	defaultRetrySeconds = 5
+)
+
+// Names iPXE gives the loaded images. initrd=<name> on the kernel command
+// line must match the initrd's name: UEFI iPXE hands the EFI-stub kernel
+// only the initrds named there (lab NOTES gotcha 12).
+const (
+	kernelImageName = "vmlinuz"
+	initrdImageName = "initramfs"
+)
+
+// scriptParams is what one node's script depends on.
+type scriptParams struct {
+	BaseURL   string // public URL of the API, no trailing slash
+	MAC       net.HardwareAddr
+	Decision  boot.Decision
+	ExtraArgs []string
+	Attempts  int
+	RetrySecs int
+}
+
+// kernelArgs is the kernel command line, in iPXE syntax (${...} is
+// expanded by iPXE on the node).
+func kernelArgs(p scriptParams) []string {
+	args := []string{
+		"initrd=" + initrdImageName,
+		// The last console= becomes /dev/console, where the agent logs:
+		// the serial port, which is what a BMC's SOL and the lab capture.
+		"console=tty0",
+		"console=ttyS0,115200",
+		protocol.ParamAPIURL + "=" + p.BaseURL,
+		// netX is the interface iPXE booted from; hexhyp gives aa-bb-...
+		protocol.ParamBootIF + "=01-${netX/mac:hexhyp}",
+	}
+	if p.Decision.NodeUUID != "" {
+		args = append(args, protocol.ParamNodeUUID+"="+p.Decision.NodeUUID)
+	}
+	// The agent inspects exactly when this parameter is present.
+	if p.Decision.Purpose == "inspect" {
+		args = append(args, protocol.ParamInspectionURL+"="+p.BaseURL+"/v1/continue_inspection")
+	}
+	return append(args, p.ExtraArgs...)
+}
+
+// renderScript writes the iPXE script. The retry counter is a string that
+// grows by one dot per try, because the `inc` command is missing from
+// older iPXE builds (Debian's 2019 ROMs) while set/iseq are everywhere.
+// Images are freed before each try so a half-loaded kernel does not linger.
+func renderScript(p scriptParams) string {
+	mac := p.MAC.String()
+	query := "?mac=" + mac
+	node := p.Decision.NodeUUID
+	if node == "" {
+		node = "(unknown)"
+	}
+	var b strings.Builder
+	line := func(format string, a ...any) { fmt.Fprintf(&b, format+"\n", a...) }
+	line("#!ipxe")
+	line("# castiron %s boot of node %s, MAC %s", p.Decision.Purpose, node, mac)
+	line("echo castiron: %s boot of node %s", p.Decision.Purpose, node)
+	line("clear castiron-try ||")
+	line(":retry")
+	line("iseq x${castiron-try} x%s && goto giveup ||", strings.Repeat(".", p.Attempts))
+	line("set castiron-try ${castiron-try}.")
+	line("imgfree ||")
+	line("kernel --name %s %s/boot/vmlinuz%s %s || goto failed", kernelImageName, p.BaseURL, query, strings.Join(kernelArgs(p), " "))
+	line("initrd --name %s %s/boot/initramfs%s || goto failed", initrdImageName, p.BaseURL, query)
+	line("boot || goto failed")
+	line(":failed")
+	line("echo castiron: loading kernel/initramfs failed (try ${castiron-try}), again in %d s", p.RetrySecs)
+	line("sleep %d ||", p.RetrySecs)
+	line("goto retry")
+	line(":giveup")
+	line("echo castiron: giving up after %d tries", p.Attempts)
+	// poweroff is not built into every iPXE; exit hands back to firmware.
+	line("poweroff || exit 1")
+	return b.String()
+}

@@ -1,0 +1,226 @@
+// Package tftp is castiron's read-only TFTP server. It hands PXE firmware
+// the iPXE binaries and nothing else: an exact allow-list of basenames,
+// every other name (paths, traversal, pxelinux's config probes) answered
+// "file not found" at once, writes refused.
+//
+// Options (RFC 2347): blksize (RFC 2348, clamped to the interface MTU) and
+// tsize (RFC 2349) are negotiated by github.com/pin/tftp/v3. windowsize
+// (RFC 7440, asked for by EDK2) is left out of the OACK, which the RFC
+// defines as "refused": the client falls back to one block per ACK.
+package tftp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"os"
+	"time"
+
+	pintftp "github.com/pin/tftp/v3"
+
+	"castiron/pxe/boot"
+)
+
+// Defaults for Config.Timeout and Config.Retries. EDK2 opens a transfer
+// only to learn the file size and abandons it after the OACK; each such
+// transfer holds a socket and a goroutine until the server gives up, which
+// these make ~4 s instead of pin/tftp's ~30 s. One second per round trip is
+// still generous on a provisioning LAN.
+const (
+	DefaultTimeout = time.Second
+	DefaultRetries = 3
+)
+
+// Config configures a Server.
+type Config struct {
+	// Addr is the UDP address to listen on, e.g. "10.0.0.1:69".
+	Addr string
+	// Dir holds the files; default DefaultDir. Ignored when FS is set.
+	Dir string
+	// FS, when set, is served instead of Dir (e.g. binaries embedded at
+	// build time).
+	FS fs.FS
+	// Files is the allow-list of plain basenames; default DefaultFiles.
+	Files []string
+	// Recorder gets tftp_served / tftp_refused events; nil keeps nothing.
+	Recorder boot.Recorder
+	// MACForIP names the machine behind a client address (TFTP itself
+	// carries no MAC); the DHCP server knows its leases. Nil: MAC "".
+	MACForIP func(net.IP) string
+	// Logger; nil uses slog.Default().
+	Logger *slog.Logger
+	// Timeout is how long to wait for each ACK before resending; Retries
+	// how many resends before giving a transfer up. See DefaultTimeout.
+	Timeout time.Duration
+	Retries int
+}
+
+// Server serves the allow-listed files read-only.
+type Server struct {
+	addr     string
+	files    fs.FS
+	allowed  allowList
+	rec      boot.Recorder
+	macForIP func(net.IP) string
+	log      *slog.Logger
+	timeout  time.Duration
+	retries  int
+}
+
+// New checks cfg and makes a Server; Run starts it.
+func New(cfg Config) (*Server, error) {
+	if cfg.Addr == "" {
+		return nil, errors.New("tftp: no listen address")
+	}
+	allowed, err := newAllowList(cfg.Files)
+	if err != nil {
+		return nil, err
+	}
+	files := cfg.FS
+	if files == nil {
+		dir := cfg.Dir
+		if dir == "" {
+			dir = DefaultDir
+		}
+		st, err := os.Stat(dir)
+		if err != nil {
+			return nil, fmt.Errorf("tftp: file directory: %w", err)
+		}
+		if !st.IsDir() {
+			return nil, fmt.Errorf("tftp: %s is not a directory", dir)
+		}
+		files = symlinkFS{dir: dir}
+	}
+	s := &Server{
+		addr:     cfg.Addr,
+		files:    files,
+		allowed:  allowed,
+		rec:      cfg.Recorder,
+		macForIP: cfg.MACForIP,
+		log:      cfg.Logger,
+		timeout:  cfg.Timeout,
+		retries:  cfg.Retries,
+	}
+	if s.rec == nil {
+		s.rec = boot.Discard{}
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.timeout <= 0 {
+		s.timeout = DefaultTimeout
+	}
+	if s.retries <= 0 {
+		s.retries = DefaultRetries
+	}
+	return s, nil
+}
+
+// Run serves until ctx ends, then waits for running transfers (each ends
+// within Timeout×(Retries+1)). A bind error is returned at once.
+func (s *Server) Run(ctx context.Context) error {
+	conn, err := net.ListenPacket("udp", s.addr)
+	if err != nil {
+		return fmt.Errorf("tftp: listen %s: %w", s.addr, err)
+	}
+	srv := pintftp.NewServer(
+		func(name string, rf io.ReaderFrom) error { return s.serveRead(ctx, name, rf) },
+		func(name string, wt io.WriterTo) error { return s.refuseWrite(ctx, name, wt) },
+	)
+	srv.SetTimeout(s.timeout)
+	srv.SetRetries(s.retries)
+	// The timeout already is the wait; pin's default adds up to 1 s more.
+	srv.SetBackoff(func(int) time.Duration { return 0 })
+
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(conn) }()
+	s.log.Info("tftp server listening", "addr", conn.LocalAddr().String(), "files", len(s.allowed))
+
+	select {
+	case <-ctx.Done():
+		srv.Shutdown() // closes conn, waits for transfers
+		<-served
+		return nil
+	case err := <-served:
+		conn.Close()
+		return fmt.Errorf("tftp: serve: %w", err)
+	}
+}
+
+// serveRead is pin/tftp's read handler: one call per RRQ, on its own
+// goroutine; returning an error makes pin send it as an ERROR packet.
+func (s *Server) serveRead(ctx context.Context, name string, rf io.ReaderFrom) error {
+	start := time.Now()
+	out, _ := rf.(pintftp.OutgoingTransfer)
+	var client net.IP
+	if out != nil {
+		addr := out.RemoteAddr()
+		client = addr.IP
+	}
+	if !s.allowed[name] {
+		s.refused(ctx, client, name, "not allowed")
+		return ErrNotFound
+	}
+	f, err := s.files.Open(name)
+	if err != nil {
+		s.refused(ctx, client, name, "missing")
+		s.log.Warn("tftp: allowed file not readable", "file", name, "err", err)
+		return ErrNotFound
+	}
+	defer f.Close()
+	// tsize from Stat works for any fs.FS, not only seekable files.
+	if st, err := f.Stat(); err == nil && out != nil {
+		out.SetSize(st.Size())
+	}
+	n, err := rf.ReadFrom(f)
+	took := time.Since(start)
+	ev := boot.Event{MAC: s.mac(client), Kind: boot.TFTPServed}
+	if err != nil {
+		// n == 0 after an OACK is EDK2's size query being abandoned.
+		ev.Detail = fmt.Sprintf("file=%s bytes=%d duration=%s incomplete: %v", name, n, took.Round(time.Millisecond), err)
+		s.log.Info("tftp transfer incomplete", "client", client.String(), "file", name, "bytes", n, "duration", took, "err", err)
+	} else {
+		ev.Detail = fmt.Sprintf("file=%s bytes=%d duration=%s", name, n, took.Round(time.Millisecond))
+		s.log.Info("tftp served", "client", client.String(), "file", name, "bytes", n, "duration", took)
+	}
+	s.rec.Record(ctx, ev)
+	return err
+}
+
+// refuseWrite answers every WRQ with an error (recorded, unlike pin's
+// built-in refusal for a nil write handler).
+func (s *Server) refuseWrite(ctx context.Context, name string, wt io.WriterTo) error {
+	var client net.IP
+	if in, ok := wt.(pintftp.IncomingTransfer); ok {
+		addr := in.RemoteAddr()
+		client = addr.IP
+	}
+	s.refused(ctx, client, name, "write")
+	return errWriteRefused
+}
+
+var errWriteRefused = errors.New("read-only server")
+
+func (s *Server) refused(ctx context.Context, client net.IP, name, why string) {
+	shown := name
+	if len(shown) > 64 {
+		shown = shown[:64] + "..."
+	}
+	s.log.Debug("tftp refused", "client", client.String(), "file", shown, "why", why)
+	s.rec.Record(ctx, boot.Event{
+		MAC:    s.mac(client),
+		Kind:   boot.TFTPRefused,
+		Detail: fmt.Sprintf("file=%q %s", shown, why),
+	})
+}
+
+func (s *Server) mac(ip net.IP) string {
+	if s.macForIP == nil || ip == nil {
+		return ""
+	}
+	return s.macForIP(ip)
+}

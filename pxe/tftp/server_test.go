@@ -1,0 +1,575 @@
+package tftp
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	pintftp "github.com/pin/tftp/v3"
+
+	"castiron/pxe/boot"
+)
+
+const testMAC = "52:54:00:20:20:01"
+
+// events collects timeline events for assertions.
+type events struct {
+	mu  sync.Mutex
+	evs []boot.Event
+}
+
+func (e *events) Record(_ context.Context, ev boot.Event) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.evs = append(e.evs, ev)
+}
+
+// waitFor returns the first event matching ok, polling until timeout.
+func (e *events) waitFor(t *testing.T, timeout time.Duration, ok func(boot.Event) bool) boot.Event {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		e.mu.Lock()
+		for _, ev := range e.evs {
+			if ok(ev) {
+				e.mu.Unlock()
+				return ev
+			}
+		}
+		e.mu.Unlock()
+		if time.Now().After(deadline) {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			t.Fatalf("no matching event within %s; have %+v", timeout, e.evs)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// testFiles writes a served directory: undionly.kpxe (the real one when the
+// ipxe package is installed), a 300 kB snponly.efi, and a file that exists
+// but is not allowed.
+func testFiles(t testing.TB) (dir string, files map[string][]byte) {
+	t.Helper()
+	dir = t.TempDir()
+	undi, err := os.ReadFile(filepath.Join(DefaultDir, "undionly.kpxe"))
+	if err != nil {
+		undi = randomBytes(t, 74213)
+	}
+	files = map[string][]byte{
+		"undionly.kpxe": undi,
+		"snponly.efi":   randomBytes(t, 300*1024+7),
+		"secret.txt":    []byte("not for tftp\n"),
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir, files
+}
+
+func randomBytes(t testing.TB, n int) []byte {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// freeUDPAddr picks a loopback port nobody uses right now.
+func freeUDPAddr(t testing.TB) string {
+	t.Helper()
+	c, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := c.LocalAddr().String()
+	c.Close()
+	return addr
+}
+
+// startServer runs a server on a random loopback port until the test ends.
+func startServer(t testing.TB, cfg Config) (addr string, rec *events) {
+	t.Helper()
+	rec = &events{}
+	cfg.Addr = freeUDPAddr(t)
+	cfg.Recorder = rec
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if cfg.MACForIP == nil {
+		cfg.MACForIP = func(ip net.IP) string {
+			if ip.Equal(net.IPv4(127, 0, 0, 1)) {
+				return testMAC
+			}
+			return ""
+		}
+	}
+	srv, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	waitListening(t, cfg.Addr)
+	return cfg.Addr, rec
+}
+
+// waitListening sends a harmless probe until the server answers it.
+func waitListening(t testing.TB, addr string) {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		c := client(t, addr)
+		c.SetTimeout(50 * time.Millisecond)
+		c.SetRetries(1)
+		_, err := c.Receive("startup-probe", "octet")
+		if err != nil && strings.Contains(err.Error(), "file not found") {
+			return
+		}
+	}
+	t.Fatalf("tftp server on %s did not come up", addr)
+}
+
+func client(t testing.TB, addr string) *pintftp.Client {
+	t.Helper()
+	c, err := pintftp.NewClient(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetTimeout(2 * time.Second)
+	c.SetRetries(3)
+	return c
+}
+
+// fetch downloads name with pin/tftp's client.
+func fetch(c *pintftp.Client, name string) (data []byte, tsize int64, err error) {
+	wt, err := c.Receive(name, "octet")
+	if err != nil {
+		return nil, 0, err
+	}
+	if in, ok := wt.(pintftp.IncomingTransfer); ok {
+		tsize, _ = in.Size()
+	}
+	var buf bytes.Buffer
+	if _, err := wt.WriteTo(&buf); err != nil {
+		return nil, tsize, err
+	}
+	return buf.Bytes(), tsize, nil
+}
+
+// requireTool skips without the tool, except in CI where it must exist.
+func requireTool(t *testing.T, name string) string {
+	t.Helper()
+	path, err := exec.LookPath(name)
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s not installed (required in CI)", name)
+		}
+		t.Skipf("%s not installed", name)
+	}
+	return path
+}
+
+func TestTFTPHPAClient(t *testing.T) {
+	tftpBin := requireTool(t, "tftp") // Debian tftp-hpa
+	dir, files := testFiles(t)
+	addr, rec := startServer(t, Config{Dir: dir})
+	host, port, _ := net.SplitHostPort(addr)
+
+	tests := []struct {
+		name    string
+		remote  string
+		wantErr bool
+	}{
+		{"allowed file", "undionly.kpxe", false},
+		{"traversal", "../../etc/passwd", true},
+		{"absolute path", "/etc/passwd", true},
+		{"pxelinux probe", "pxelinux.cfg/default", true},
+		{"present but not allowed", "secret.txt", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "out")
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, tftpBin, "-v", "-m", "binary", host, port, "-c", "get", tc.remote, out)
+			msg, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Logf("tftp exit: %v", err)
+			}
+			got, readErr := os.ReadFile(out)
+			if tc.wantErr {
+				if !strings.Contains(string(msg), "file not found") {
+					t.Fatalf("tftp-hpa output %q, want a file-not-found error", msg)
+				}
+				if readErr == nil && len(got) > 0 {
+					t.Fatalf("refused fetch wrote %d bytes", len(got))
+				}
+				return
+			}
+			if readErr != nil || !bytes.Equal(got, files[tc.remote]) {
+				t.Fatalf("fetched %d bytes (%v), want %d identical bytes; tftp said %q", len(got), readErr, len(files[tc.remote]), msg)
+			}
+			ev := rec.waitFor(t, 2*time.Second, func(ev boot.Event) bool { return ev.Kind == boot.TFTPServed })
+			want := fmt.Sprintf("file=undionly.kpxe bytes=%d ", len(files["undionly.kpxe"]))
+			if ev.MAC != testMAC || !strings.HasPrefix(ev.Detail, want) {
+				t.Fatalf("event %+v, want MAC %s and detail starting %q", ev, testMAC, want)
+			}
+		})
+	}
+
+	t.Run("write refused", func(t *testing.T) {
+		src := filepath.Join(t.TempDir(), "undionly.kpxe")
+		os.WriteFile(src, []byte("overwrite attempt"), 0o644)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, tftpBin, "-v", "-m", "binary", host, port, "-c", "put", src, "undionly.kpxe")
+		msg, _ := cmd.CombinedOutput()
+		if !strings.Contains(string(msg), "Error code") {
+			t.Fatalf("tftp-hpa put output %q, want an error from the server", msg)
+		}
+		if got, _ := os.ReadFile(filepath.Join(dir, "undionly.kpxe")); !bytes.Equal(got, files["undionly.kpxe"]) {
+			t.Fatal("served file changed")
+		}
+	})
+}
+
+func TestRefusedNames(t *testing.T) {
+	dir, _ := testFiles(t)
+	addr, rec := startServer(t, Config{Dir: dir})
+	names := []string{
+		"../../etc/passwd",
+		"/etc/passwd",
+		"pxelinux.cfg/default",
+		"pxelinux.cfg/01-52-54-00-20-20-01",
+		"ldlinux.c32",
+		"secret.txt",
+		"./undionly.kpxe",
+		"/undionly.kpxe",
+		"undionly.kpxe/../secret.txt",
+		"UNDIONLY.KPXE",
+		"ipxe-arm64.efi", // allowed, not on disk
+		strings.Repeat("A", 400),
+	}
+	for _, name := range names {
+		t.Run(name[:min(len(name), 40)], func(t *testing.T) {
+			c := client(t, addr)
+			start := time.Now()
+			_, _, err := fetch(c, name)
+			if err == nil || !strings.Contains(err.Error(), "file not found") {
+				t.Fatalf("fetch %q: err %v, want file not found", name, err)
+			}
+			t.Logf("refused in %s", time.Since(start))
+		})
+	}
+	rec.waitFor(t, time.Second, func(ev boot.Event) bool {
+		return ev.Kind == boot.TFTPRefused && ev.MAC == testMAC && strings.Contains(ev.Detail, `"pxelinux.cfg/default" not allowed`)
+	})
+	rec.waitFor(t, time.Second, func(ev boot.Event) bool {
+		return ev.Kind == boot.TFTPRefused && strings.Contains(ev.Detail, `"ipxe-arm64.efi" missing`)
+	})
+}
+
+func TestWriteRefused(t *testing.T) {
+	dir, files := testFiles(t)
+	addr, rec := startServer(t, Config{Dir: dir})
+	for _, name := range []string{"undionly.kpxe", "new.bin", "../escape"} {
+		c := client(t, addr)
+		rf, err := c.Send(name, "octet")
+		if err == nil {
+			_, err = rf.ReadFrom(strings.NewReader("payload"))
+		}
+		if err == nil {
+			t.Fatalf("write %q accepted", name)
+		}
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "undionly.kpxe")); !bytes.Equal(got, files["undionly.kpxe"]) {
+		t.Fatal("served file changed")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "new.bin")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("new.bin created: %v", err)
+	}
+	rec.waitFor(t, time.Second, func(ev boot.Event) bool {
+		return ev.Kind == boot.TFTPRefused && strings.Contains(ev.Detail, `"new.bin" write`)
+	})
+}
+
+func TestOptionNegotiation(t *testing.T) {
+	dir, files := testFiles(t)
+	addr, _ := startServer(t, Config{Dir: dir})
+	tests := []struct {
+		name    string
+		file    string
+		blksize int
+		tsize   bool
+	}{
+		{"plain 512", "undionly.kpxe", 0, false},
+		{"tsize only", "undionly.kpxe", 0, true},
+		{"blksize 1468 + tsize", "snponly.efi", 1468, true},
+		{"blksize 8192", "snponly.efi", 8192, false},
+		{"blksize 1408 (pxelinux)", "undionly.kpxe", 1408, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := client(t, addr)
+			if tc.blksize > 0 {
+				c.SetBlockSize(tc.blksize)
+			}
+			c.RequestTSize(tc.tsize)
+			got, tsize, err := fetch(c, tc.file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, files[tc.file]) {
+				t.Fatalf("got %d bytes, want %d identical", len(got), len(files[tc.file]))
+			}
+			if tc.tsize && tsize != int64(len(files[tc.file])) {
+				t.Fatalf("tsize %d, want %d", tsize, len(files[tc.file]))
+			}
+		})
+	}
+}
+
+func TestEmbeddedFS(t *testing.T) {
+	data := []byte("embedded ipxe binary\n")
+	addr, _ := startServer(t, Config{FS: fstest.MapFS{
+		"snponly.efi": {Data: data},
+		"secret.txt":  {Data: []byte("no")},
+	}})
+	c := client(t, addr)
+	c.RequestTSize(true)
+	got, tsize, err := fetch(c, "snponly.efi")
+	if err != nil || !bytes.Equal(got, data) || tsize != int64(len(data)) {
+		t.Fatalf("got %q tsize %d err %v", got, tsize, err)
+	}
+	if _, _, err := fetch(c, "secret.txt"); err == nil {
+		t.Fatal("non-allowed embedded file served")
+	}
+}
+
+// TestDebianDir serves straight from the ipxe package, whose ipxe.efi is a
+// symlink out of the directory (to /boot/ipxe.efi).
+func TestDebianDir(t *testing.T) {
+	if _, err := os.Stat(filepath.Join(DefaultDir, "undionly.kpxe")); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("Debian package ipxe not installed: %v", err)
+		}
+		t.Skipf("Debian package ipxe not installed: %v", err)
+	}
+	addr, _ := startServer(t, Config{}) // default Dir and Files
+	for _, name := range []string{"undionly.kpxe", "snponly.efi", "ipxe.efi"} {
+		want, err := os.ReadFile(filepath.Join(DefaultDir, name))
+		if err != nil {
+			t.Logf("%s: %v (skipped)", name, err)
+			continue
+		}
+		c := client(t, addr)
+		c.SetBlockSize(1468)
+		got, _, err := fetch(c, name)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("%s: %d bytes, err %v; want %d", name, len(got), err, len(want))
+		}
+	}
+}
+
+// TestEDK2TwoTransfers replays what OVMF's PXE client sends (lab NOTES
+// gotcha 9): an RRQ with tsize+blksize+windowsize whose OACK it abandons
+// with an ERROR, then the real download without tsize.
+func TestEDK2TwoTransfers(t *testing.T) {
+	dir, files := testFiles(t)
+	addr, rec := startServer(t, Config{Dir: dir})
+	want := files["snponly.efi"]
+
+	// 1: size query.
+	conn := udpConn(t)
+	server := mustResolve(t, addr)
+	sendRRQ(t, conn, server, "snponly.efi", "tsize", "0", "blksize", "1468", "windowsize", "4")
+	opts, tid := readOACK(t, conn)
+	if opts["tsize"] != strconv.Itoa(len(want)) || opts["blksize"] != "1468" || len(opts) != 2 {
+		t.Fatalf("OACK %v, want tsize=%d blksize=1468 and no windowsize", opts, len(want))
+	}
+	// EDK2 ends the query with an ERROR to the transfer port.
+	errPkt := append([]byte{0, 5, 0, 8}, append([]byte("User aborted the transfer"), 0)...)
+	if _, err := conn.WriteToUDP(errPkt, tid); err != nil {
+		t.Fatal(err)
+	}
+
+	// 2: the download, lock-step since windowsize was not acknowledged.
+	conn2 := udpConn(t)
+	sendRRQ(t, conn2, server, "snponly.efi", "blksize", "1468", "windowsize", "4")
+	opts, tid = readOACK(t, conn2)
+	if opts["blksize"] != "1468" || len(opts) != 1 {
+		t.Fatalf("OACK %v, want only blksize=1468", opts)
+	}
+	got := receiveBlocks(t, conn2, tid, 1468)
+	if !bytes.Equal(got, want) {
+		t.Fatalf("downloaded %d bytes, want %d identical", len(got), len(want))
+	}
+
+	rec.waitFor(t, 2*time.Second, func(ev boot.Event) bool {
+		return ev.Kind == boot.TFTPServed && strings.Contains(ev.Detail, "bytes=0") && strings.Contains(ev.Detail, "incomplete")
+	})
+	rec.waitFor(t, 2*time.Second, func(ev boot.Event) bool {
+		return ev.Kind == boot.TFTPServed && strings.HasPrefix(ev.Detail, fmt.Sprintf("file=snponly.efi bytes=%d duration=", len(want))) && !strings.Contains(ev.Detail, "incomplete")
+	})
+}
+
+// TestAbandonedTransferEnds: a client that never answers the OACK must not
+// hold the transfer for pin/tftp's default ~30 s.
+func TestAbandonedTransferEnds(t *testing.T) {
+	dir, _ := testFiles(t)
+	addr, rec := startServer(t, Config{Dir: dir, Timeout: 100 * time.Millisecond, Retries: 2})
+	conn := udpConn(t)
+	start := time.Now()
+	sendRRQ(t, conn, mustResolve(t, addr), "undionly.kpxe", "tsize", "0", "blksize", "1468")
+	readOACK(t, conn)
+	ev := rec.waitFor(t, 5*time.Second, func(ev boot.Event) bool {
+		return ev.Kind == boot.TFTPServed && strings.Contains(ev.Detail, "incomplete")
+	})
+	t.Logf("abandoned transfer given up after %s: %s", time.Since(start), ev.Detail)
+}
+
+func TestNewErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  Config
+	}{
+		{"no address", Config{Dir: t.TempDir()}},
+		{"missing dir", Config{Addr: "127.0.0.1:0", Dir: "/nonexistent/ipxe"}},
+		{"path in allow-list", Config{Addr: "127.0.0.1:0", Dir: t.TempDir(), Files: []string{"../etc/passwd"}}},
+		{"dot in allow-list", Config{Addr: "127.0.0.1:0", Dir: t.TempDir(), Files: []string{".."}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := New(tc.cfg); err == nil {
+				t.Fatal("New accepted a bad config")
+			}
+		})
+	}
+}
+
+func TestRunBindError(t *testing.T) {
+	busy, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	srv, err := New(Config{Addr: busy.LocalAddr().String(), Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Run(ctx); err == nil || ctx.Err() != nil {
+		t.Fatalf("Run on a busy port: %v (ctx %v), want an immediate bind error", err, ctx.Err())
+	}
+}
+
+// --- raw TFTP packets, for what pin/tftp's client cannot send ---
+
+func udpConn(t *testing.T) *net.UDPConn {
+	t.Helper()
+	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func mustResolve(t *testing.T, addr string) *net.UDPAddr {
+	a, err := net.ResolveUDPAddr("udp4", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func sendRRQ(t *testing.T, c *net.UDPConn, to *net.UDPAddr, name string, opts ...string) {
+	t.Helper()
+	pkt := []byte{0, 1}
+	for _, s := range append([]string{name, "octet"}, opts...) {
+		pkt = append(append(pkt, s...), 0)
+	}
+	if _, err := c.WriteToUDP(pkt, to); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func readOACK(t *testing.T, c *net.UDPConn) (map[string]string, *net.UDPAddr) {
+	t.Helper()
+	buf := make([]byte, 65536)
+	c.SetReadDeadline(time.Now().Add(3 * time.Second))
+	n, from, err := c.ReadFromUDP(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n < 2 || binary.BigEndian.Uint16(buf) != 6 {
+		t.Fatalf("want OACK, got % x", buf[:min(n, 32)])
+	}
+	fields := strings.Split(strings.TrimSuffix(string(buf[2:n]), "\x00"), "\x00")
+	opts := map[string]string{}
+	for i := 0; i+1 < len(fields); i += 2 {
+		opts[strings.ToLower(fields[i])] = fields[i+1]
+	}
+	return opts, from
+}
+
+// receiveBlocks ACKs the OACK (block 0) and every DATA block.
+func receiveBlocks(t *testing.T, c *net.UDPConn, tid *net.UDPAddr, blksize int) []byte {
+	t.Helper()
+	ack := func(block uint16) {
+		if _, err := c.WriteToUDP([]byte{0, 4, byte(block >> 8), byte(block)}, tid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ack(0)
+	var out []byte
+	buf := make([]byte, 65536)
+	next := uint16(1)
+	for {
+		c.SetReadDeadline(time.Now().Add(3 * time.Second))
+		n, _, err := c.ReadFromUDP(buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n < 4 || binary.BigEndian.Uint16(buf) != 3 {
+			t.Fatalf("want DATA, got % x", buf[:min(n, 32)])
+		}
+		block := binary.BigEndian.Uint16(buf[2:])
+		if block != next {
+			ack(block) // duplicate after a retransmit
+			continue
+		}
+		out = append(out, buf[4:n]...)
+		ack(block)
+		next++
+		if n-4 < blksize {
+			return out
+		}
+	}
+}

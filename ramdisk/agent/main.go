@@ -1,0 +1,175 @@
+// Command agent is castiron's ramdisk agent: the /init of the initramfs a
+// machine PXE-boots for inspection, cleaning and deployment. As PID 1 it
+// mounts the kernel file systems, loads the NIC and disk drivers, gets an
+// address by DHCP, collects the hardware inventory, then pulls its work from
+// castiron (runloop) until told to power off or reboot.
+//
+// Run under an ordinary OS (not PID 1) it skips the init duties, does not
+// touch the network unless -dhcp is given, and does not power anything off.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"log/slog"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"castiron/ramdisk/agent/apiclient"
+	"castiron/ramdisk/agent/inventory"
+	"castiron/ramdisk/agent/netup"
+	"castiron/ramdisk/agent/runloop"
+	"castiron/ramdisk/agent/steps"
+)
+
+// version is set at build time: -ldflags '-X main.version=1.2.3'.
+var version = "dev"
+
+const (
+	modulesOrder = "/etc/modules.order"
+	modulesDir   = "/lib/modules"
+	// zombieGrace: see reapOrphans.
+	zombieGrace = 2 * time.Second
+	// fatalDelay keeps a fatal error on the console a moment before the
+	// machine powers off.
+	fatalDelay = 10 * time.Second
+)
+
+// options are the command-line flags of a run under an OS. As PID 1 the
+// kernel's leftover parameters arrive as arguments, so flags are not parsed.
+type options struct {
+	cmdline string
+	root    inventory.Root
+	dhcp    bool
+}
+
+func parseFlags(pid1 bool) options {
+	o := options{cmdline: "/proc/cmdline", root: inventory.DefaultRoot()}
+	if pid1 {
+		return o
+	}
+	fs := flag.NewFlagSet(os.Args[0], flag.ExitOnError)
+	fs.StringVar(&o.cmdline, "cmdline", o.cmdline, "file holding the kernel command line")
+	fs.StringVar(&o.root.Sys, "sys", o.root.Sys, "sysfs mount point")
+	fs.StringVar(&o.root.Proc, "proc", o.root.Proc, "procfs mount point")
+	fs.StringVar(&o.root.Dev, "dev", o.root.Dev, "devtmpfs mount point")
+	fs.BoolVar(&o.dhcp, "dhcp", false, "bring up the boot NIC by DHCP (always done as PID 1)")
+	fs.Parse(os.Args[1:])
+	return o
+}
+
+func main() {
+	pid1 := os.Getpid() == 1
+	var mountErrs []error
+	if pid1 {
+		mountErrs = mountEarly()
+		attachConsole()
+	}
+	opts := parseFlags(pid1)
+
+	level := new(slog.LevelVar)
+	log := slog.New(newConsoleHandler(os.Stdout, level, "castiron-agent"))
+	m := machine{pid1: pid1, log: log}
+	log.Info("starting", "version", version, "pid1", pid1)
+	for _, err := range mountErrs {
+		log.Error("early mount failed", "err", err)
+	}
+
+	ctx, stop := context.Background(), func() {}
+	if !pid1 {
+		ctx, stop = signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	}
+	err := run(ctx, pid1, opts, level, log, m)
+	stop()
+	if err == nil || (!pid1 && errors.Is(err, context.Canceled)) {
+		if !pid1 {
+			return
+		}
+		err = errors.New("run loop ended without powering off")
+	}
+	log.Error("fatal", "err", err)
+	if !pid1 {
+		os.Exit(1)
+	}
+	// PID 1 must not exit (the kernel would panic): power off, else halt.
+	time.Sleep(fatalDelay)
+	if err := m.PowerOff(); err != nil {
+		log.Error("power off failed; halting", "err", err)
+	}
+	select {}
+}
+
+// run does the agent's work; it returns after the machine was told to power
+// off or reboot (which, as PID 1, does not return) or on a fatal error.
+func run(ctx context.Context, pid1 bool, opts options, level *slog.LevelVar, log *slog.Logger, m machine) error {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+
+	p, err := readCmdline(opts.cmdline)
+	if err != nil {
+		return err
+	}
+	if p.Debug {
+		level.Set(slog.LevelDebug)
+	}
+	log.Info("kernel command line", "api", p.APIURL, "inspection", p.InspectionURL, "bootif", p.BootIF, "node", p.NodeUUID)
+	if p.APIURL == "" && p.InspectionURL == "" {
+		return runloop.ErrNoAPI
+	}
+	if p.BootIF != "" && p.BootMAC == nil {
+		log.Warn("BOOTIF malformed, using the first NIC with carrier", "bootif", p.BootIF)
+	}
+
+	if pid1 {
+		wg.Go(func() { reapOrphans(ctx, "/proc", zombieGrace) })
+		loadModules(log, modulesOrder, modulesDir)
+		mountEFIVars(log)
+	}
+	if pid1 || opts.dhcp {
+		netCfg := netup.Config{MAC: p.BootMAC, Log: log}
+		if pid1 {
+			netCfg.ResolvConf = "/etc/resolv.conf"
+		}
+		lease, err := netup.Up(ctx, netCfg)
+		if err != nil {
+			return err
+		}
+		if pid1 && lease.Hostname != "" {
+			if err := unix.Sethostname([]byte(lease.Hostname)); err != nil {
+				log.Warn("sethostname failed", "err", err)
+			}
+		}
+		wg.Go(func() { netup.KeepRenewed(ctx, netCfg, lease) })
+	}
+
+	root := opts.root
+	root.BootMAC = p.BootMAC.String()
+	inv, invErr := inventory.Collect(ctx, root)
+	if invErr != nil {
+		log.Error("inventory incomplete", "err", invErr)
+	}
+	log.Info("inventory collected", "cpus", inv.CPU.Count, "memory_mb", inv.Memory.PhysicalMB,
+		"disks", len(inv.Disks), "nics", len(inv.Interfaces), "boot_mode", inv.Boot.CurrentBootMode)
+
+	agent := "castiron-agent/" + version
+	return runloop.Run(ctx, runloop.Config{
+		API:            apiclient.New(p.APIURL, agent),
+		InspectionURL:  p.InspectionURL,
+		NodeUUID:       p.NodeUUID,
+		BootIF:         p.BootIF,
+		Inventory:      inv,
+		InventoryError: invErr,
+		Steps:          steps.Run,
+		Machine:        m,
+		Log:            log,
+		AgentVersion:   agent,
+	})
+}

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// mount is one file system /init mounts.
+type mount struct {
+	source, target, fstype string
+	flags                  uintptr
+	data                   string
+}
+
+// mountEarly mounts what the kernel leaves to init: nothing is mounted in
+// an initramfs but the rootfs itself. It runs before the console is known
+// to work, so it returns its errors for logging later.
+func mountEarly() []error {
+	earlyMounts := []mount{
+		{"proc", "/proc", "proc", unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC, ""},
+		{"sysfs", "/sys", "sysfs", unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC, ""},
+		{"devtmpfs", "/dev", "devtmpfs", unix.MS_NOSUID, "mode=0755"},
+		{"tmpfs", "/run", "tmpfs", unix.MS_NOSUID | unix.MS_NODEV, "mode=0755"},
+		{"tmpfs", "/tmp", "tmpfs", unix.MS_NOSUID | unix.MS_NODEV, "mode=1777"},
+	}
+	var errs []error
+	for _, m := range earlyMounts {
+		if err := mountOne(m); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
+}
+
+// mountEFIVars mounts efivarfs on UEFI machines, for steps that set boot
+// entries. It runs after the modules are loaded: Debian builds efivarfs as
+// a module, and without it in the ramdisk the mount fails with ENODEV.
+func mountEFIVars(log *slog.Logger) {
+	const dir = "/sys/firmware/efi/efivars"
+	if _, err := os.Stat(dir); err != nil {
+		return // BIOS boot
+	}
+	err := mountOne(mount{"efivarfs", dir, "efivarfs", unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC, ""})
+	switch {
+	case errors.Is(err, unix.ENODEV):
+		log.Info("efivarfs not available (module not in the ramdisk)")
+	case err != nil:
+		log.Warn("efivarfs", "err", err)
+	}
+}
+
+func mountOne(m mount) error {
+	if err := os.MkdirAll(m.target, 0o755); err != nil {
+		return fmt.Errorf("mkdir %s: %w", m.target, err)
+	}
+	err := unix.Mount(m.source, m.target, m.fstype, m.flags, m.data)
+	if err != nil && !errors.Is(err, unix.EBUSY) { // EBUSY: already mounted
+		return fmt.Errorf("mount %s on %s: %w", m.fstype, m.target, err)
+	}
+	return nil
+}
+
+// attachConsole points stdin/stdout/stderr at /dev/console when the kernel
+// could not (an initramfs without a /dev/console node starts init with no
+// open descriptors).
+func attachConsole() {
+	if _, err := unix.FcntlInt(uintptr(unix.Stdout), unix.F_GETFD, 0); err == nil {
+		return
+	}
+	fd, err := unix.Open("/dev/console", unix.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		return // nowhere to log; carry on blind
+	}
+	for _, target := range []int{unix.Stdin, unix.Stdout, unix.Stderr} {
+		if fd != target {
+			unix.Dup3(fd, target, 0)
+		}
+	}
+	if fd > unix.Stderr {
+		unix.Close(fd)
+	}
+}
+
+// loadModules loads the kernel modules listed in orderFile (paths relative
+// to moduleDir, dependencies first, uncompressed). Modules for hardware the
+// machine lacks fail with ENODEV and are skipped; one already loaded (or
+// built in) with EEXIST.
+func loadModules(log *slog.Logger, orderFile, moduleDir string) {
+	f, err := os.Open(orderFile)
+	if err != nil {
+		log.Warn("no module list", "err", err)
+		return
+	}
+	defer f.Close()
+	var loaded, failed int
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		rel := strings.TrimSpace(sc.Text())
+		if rel == "" || strings.HasPrefix(rel, "#") {
+			continue
+		}
+		switch err := loadModule(filepath.Join(moduleDir, rel)); {
+		case err == nil:
+			loaded++
+		case errors.Is(err, unix.EEXIST):
+		case errors.Is(err, unix.ENODEV), errors.Is(err, unix.ENXIO):
+			log.Debug("module: no such hardware", "module", filepath.Base(rel))
+		default:
+			failed++
+			log.Warn("module load failed", "module", filepath.Base(rel), "err", err)
+		}
+	}
+	log.Info("kernel modules loaded", "loaded", loaded, "failed", failed)
+}
+
+func loadModule(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return unix.FinitModule(int(f.Fd()), "", 0)
+}

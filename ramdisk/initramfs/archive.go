@@ -1,0 +1,171 @@
+package initramfs
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
+	"github.com/u-root/u-root/pkg/cpio"
+)
+
+// entry is one file of the archive. Names have no leading slash ("init",
+// "dev/console"), as the kernel's unpacker and cpio(1) expect.
+type entry struct {
+	name     string
+	mode     uint64 // type and permission bits (cpio.S_IFREG|0o755, ...)
+	rmajor   uint64 // device numbers of character devices
+	rminor   uint64
+	data     []byte // contents of generated files
+	hostPath string // or contents copied from this host file
+	hostSize int64
+}
+
+// layout is the archive's tree, keyed by name so every path is written once.
+type layout struct {
+	entries map[string]entry
+}
+
+func newLayout() *layout { return &layout{entries: map[string]entry{}} }
+
+// archiveName turns "/lib/modules/x.ko" into "lib/modules/x.ko".
+func archiveName(p string) string { return strings.TrimLeft(path.Clean("/"+p), "/") }
+
+func (l *layout) has(name string) bool {
+	_, ok := l.entries[archiveName(name)]
+	return ok
+}
+
+// dir adds a directory (and its parents).
+func (l *layout) dir(name string, perm uint64) {
+	name = archiveName(name)
+	if name == "" {
+		return
+	}
+	l.parents(name)
+	if _, ok := l.entries[name]; !ok {
+		l.entries[name] = entry{name: name, mode: cpio.S_IFDIR | perm}
+	}
+}
+
+// parents adds the missing parent directories of name, 0755: the kernel's
+// unpacker does not create them, and skips files whose directory is absent.
+func (l *layout) parents(name string) {
+	for d := path.Dir(name); d != "." && d != "/"; d = path.Dir(d) {
+		if _, ok := l.entries[d]; !ok {
+			l.entries[d] = entry{name: d, mode: cpio.S_IFDIR | 0o755}
+		}
+	}
+}
+
+// nonDirParent returns a parent of name that exists but is not a directory.
+func (l *layout) nonDirParent(name string) (string, bool) {
+	for d := path.Dir(archiveName(name)); d != "." && d != "/"; d = path.Dir(d) {
+		if e, ok := l.entries[d]; ok && e.mode&cpio.S_IFMT != cpio.S_IFDIR {
+			return "/" + d, true
+		}
+	}
+	return "", false
+}
+
+func (l *layout) file(name string, perm uint64, data []byte) {
+	name = archiveName(name)
+	l.parents(name)
+	l.entries[name] = entry{name: name, mode: cpio.S_IFREG | perm, data: data}
+}
+
+func (l *layout) hostFile(name string, perm uint64, hostPath string, size int64) {
+	name = archiveName(name)
+	l.parents(name)
+	l.entries[name] = entry{name: name, mode: cpio.S_IFREG | perm, hostPath: hostPath, hostSize: size}
+}
+
+func (l *layout) charDev(name string, perm, major, minor uint64) {
+	name = archiveName(name)
+	l.parents(name)
+	l.entries[name] = entry{name: name, mode: cpio.S_IFCHR | perm, rmajor: major, rminor: minor}
+}
+
+// sorted returns the entries by name; a parent sorts before its children.
+func (l *layout) sorted() []entry {
+	out := make([]entry, 0, len(l.entries))
+	for _, e := range l.entries {
+		out = append(out, e)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out
+}
+
+// writeCPIO writes the layout as a newc archive compressed with c. Owners
+// are 0:0 and every mtime is 0; inode numbers follow the sorted order. So
+// equal layouts give equal bytes.
+func (l *layout) writeCPIO(ctx context.Context, w io.Writer, c Compression) error {
+	zw, err := newCompressor(w, c)
+	if err != nil {
+		return err
+	}
+	rw := cpio.Newc.Writer(zw)
+	for i, e := range l.sorted() {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := writeEntry(rw, e, uint64(i+1)); err != nil {
+			return fmt.Errorf("cpio %s: %w", e.name, err)
+		}
+	}
+	if err := cpio.WriteTrailer(rw); err != nil {
+		return err
+	}
+	return zw.Close()
+}
+
+func writeEntry(rw cpio.RecordWriter, e entry, ino uint64) error {
+	info := cpio.Info{
+		Ino:    ino,
+		Mode:   e.mode,
+		NLink:  1,
+		Rmajor: e.rmajor,
+		Rminor: e.rminor,
+		Name:   e.name,
+	}
+	if e.mode&cpio.S_IFMT == cpio.S_IFDIR {
+		info.NLink = 2
+	}
+	rec := cpio.Record{Info: info}
+	switch {
+	case e.hostPath != "":
+		f, err := os.Open(e.hostPath)
+		if err != nil {
+			return err
+		}
+		defer f.Close() // the writer closes it too when done; a second Close is harmless
+		rec.ReaderAt = f
+		rec.FileSize = uint64(e.hostSize)
+	case e.mode&cpio.S_IFMT == cpio.S_IFREG:
+		rec.ReaderAt = bytes.NewReader(e.data)
+		rec.FileSize = uint64(len(e.data))
+	}
+	return rw.WriteRecord(rec)
+}
+
+// newCompressor returns a deterministic compressing writer: no name or time
+// in the gzip header, one zstd encoder goroutine. Levels measured on the
+// default 27 MB archive: gzip 9 saves 0.8% over 6 for 15x the time; zstd
+// "best" saves 6% over "better" for 9x (about 3 s).
+func newCompressor(w io.Writer, c Compression) (io.WriteCloser, error) {
+	switch c {
+	case Gzip:
+		return gzip.NewWriterLevel(w, gzip.DefaultCompression)
+	case Zstd:
+		return zstd.NewWriter(w,
+			zstd.WithEncoderLevel(zstd.SpeedBestCompression),
+			zstd.WithEncoderConcurrency(1))
+	}
+	return nil, fmt.Errorf("%w: %q", ErrCompressionUnsupported, c)
+}

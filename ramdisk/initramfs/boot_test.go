@@ -1,0 +1,200 @@
+package initramfs
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// bootTimeout is generous: a TCG boot takes ~10 s on an idle machine, and
+// this one is shared.
+const bootTimeout = 120 * time.Second
+
+// unavailable skips, or fails when CI=true (CI must have every tool).
+func unavailable(t testing.TB, format string, args ...any) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatalf(format, args...)
+	}
+	t.Skipf(format, args...)
+}
+
+// hostKernel returns the host's newest kernel with modules (Debian's
+// linux-image-amd64), or skips.
+func hostKernel(t testing.TB) kernel {
+	t.Helper()
+	k, err := findKernel(context.Background(), defaultModulesRoot, defaultBootDir, "")
+	if err != nil {
+		unavailable(t, "no host kernel: %v", err)
+	}
+	return k
+}
+
+// TestBootQEMU builds an initramfs for the host kernel with the default
+// modules and a test /init, boots it in qemu with a virtio NIC (on a hub
+// with no host side: no traffic leaves the VM) and a virtio disk, and checks
+// that init ran with a console, saw eth0 and vda, and powered the VM off.
+func TestBootQEMU(t *testing.T) {
+	qemu, err := exec.LookPath("qemu-system-x86_64")
+	if err != nil {
+		unavailable(t, "qemu-system-x86_64 not installed (apt-get install qemu-system-x86)")
+	}
+	k := hostKernel(t)
+	agent := testInit(t)
+
+	for _, c := range []Compression{Gzip, Zstd} {
+		t.Run(string(c), func(t *testing.T) {
+			if testing.Short() && c != Gzip {
+				t.Skip("-short: one boot (gzip) is enough")
+			}
+			if err := k.checkCompression(c); err != nil {
+				t.Skipf("kernel %s: %v", k.version, err)
+			}
+			start := time.Now()
+			res, err := Build(context.Background(), Options{AgentPath: agent, KernelVersion: k.version, Compression: c, OutDir: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("built %s initramfs: %d bytes, %d modules, in %v", c, res.Size, len(res.Modules), time.Since(start).Round(time.Millisecond))
+
+			out, markerAfter, err := bootVM(t, qemu, res.KernelPath, res.InitramfsPath)
+			if err != nil {
+				t.Fatalf("qemu: %v\n%s", err, tail(out, 40))
+			}
+			marker := markerLine(out)
+			if marker == "" {
+				t.Fatalf("no TESTINIT-OK line on the console\n%s", tail(out, 40))
+			}
+			t.Logf("qemu start to marker %v (guest uptime %ss): %s", markerAfter.Round(time.Millisecond), markerFields(marker)["uptime"], marker)
+			fields := markerFields(marker)
+			if fields["console"] != "c5:1" {
+				t.Errorf("/dev/console in the archive: %q, want c5:1", fields["console"])
+			}
+			if !slices.Contains(strings.Split(fields["ifaces"], ","), "eth0") {
+				t.Errorf("interfaces %q lack eth0 (virtio_net not loaded?)", fields["ifaces"])
+			}
+			if !slices.Contains(strings.Split(fields["disks"], ","), "vda") {
+				t.Errorf("disks %q lack vda (virtio_blk not loaded?)", fields["disks"])
+			}
+			if fields["failed"] != "" {
+				t.Errorf("modules failed to load: %s", fields["failed"])
+			}
+		})
+	}
+}
+
+// bootVM runs qemu until it exits by itself (init powers off) and returns
+// its console output and when the marker line appeared.
+func bootVM(t *testing.T, qemu, kernelPath, initrdPath string) (console []byte, markerAfter time.Duration, err error) {
+	disk := filepath.Join(t.TempDir(), "disk.raw")
+	if err := os.WriteFile(disk, nil, 0o644); err != nil {
+		return nil, 0, err
+	}
+	if err := os.Truncate(disk, 64<<20); err != nil {
+		return nil, 0, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), bootTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, qemu,
+		"-nodefaults", "-accel", "tcg", "-m", "512", "-display", "none", "-no-reboot",
+		"-serial", "stdio",
+		"-kernel", kernelPath, "-initrd", initrdPath,
+		"-append", "console=ttyS0 panic=-1",
+		// A NIC on a hub with no host side: nothing leaves the VM.
+		"-netdev", "hubport,id=n0,hubid=0", "-device", "virtio-net-pci,netdev=n0",
+		"-drive", "file="+disk+",if=virtio,format=raw",
+	)
+	cmd.WaitDelay = 5 * time.Second
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, 0, err
+	}
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return nil, 0, err
+	}
+	// Read until qemu exits (or the timeout kills it) and closes stdout.
+	var out bytes.Buffer
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		line := sc.Text()
+		if markerAfter == 0 && strings.Contains(line, "TESTINIT-OK") {
+			markerAfter = time.Since(start)
+		}
+		out.WriteString(line + "\n")
+	}
+	err = cmd.Wait()
+	t.Logf("qemu ran %v", time.Since(start).Round(time.Millisecond))
+	if ctx.Err() != nil {
+		err = fmt.Errorf("did not power off within %v: %w", bootTimeout, ctx.Err())
+	} else if err != nil {
+		err = fmt.Errorf("%w: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	return out.Bytes(), markerAfter, err
+}
+
+func markerLine(out []byte) string {
+	for _, line := range strings.Split(string(out), "\n") {
+		if i := strings.Index(line, "TESTINIT-OK"); i >= 0 {
+			return strings.TrimSpace(line[i:])
+		}
+	}
+	return ""
+}
+
+// markerFields parses "TESTINIT-OK a=1 b=x,y".
+func markerFields(line string) map[string]string {
+	m := map[string]string{}
+	for _, f := range strings.Fields(line)[1:] {
+		if k, v, ok := strings.Cut(f, "="); ok {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+func tail(b []byte, n int) string {
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// BenchmarkBuildHostKernel measures a full build (default modules, the test
+// init as agent) per compression; size is the compressed initramfs.
+func BenchmarkBuildHostKernel(b *testing.B) {
+	k := hostKernel(b)
+	agent := testInit(b)
+	if p := os.Getenv("INITRAMFS_BENCH_AGENT"); p != "" {
+		agent = p // e.g. the real agent: build/castiron-agent
+	}
+	for _, c := range []Compression{Gzip, Zstd} {
+		b.Run(string(c), func(b *testing.B) {
+			out := b.TempDir()
+			var size int64
+			for b.Loop() {
+				res, err := Build(context.Background(), Options{AgentPath: agent, KernelVersion: k.version, Compression: c, OutDir: out})
+				if err != nil {
+					if errors.Is(err, ErrCompressionUnsupported) {
+						b.Skip(err)
+					}
+					b.Fatal(err)
+				}
+				size = res.Size
+			}
+			b.ReportMetric(float64(size)/(1<<20), "MiB")
+		})
+	}
+}

@@ -1,0 +1,122 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+)
+
+// Pure helpers of the harness; these need no root.
+
+func TestParseEpoch(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want time.Time
+		ok   bool
+	}{
+		{"1795318974.777", time.Unix(1795318974, 777e6), true},
+		{"1795318974.123456789", time.Unix(1795318974, 123456789), true},
+		{"1795318974", time.Unix(1795318974, 0), true},
+		{"1795318974.1234567891", time.Unix(1795318974, 123456789), true},
+		{"x.1", time.Time{}, false},
+	} {
+		got, err := parseEpoch(tc.in)
+		if (err == nil) != tc.ok || (tc.ok && !got.Equal(tc.want)) {
+			t.Errorf("parseEpoch(%q) = %v, %v; want %v ok=%v", tc.in, got, err, tc.want, tc.ok)
+		}
+	}
+}
+
+func TestFirstLine(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	lines := []ConsoleLine{
+		{t0.Add(-time.Second), "Configuring (net0 old boot)"},
+		{t0.Add(1 * time.Second), "iPXE initialising devices...ok"},
+		{t0.Add(2 * time.Second), "Configuring (net0 52:54:00:00:00:01)......"},
+		{t0.Add(5 * time.Second), "[    0.000000] Linux version 6.1.0-56-amd64"},
+	}
+	for _, tc := range []struct {
+		marks []string
+		want  time.Duration
+		ok    bool
+	}{
+		{markFirstDHCP, 2 * time.Second, true},
+		{markKernel, 5 * time.Second, true},
+		{markAgent, 0, false},
+	} {
+		l, ok := firstLine(lines, t0, tc.marks...)
+		if ok != tc.ok || (ok && l.At.Sub(t0) != tc.want) {
+			t.Errorf("firstLine(%q) = %v at %v, want %v at %v", tc.marks, ok, l.At.Sub(t0), tc.ok, tc.want)
+		}
+	}
+}
+
+func TestTimelineEventJSON(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		kind string
+		node string
+	}{
+		{`{"at":"2026-11-22T08:07:13.158687+00:00","mac":"52:54:00:00:00:01","node_uuid":null,"event":"dhcp_discover","detail":"x"}`, "dhcp_discover", ""},
+		{`{"at":"2026-11-22T08:07:13Z","mac":"52:54:00:00:00:01","node_uuid":"u","kind":"agent_inventory"}`, "agent_inventory", "u"},
+	} {
+		var ev TimelineEvent
+		if err := json.Unmarshal([]byte(tc.in), &ev); err != nil {
+			t.Fatalf("%s: %v", tc.in, err)
+		}
+		if ev.Kind != tc.kind || ev.NodeUUID != tc.node || ev.At.IsZero() {
+			t.Errorf("%s: got %+v", tc.in, ev)
+		}
+	}
+}
+
+func TestRootDiskAndProps(t *testing.T) {
+	if got := rootDiskGiB([]DiskSpec{{SizeGiB: 2}, {SizeGiB: 8}, {SizeGiB: 5}}); got != 5 {
+		t.Errorf("rootDiskGiB = %d, want 5 (smallest of at least 4 GiB)", got)
+	}
+	for _, tc := range []struct {
+		in   any
+		want int
+		ok   bool
+	}{
+		{float64(4), 4, true}, {"1024", 1024, true}, {4.5, 0, false}, {nil, 0, false},
+	} {
+		if got, ok := intProp(tc.in); got != tc.want || ok != tc.ok {
+			t.Errorf("intProp(%v) = %d, %v", tc.in, got, ok)
+		}
+	}
+}
+
+func TestTimingLine(t *testing.T) {
+	start := time.Unix(1000, 0)
+	got := TimingLine("inspect_bios", start, start.Add(41200*time.Millisecond), []Phase{
+		{Name: "power_on", At: start.Add(610 * time.Millisecond)},
+		{Name: "kernel"},
+	})
+	want := "E2E-TIMING inspect_bios total=41.20s power_on=0.61s kernel=-"
+	if got != want {
+		t.Errorf("TimingLine = %q, want %q", got, want)
+	}
+}
+
+func TestLabOptionsDefaults(t *testing.T) {
+	var o LabOptions
+	if err := o.defaults(); err != nil {
+		t.Fatal(err)
+	}
+	if o.Boot != "bios" || o.MemMB != 1024 || o.CPUs != 1 || o.NICs != 1 || len(o.Disks) != 1 || o.Disks[0].SizeGiB != 5 {
+		t.Errorf("defaults: %+v", o)
+	}
+	for _, bad := range []LabOptions{
+		{Boot: "pxe"},
+		{Disks: []DiskSpec{{SizeGiB: 0, Serial: "A"}}},
+		{Disks: []DiskSpec{{SizeGiB: 1, Serial: "has space"}}},
+		{Disks: []DiskSpec{{SizeGiB: 1, Serial: "ABCDEFGHIJKLMNOPQRSTU"}}},
+	} {
+		if err := bad.defaults(); err == nil {
+			t.Errorf("%+v: no error", bad)
+		}
+	}
+}
