@@ -3,8 +3,14 @@
 #   python3-openstackclient python3-ironicclient  the `openstack baremetal` CLI
 #   ipmitool openipmi                             IPMI client and ipmi_sim (test BMC)
 #   file                                          checks the binary is static
-#   chromium                                      headless browser for web/ tests
 #   chromium                                      headless browser for the web UI tests
+#   qemu-system-x86 qemu-utils ipxe-qemu ovmf     the PXE-booting VMs (BIOS and UEFI) of make e2e
+#   ipxe                                          iPXE binaries castiron serves over TFTP
+#   linux-image-amd64                             the ramdisk's kernel and modules (make ramdisk)
+#   dnsmasq isc-dhcp-client tftp-hpa ndisc6       real DHCP/TFTP/RA peers in the pxe and agent tests
+#   tcpdump cpio zstd xz-utils                    packet checks, initramfs and image formats
+#   extlinux syslinux-common e2fsprogs gdisk      the bootable test image and disk checks
+#   fdisk parted genisoimage                      partition and config-drive checks
 # As root it runs `apt-get update` and `apt-get install -y` for the missing
 # ones; otherwise it only says what is missing (tests that need them skip,
 # except under CI=true where they fail).
@@ -12,7 +18,10 @@
 # usage: tests/deps.sh [EXTRA_PACKAGE...]
 set -euo pipefail
 
-PACKAGES=(python3-openstackclient python3-ironicclient ipmitool openipmi file chromium "$@")
+PACKAGES=(python3-openstackclient python3-ironicclient ipmitool openipmi file chromium
+    qemu-system-x86 qemu-utils ipxe-qemu ovmf ipxe linux-image-amd64
+    dnsmasq isc-dhcp-client tftp-hpa ndisc6 tcpdump cpio zstd xz-utils
+    extlinux syslinux-common e2fsprogs gdisk fdisk parted genisoimage "$@")
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
     echo "tests/deps.sh: no dpkg-query (not Debian?); make sure these are installed: ${PACKAGES[*]}" >&2
