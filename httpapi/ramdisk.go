@@ -137,7 +137,13 @@ func (a *API) heartbeat(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		detail = "refused: " + err.Error()
 	}
-	a.record(r, ident, "", boot.AgentBeat, detail)
+	// Routine heartbeats ("wait", a step still running) are not recorded:
+	// a long image write would flood the timeline. The last one is in
+	// driver_internal_info.agent_last_heartbeat.
+	routine := err == nil && instr.Command == protocol.CmdWait && (hb.Step == nil || hb.Step.Status == protocol.StepRunning)
+	if !routine {
+		a.record(r, ident, "", boot.AgentBeat, detail)
+	}
 	if err != nil {
 		return err
 	}
