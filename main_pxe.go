@@ -139,6 +139,7 @@ func newProvisioning(c *serveConfig, store *storage.SQLite, log *slog.Logger) (*
 		Addr:     net.JoinHostPort(ip.String(), "69"),
 		Dir:      c.pxe.ipxeDir,
 		Recorder: p.recorder,
+		MACForIP: p.dhcp.MACForIP,
 		Logger:   log.With("component", "tftp"),
 	}); err != nil {
 		return nil, fmt.Errorf("tftp: %w", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 )
 
 // maxBatch bounds how many write transactions share one commit.
@@ -26,10 +27,11 @@ type writeJob struct {
 // small write) is then shared by many callers; a lone write still commits at
 // once. Every caller returns only after its own commit is durable.
 type committer struct {
-	w       *pool
-	jobs    chan *writeJob
-	closing chan struct{}
-	done    chan struct{}
+	w        *pool
+	jobs     chan *writeJob
+	closing  chan struct{}
+	done     chan struct{}
+	stopOnce sync.Once
 }
 
 func startCommitter(w *pool) *committer {
@@ -39,7 +41,7 @@ func startCommitter(w *pool) *committer {
 }
 
 func (c *committer) stop() {
-	close(c.closing)
+	c.stopOnce.Do(func() { close(c.closing) })
 	<-c.done
 }
 

@@ -63,4 +63,5 @@ type Store interface {
 	DeployTemplateStore
 	PortLookupStore
 	BootEventStore
+	LeaseStore
 }

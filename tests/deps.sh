@@ -11,6 +11,7 @@
 #   tcpdump cpio zstd xz-utils                    packet checks, initramfs and image formats
 #   extlinux syslinux-common e2fsprogs gdisk      the bootable test image and disk checks
 #   fdisk parted genisoimage                      partition and config-drive checks
+#   kea-admin                                     perfdhcp, a DHCP load client (relay test)
 # As root it runs `apt-get update` and `apt-get install -y` for the missing
 # ones; otherwise it only says what is missing (tests that need them skip,
 # except under CI=true where they fail).
@@ -21,7 +22,7 @@ set -euo pipefail
 PACKAGES=(python3-openstackclient python3-ironicclient ipmitool openipmi file chromium
     qemu-system-x86 qemu-utils ipxe-qemu ovmf ipxe linux-image-amd64
     dnsmasq isc-dhcp-client tftp-hpa ndisc6 tcpdump cpio zstd xz-utils
-    extlinux syslinux-common e2fsprogs gdisk fdisk parted genisoimage "$@")
+    extlinux syslinux-common e2fsprogs gdisk fdisk parted genisoimage kea-admin "$@")
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
     echo "tests/deps.sh: no dpkg-query (not Debian?); make sure these are installed: ${PACKAGES[*]}" >&2

@@ -1,0 +1,193 @@
+// Package dhcp is castiron's embedded DHCP server for network boot. In full
+// mode it owns an isolated provisioning network and hands out addresses with
+// durable leases; in proxy mode it sits beside the site's DHCP server and
+// answers PXE clients with boot options only (ProxyDHCP, RFC 4578 / PXE 2.1).
+// Every machine is asked about first (boot.Gate): one castiron was not asked
+// to boot gets no answer at all.
+package dhcp
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"time"
+)
+
+// Mode is how the server shares the network.
+type Mode string
+
+const (
+	// ModeFull hands out addresses from the range (isolated provisioning network).
+	ModeFull Mode = "full"
+	// ModeProxy answers only PXE clients, with boot options and no address.
+	ModeProxy Mode = "proxy"
+)
+
+// Defaults.
+const (
+	DefaultLeaseTime = time.Hour
+	DefaultOfferHold = 30 * time.Second
+	DefaultBIOSFile  = "undionly.kpxe"
+	DefaultEFIx64    = "snponly.efi"
+	DefaultEFIArm64  = "arm64-efi/snponly.efi"
+	DefaultWorkers   = 8
+	// AgentVendorClass is what castiron's ramdisk agent sends as option 60.
+	AgentVendorClass = "castiron-agent"
+)
+
+// Config configures a Server.
+type Config struct {
+	// Interface is the only interface the server listens and answers on.
+	Interface string
+	// Mode is ModeFull (default) or ModeProxy.
+	Mode Mode
+	// ServerIP is this server's address: server identifier (option 54) and
+	// next-server (siaddr, the TFTP server).
+	ServerIP netip.Addr
+
+	// Full mode: addresses RangeStart..RangeEnd (inclusive) of the subnet
+	// RangeStart/Netmask. Requests relayed through a giaddr outside that
+	// subnet are not ours and are ignored.
+	RangeStart, RangeEnd netip.Addr
+	Netmask              net.IPMask
+	Router               netip.Addr    // optional (option 3)
+	LeaseTime            time.Duration // default 1h
+	// OfferHold is how long an OFFER reserves its address (in memory only).
+	OfferHold time.Duration
+
+	// Boot files (TFTP paths) of iPXE per firmware.
+	BIOSFile     string // option 93 = 0; default undionly.kpxe
+	EFIx64File   string // 7, 9; default snponly.efi (ipxe.efi brings its own drivers)
+	EFIArm64File string // 11; default arm64-efi/snponly.efi
+	// HTTPBootBase is the URL prefix under which the iPXE EFI binaries are
+	// served over HTTP for UEFI HTTP boot clients (option 93 = 16/19), e.g.
+	// "http://10.201.0.1:8080/boot/"; the file name above is appended.
+	// Empty: HTTP boot clients get no boot file.
+	HTTPBootBase string
+	// ScriptURL gives the iPXE script URL for a MAC. Required: iPXE gets it
+	// instead of iPXE again.
+	ScriptURL func(mac net.HardwareAddr) string
+
+	// Workers is how many goroutines read and handle packets on port 67
+	// (default 8). They wait for nothing but the boot gate: an ACK waiting
+	// for its lease's commit holds none of them.
+	Workers int
+}
+
+// subnet is the provisioning subnet in host order.
+type subnet struct {
+	first, last uint32 // the range
+	network     uint32
+	mask        uint32
+	server      uint32
+	router      uint32
+}
+
+func (s subnet) contains(ip uint32) bool { return ip&s.mask == s.network }
+func (s subnet) broadcast() uint32       { return s.network | ^s.mask }
+
+// maxRange bounds the range: the free-address scan is linear in it.
+const maxRange = 1 << 20
+
+func (c *Config) setDefaults() {
+	if c.Mode == "" {
+		c.Mode = ModeFull
+	}
+	if c.LeaseTime <= 0 {
+		c.LeaseTime = DefaultLeaseTime
+	}
+	if c.OfferHold <= 0 {
+		c.OfferHold = DefaultOfferHold
+	}
+	if c.BIOSFile == "" {
+		c.BIOSFile = DefaultBIOSFile
+	}
+	if c.EFIx64File == "" {
+		c.EFIx64File = DefaultEFIx64
+	}
+	if c.EFIArm64File == "" {
+		c.EFIArm64File = DefaultEFIArm64
+	}
+	if c.Workers <= 0 {
+		c.Workers = DefaultWorkers
+	}
+}
+
+// validate checks c (defaults set) and returns the subnet (zero in proxy mode).
+func (c *Config) validate() (subnet, error) {
+	var errs []error
+	if c.Interface == "" {
+		errs = append(errs, errors.New("Interface is required"))
+	}
+	if !c.ServerIP.Is4() {
+		errs = append(errs, fmt.Errorf("ServerIP %v is not an IPv4 address", c.ServerIP))
+	}
+	if c.ScriptURL == nil {
+		errs = append(errs, errors.New("ScriptURL is required"))
+	}
+	var sn subnet
+	switch c.Mode {
+	case ModeProxy:
+	case ModeFull:
+		ones, bits := c.Netmask.Size()
+		if bits != 32 || ones == 0 || ones > 30 {
+			errs = append(errs, fmt.Errorf("Netmask %v is not an IPv4 netmask of /1 to /30", c.Netmask))
+			break
+		}
+		if !c.RangeStart.Is4() || !c.RangeEnd.Is4() {
+			errs = append(errs, errors.New("RangeStart and RangeEnd must be IPv4 addresses"))
+			break
+		}
+		sn.mask = ^uint32(0) << (32 - ones)
+		sn.first, sn.last = u32(c.RangeStart), u32(c.RangeEnd)
+		sn.network = sn.first & sn.mask
+		sn.server = u32(c.ServerIP)
+		if c.Router.IsValid() {
+			if !c.Router.Is4() {
+				errs = append(errs, fmt.Errorf("Router %v is not an IPv4 address", c.Router))
+			}
+			sn.router = u32(c.Router)
+		}
+		switch {
+		case sn.last < sn.first:
+			errs = append(errs, fmt.Errorf("range %v-%v is empty", c.RangeStart, c.RangeEnd))
+		case !sn.contains(sn.last):
+			errs = append(errs, fmt.Errorf("range %v-%v spans more than one subnet", c.RangeStart, c.RangeEnd))
+		case sn.first == sn.network || sn.last == sn.broadcast():
+			errs = append(errs, fmt.Errorf("range %v-%v includes the network or broadcast address", c.RangeStart, c.RangeEnd))
+		case sn.last-sn.first >= maxRange:
+			errs = append(errs, fmt.Errorf("range %v-%v is larger than %d addresses", c.RangeStart, c.RangeEnd, maxRange))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("Mode %q is neither %q nor %q", c.Mode, ModeFull, ModeProxy))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return subnet{}, fmt.Errorf("dhcp: config: %w", err)
+	}
+	return sn, nil
+}
+
+// u32 is an IPv4 address in host order (0 for anything else).
+func u32(a netip.Addr) uint32 {
+	if !a.Is4() {
+		return 0
+	}
+	b := a.As4()
+	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+}
+
+func addrOf(v uint32) netip.Addr {
+	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
+}
+
+func ipOf(v uint32) net.IP { return net.IPv4(byte(v>>24), byte(v>>16), byte(v>>8), byte(v)).To4() }
+
+// u32IP reads a 4-byte (or 16-byte v4-mapped) net.IP; 0 when absent.
+func u32IP(ip net.IP) uint32 {
+	ip4 := ip.To4()
+	if ip4 == nil {
+		return 0
+	}
+	return uint32(ip4[0])<<24 | uint32(ip4[1])<<16 | uint32(ip4[2])<<8 | uint32(ip4[3])
+}

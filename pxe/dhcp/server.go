@@ -1,0 +1,272 @@
+package dhcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/insomniacslk/dhcp/dhcpv4"
+
+	"castiron/pxe/boot"
+	"castiron/storage"
+)
+
+// LeaseStore is the part of storage the server uses; *storage.SQLite has it.
+type LeaseStore interface {
+	ListLeases(ctx context.Context) ([]storage.Lease, error)
+	PutLeases(ctx context.Context, ls []storage.Lease) ([]error, error)
+	DeleteLease(ctx context.Context, mac string) error
+}
+
+// Server is the DHCP server. Make it with New, start it with Run.
+type Server struct {
+	cfg      Config
+	sn       subnet
+	server   uint32 // ServerIP
+	serverIP net.IP
+	netmask  net.IPMask
+	gate     boot.Gate
+	leases   LeaseStore
+	writer   *leaseWriter
+	rec      boot.Recorder
+	log      *slog.Logger
+	idx      *index
+	quiet    *throttle // timeline events, per MAC
+	loud     *throttle // error log lines, server-wide
+	// exhaustedCount counts DISCOVERs refused for lack of an address.
+	exhaustedCount atomic.Int64
+	now            func() time.Time
+
+	loadMu sync.Mutex
+	loaded atomic.Bool
+}
+
+// New checks cfg and makes a server. leases may be nil in proxy mode. The
+// stored leases are loaded by Run (or the first Reply).
+func New(cfg Config, gate boot.Gate, leases LeaseStore, rec boot.Recorder, log *slog.Logger) (*Server, error) {
+	cfg.setDefaults()
+	sn, err := cfg.validate()
+	if err != nil {
+		return nil, err
+	}
+	if gate == nil {
+		return nil, errors.New("dhcp: a boot gate is required")
+	}
+	if cfg.Mode == ModeFull && leases == nil {
+		return nil, errors.New("dhcp: full mode needs a lease store")
+	}
+	if rec == nil {
+		rec = boot.Discard{}
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	s := &Server{
+		cfg: cfg, sn: sn, server: u32(cfg.ServerIP), serverIP: ipOf(u32(cfg.ServerIP)),
+		gate: gate, leases: leases, rec: rec, log: log.With("component", "dhcp", "mode", string(cfg.Mode)),
+		quiet: newThrottle(time.Minute, 16384), loud: newThrottle(10*time.Second, 16), now: time.Now,
+	}
+	if cfg.Mode == ModeFull {
+		s.netmask = net.IPMask(ipOf(sn.mask))
+		s.idx = newIndex(sn, cfg.OfferHold)
+		s.writer = &leaseWriter{store: leases}
+	}
+	return s, nil
+}
+
+// ensureLoaded fills the lease index from the store once.
+func (s *Server) ensureLoaded(ctx context.Context) error {
+	if s.loaded.Load() || s.idx == nil {
+		return nil
+	}
+	s.loadMu.Lock()
+	defer s.loadMu.Unlock()
+	if s.loaded.Load() {
+		return nil
+	}
+	ls, err := s.leases.ListLeases(ctx)
+	if err != nil {
+		return fmt.Errorf("dhcp: load leases: %w", err)
+	}
+	for _, l := range ls {
+		hw, err := net.ParseMAC(l.MAC)
+		if err != nil || len(hw) != 6 {
+			continue
+		}
+		var mac hwaddr
+		copy(mac[:], hw)
+		s.idx.load(mac, u32(l.IP), l.Expires)
+	}
+	s.loaded.Store(true)
+	bound, live := s.idx.counts(s.now())
+	s.log.Info("dhcp leases loaded", "bound", bound, "live", live)
+	return nil
+}
+
+// Run serves until ctx is cancelled, then sends the ACKs still waiting for
+// their commit, closes its sockets and returns. Socket and load errors are
+// returned at once.
+func (s *Server) Run(ctx context.Context) error {
+	if err := s.ensureLoaded(ctx); err != nil {
+		return err
+	}
+	ports := []int{portDHCP}
+	if s.cfg.Mode == ModeProxy {
+		ports = append(ports, portBootServer)
+	}
+	var conns []*net.UDPConn
+	closeAll := func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}
+	for _, p := range ports {
+		c, err := listen(ctx, s.cfg.Interface, p)
+		if err != nil {
+			closeAll()
+			return fmt.Errorf("dhcp: listen on %s port %d: %w", s.cfg.Interface, p, err)
+		}
+		conns = append(conns, c)
+	}
+	s.log.Info("dhcp server listening", "interface", s.cfg.Interface, "server_ip", s.cfg.ServerIP, "ports", ports)
+
+	var wg sync.WaitGroup
+	for i, c := range conns {
+		n := s.cfg.Workers
+		if ports[i] == portBootServer {
+			n = max(1, n/8)
+		}
+		for range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				s.serve(ctx, c, ports[i])
+			}()
+		}
+	}
+	<-ctx.Done()
+	// Stop reading, let the ACKs whose leases are being committed go out,
+	// then close.
+	for _, c := range conns {
+		c.SetReadDeadline(time.Now())
+	}
+	wg.Wait()
+	if s.writer != nil {
+		s.writer.wait()
+	}
+	closeAll()
+	return nil
+}
+
+// serve is one reader: it reads a packet, decides and answers, until the
+// socket is closed. Readers share the socket; an ACK waiting for its commit
+// holds no reader (see handle).
+func (s *Server) serve(ctx context.Context, conn *net.UDPConn, port int) {
+	buf := make([]byte, 4096)
+	for {
+		n, peer, err := conn.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) || ctx.Err() != nil {
+				return
+			}
+			s.log.Warn("dhcp: read", "err", err)
+			time.Sleep(10 * time.Millisecond) // don't spin on a persistent error
+			continue
+		}
+		s.handle(ctx, conn, port, buf[:n], peer)
+	}
+}
+
+func (s *Server) handle(ctx context.Context, conn *net.UDPConn, port int, pkt []byte, peer netip.AddrPort) {
+	defer s.survive(peer)
+	req, err := dhcpv4.FromBytes(pkt)
+	if err != nil {
+		s.log.Debug("dhcp: malformed packet", "peer", peer, "err", err)
+		return
+	}
+	resp, later, err := s.decide(ctx, req, port)
+	if later != nil {
+		// The ACK goes out from the lease writer once the lease is durable;
+		// this reader goes back to reading meanwhile (req owns its memory:
+		// FromBytes copies, so buf may be reused).
+		s.writer.enqueue(ctx, later.lease, func(werr error) {
+			defer s.survive(peer)
+			resp, err := s.finish(ctx, later, werr)
+			s.send(conn, port, req, resp, err, peer)
+		})
+		return
+	}
+	s.send(conn, port, req, resp, err, peer)
+}
+
+// survive: fuzzing found no panic, but one bad packet must never take the
+// server down.
+func (s *Server) survive(peer netip.AddrPort) {
+	if r := recover(); r != nil {
+		s.log.Error("dhcp: panic handling a packet", "peer", peer, "panic", r)
+	}
+}
+
+func (s *Server) send(conn *net.UDPConn, port int, req, resp *dhcpv4.DHCPv4, err error, peer netip.AddrPort) {
+	if err != nil {
+		s.log.Warn("dhcp: request not served", "mac", req.ClientHWAddr, "err", err)
+		return
+	}
+	if resp == nil {
+		return
+	}
+	dst := destination(req, resp, peer, port)
+	if _, err := conn.WriteToUDPAddrPort(resp.ToBytes(), dst); err != nil {
+		s.log.Warn("dhcp: send", "to", dst, "mac", req.ClientHWAddr, "err", err)
+	}
+}
+
+// destination is where a reply goes (RFC 2131 4.1):
+//   - to port 4011 requests: back to the sender (PXE boot server);
+//   - giaddr set: to the relay, giaddr:67;
+//   - NAK, or ciaddr unset: broadcast 255.255.255.255:68 on the interface.
+//     RFC 2131 wants a unicast to yiaddr/chaddr when the broadcast bit is
+//     clear, which for a client without an address needs a raw socket or
+//     ARP-cache injection; broadcasting is allowed ("MAY") and every client
+//     in lab/NOTES.md takes it, so castiron always broadcasts there;
+//   - ciaddr set (RENEWING, INFORM): unicast to ciaddr:68.
+func destination(req, resp *dhcpv4.DHCPv4, peer netip.AddrPort, port int) netip.AddrPort {
+	bcast := netip.AddrPortFrom(netip.AddrFrom4([4]byte{255, 255, 255, 255}), portClient)
+	if port == portBootServer {
+		return peer
+	}
+	if gi := u32IP(req.GatewayIPAddr); gi != 0 {
+		return netip.AddrPortFrom(addrOf(gi), portDHCP)
+	}
+	if resp.MessageType() == dhcpv4.MessageTypeNak {
+		return bcast
+	}
+	if ci := u32IP(req.ClientIPAddr); ci != 0 {
+		return netip.AddrPortFrom(addrOf(ci), portClient)
+	}
+	return bcast
+}
+
+// MACForIP names the machine holding ip (leased or offered), for the TFTP
+// timeline: TFTP requests carry no MAC. "" when unknown or in proxy mode.
+func (s *Server) MACForIP(ip net.IP) string {
+	if s.idx == nil {
+		return ""
+	}
+	a, ok := netip.AddrFromSlice(ip.To4())
+	if !ok {
+		return ""
+	}
+	s.idx.mu.Lock()
+	defer s.idx.mu.Unlock()
+	if b := s.idx.byIP[u32(a)]; b != nil {
+		return net.HardwareAddr(b.mac[:]).String()
+	}
+	return ""
+}

@@ -1,0 +1,247 @@
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net"
+	"net/netip"
+	"time"
+
+	"castiron/engine/fault"
+)
+
+// Lease is one DHCP address binding (pxe/dhcp). It is keyed on the client's
+// hardware address (chaddr), never on option 61, so a machine keeps its
+// address from firmware PXE through iPXE to the ramdisk.
+type Lease struct {
+	MAC string     // aa:bb:cc:dd:ee:ff, lower case
+	IP  netip.Addr // IPv4
+	// Expires is when the lease ends. An expired lease still ties the
+	// address to the MAC until another MAC takes the address over.
+	Expires   time.Time
+	NodeUUID  string // the node the boot gate matched; empty when unknown
+	UpdatedAt time.Time
+}
+
+// LeaseConflictError is returned (wrapped in a fault.Conflict) when a lease's
+// address is held by another MAC whose lease has not expired.
+type LeaseConflictError struct {
+	IP     netip.Addr
+	HeldBy string
+}
+
+func (e *LeaseConflictError) Error() string {
+	return fmt.Sprintf("address %s is leased to %s", e.IP, e.HeldBy)
+}
+
+// LeaseStore keeps DHCP leases durable.
+type LeaseStore interface {
+	// PutLease inserts or replaces the lease of l.MAC. It returns once the
+	// lease is durable. A lease of another MAC on the same address that
+	// expired by l.UpdatedAt (the write's "now", default time.Now()) is taken
+	// over (deleted); an unexpired one gives a fault.Conflict wrapping
+	// *LeaseConflictError. Concurrent calls share commits.
+	PutLease(ctx context.Context, l Lease) error
+	// PutLeases is PutLease for many leases in one transaction: errs[i]
+	// is the outcome of ls[i]; err (nothing stored) when the database
+	// failed.
+	PutLeases(ctx context.Context, ls []Lease) (errs []error, err error)
+	// GetLease returns the lease of mac, or a fault.NotFound.
+	GetLease(ctx context.Context, mac string) (Lease, error)
+	// ListLeases returns every lease, expired ones included, ordered by MAC.
+	ListLeases(ctx context.Context) ([]Lease, error)
+	// DeleteLease forgets the lease of mac; no error when there is none.
+	DeleteLease(ctx context.Context, mac string) error
+	// PruneLeases deletes leases that expired before before.
+	PruneLeases(ctx context.Context, before time.Time) (int64, error)
+}
+
+var _ LeaseStore = (*SQLite)(nil)
+
+const (
+	upsertLease = `INSERT INTO dhcp_leases (mac, ip, expires_at, node_uuid, updated_at) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (mac) DO UPDATE SET ip = excluded.ip, expires_at = excluded.expires_at,
+		node_uuid = excluded.node_uuid, updated_at = excluded.updated_at`
+	takeOverLease = `DELETE FROM dhcp_leases WHERE ip = ? AND mac <> ? AND expires_at <= ?`
+	leaseColumns  = `SELECT mac, ip, expires_at, node_uuid, updated_at FROM dhcp_leases`
+)
+
+// normalLease validates l and returns it in its stored form.
+func normalLease(l Lease) (Lease, error) {
+	hw, err := net.ParseMAC(l.MAC)
+	if err != nil || len(hw) != 6 {
+		return l, fault.New(fault.Invalid, "invalid lease MAC %q", l.MAC)
+	}
+	l.MAC = hw.String()
+	if !l.IP.Is4() {
+		if !l.IP.Is4In6() {
+			return l, fault.New(fault.Invalid, "invalid lease address %q", l.IP)
+		}
+		l.IP = l.IP.Unmap()
+	}
+	if l.UpdatedAt.IsZero() {
+		l.UpdatedAt = time.Now()
+	}
+	l.Expires, l.UpdatedAt = normTime(l.Expires), normTime(l.UpdatedAt)
+	return l, nil
+}
+
+// PutLease implements LeaseStore.
+func (s *SQLite) PutLease(ctx context.Context, l Lease) error {
+	errs, err := s.PutLeases(ctx, []Lease{l})
+	if err != nil {
+		return err
+	}
+	return errs[0]
+}
+
+// PutLeases implements LeaseStore: one write transaction (one job of the
+// group commit, no savepoint per lease) for many leases. A lease that fails
+// (conflict, invalid) fails alone: SQLite's default ABORT undoes only the
+// failing statement, the rest of the transaction stands.
+func (s *SQLite) PutLeases(ctx context.Context, ls []Lease) ([]error, error) {
+	errs := make([]error, len(ls))
+	norm := make([]Lease, len(ls))
+	valid := 0
+	for i, l := range ls {
+		if norm[i], errs[i] = normalLease(l); errs[i] == nil {
+			valid++
+		}
+	}
+	if valid == 0 {
+		return errs, nil
+	}
+	err := s.writeTx(ctx, func(r runner) error {
+		for i, l := range norm {
+			if errs[i] != nil {
+				continue
+			}
+			if err := putLease(ctx, r, l); err != nil {
+				if !fault.Is(err, fault.Conflict) {
+					return err // the database failed: nothing of the batch stands
+				}
+				errs[i] = err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return errs, nil
+}
+
+// putLease writes one lease. The usual write (a MAC renewing, or taking a
+// never-used address) is one statement; only when the address is still
+// stored for another MAC does it check whether that lease expired.
+func putLease(ctx context.Context, r runner, l Lease) error {
+	args := []any{l.MAC, l.IP.String(), formatTime(l.Expires), l.NodeUUID, formatTime(l.UpdatedAt)}
+	_, err := r.exec(ctx, upsertLease, args...)
+	if err == nil {
+		return nil
+	}
+	if v, ok := violationOf(err); !ok || v.unique != "dhcp_leases.ip" {
+		return fmt.Errorf("storage: put lease: %w", err)
+	}
+	res, err := r.exec(ctx, takeOverLease, l.IP.String(), l.MAC, formatTime(l.UpdatedAt))
+	if err != nil {
+		return fmt.Errorf("storage: put lease: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		var holder string
+		if err := r.queryRow(ctx, "SELECT mac FROM dhcp_leases WHERE ip = ?", l.IP.String()).Scan(&holder); err != nil {
+			return fmt.Errorf("storage: put lease: %w", err)
+		}
+		c := &LeaseConflictError{IP: l.IP, HeldBy: holder}
+		return fault.Wrap(fault.Conflict, c, "%s", c.Error())
+	}
+	if _, err := r.exec(ctx, upsertLease, args...); err != nil {
+		return fmt.Errorf("storage: put lease: %w", err)
+	}
+	return nil
+}
+
+// GetLease implements LeaseStore.
+func (s *SQLite) GetLease(ctx context.Context, mac string) (Lease, error) {
+	hw, err := net.ParseMAC(mac)
+	if err != nil {
+		return Lease{}, fault.New(fault.NotFound, "no DHCP lease for %q", mac)
+	}
+	rows, err := s.reader().query(ctx, leaseColumns+" WHERE mac = ?", hw.String())
+	if err != nil {
+		return Lease{}, fmt.Errorf("storage: get lease: %w", err)
+	}
+	ls, err := scanLeases(rows)
+	if err != nil {
+		return Lease{}, err
+	}
+	if len(ls) == 0 {
+		return Lease{}, fault.New(fault.NotFound, "no DHCP lease for %s", hw)
+	}
+	return ls[0], nil
+}
+
+// ListLeases implements LeaseStore.
+func (s *SQLite) ListLeases(ctx context.Context) ([]Lease, error) {
+	rows, err := s.reader().query(ctx, leaseColumns+" ORDER BY mac")
+	if err != nil {
+		return nil, fmt.Errorf("storage: list leases: %w", err)
+	}
+	return scanLeases(rows)
+}
+
+// DeleteLease implements LeaseStore.
+func (s *SQLite) DeleteLease(ctx context.Context, mac string) error {
+	hw, err := net.ParseMAC(mac)
+	if err != nil {
+		return nil // such a MAC can hold no lease
+	}
+	return s.writeTx(ctx, func(r runner) error {
+		if _, err := r.exec(ctx, "DELETE FROM dhcp_leases WHERE mac = ?", hw.String()); err != nil {
+			return fmt.Errorf("storage: delete lease: %w", err)
+		}
+		return nil
+	})
+}
+
+// PruneLeases implements LeaseStore.
+func (s *SQLite) PruneLeases(ctx context.Context, before time.Time) (int64, error) {
+	var n int64
+	err := s.writeTx(ctx, func(r runner) error {
+		res, err := r.exec(ctx, "DELETE FROM dhcp_leases WHERE expires_at < ?", formatTime(before))
+		if err != nil {
+			return fmt.Errorf("storage: prune leases: %w", err)
+		}
+		n, _ = res.RowsAffected()
+		return nil
+	})
+	return n, err
+}
+
+func scanLeases(rows *sql.Rows) ([]Lease, error) {
+	defer rows.Close()
+	var out []Lease
+	for rows.Next() {
+		var l Lease
+		var ip, exp, upd string
+		if err := rows.Scan(&l.MAC, &ip, &exp, &l.NodeUUID, &upd); err != nil {
+			return nil, fmt.Errorf("storage: scan lease: %w", err)
+		}
+		var err error
+		if l.IP, err = netip.ParseAddr(ip); err != nil {
+			return nil, fmt.Errorf("storage: lease of %s: %w", l.MAC, err)
+		}
+		if l.Expires, err = parseTime(exp); err != nil {
+			return nil, err
+		}
+		if l.UpdatedAt, err = parseTime(upd); err != nil {
+			return nil, err
+		}
+		out = append(out, l)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("storage: list leases: %w", err)
+	}
+	return out, nil
+}
