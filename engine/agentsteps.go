@@ -103,7 +103,10 @@ func (c *Conductor) deploySteps(n *storage.Node) ([]any, error) {
 	if f, _ := ii["image_disk_format"].(string); f != "" {
 		args[protocol.ArgImageFormat] = f
 	}
-	if hints, ok := n.Properties["root_device"].(map[string]any); ok {
+	// Ironic: instance_info.root_device wins over properties.root_device.
+	if hints, ok := ii["root_device"].(map[string]any); ok {
+		args[protocol.ArgRootDevice] = hints
+	} else if hints, ok := n.Properties["root_device"].(map[string]any); ok {
 		args[protocol.ArgRootDevice] = hints
 	}
 	if cd, ok := ii["configdrive"]; ok && cd != nil {
