@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -166,6 +167,21 @@ func buildDeployImages(ctx context.Context, dir, token string) (*DeployImages, e
 	if im.Zstd, err = describeImage(zst, "zstd"); err != nil {
 		return nil, err
 	}
+	// The variants are copies of the raw file as hashed above: it must not
+	// have changed meanwhile (see populateBootFS for what once did that).
+	again, err := describeImage(raw, "raw")
+	if err != nil {
+		return nil, err
+	}
+	if again.SHA256 != im.Raw.SHA256 {
+		return nil, fmt.Errorf("%s changed while its variants were built (sha256 %s, then %s)", raw, im.Raw.SHA256, again.SHA256)
+	}
+	// Every test only reads them (boots use snapshot=on or copies).
+	for _, v := range []DeployImage{im.Raw, im.QCOW2, im.Gzip, im.Zstd} {
+		if err := os.Chmod(v.Path, 0o444); err != nil {
+			return nil, err
+		}
+	}
 	return im, nil
 }
 
@@ -275,6 +291,10 @@ LABEL linux
 // populated through a loop device over the partition's byte range (no
 // partition scan needed); extlinux takes the partition's offset from the
 // MBR's hand-off at boot.
+//
+// The file is final when this returns: the file system was mounted only in
+// a private mount namespace (populateBootFS) and the loop device is gone
+// (detachLoop), so nothing can write to it later.
 func buildBootDisk(ctx context.Context, dir, out, initrd string) (err error) {
 	_ = os.Remove(out)
 	if err := sparseFile(out, imageSize); err != nil {
@@ -286,6 +306,10 @@ func buildBootDisk(ctx context.Context, dir, out, initrd string) (err error) {
 	if b, err := sf.CombinedOutput(); err != nil {
 		return fmt.Errorf("sfdisk: %w: %s", err, b)
 	}
+	conf := filepath.Join(dir, "extlinux.conf")
+	if err := os.WriteFile(conf, []byte(extlinuxConf), 0o644); err != nil {
+		return err
+	}
 
 	loop, err := run(ctx, "losetup", "--find", "--show",
 		"--offset", strconv.Itoa(imagePartStart), "--sizelimit", strconv.Itoa(imageSize-imagePartStart), out)
@@ -293,49 +317,35 @@ func buildBootDisk(ctx context.Context, dir, out, initrd string) (err error) {
 		return err
 	}
 	loop = strings.TrimSpace(loop)
+	attached := true
 	defer func() {
-		// A fresh context: the loop device must go even when ctx expired.
-		dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if _, derr := run(dctx, "losetup", "-d", loop); derr != nil && err == nil {
-			err = derr
+		if attached {
+			// A fresh context: the loop device must go even when ctx expired.
+			dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			_ = detachLoop(dctx, loop, out)
 		}
 	}()
-	// No 64bit/metadata_csum: extlinux 6.04 predates them.
-	if _, err := run(ctx, "mkfs.ext4", "-q", "-F", "-L", "e2eroot", "-O", "^64bit,^metadata_csum", loop); err != nil {
+	// No 64bit/metadata_csum: extlinux 6.04 predates them. No lazy init:
+	// mkfs writes the inode tables and journal now, so the kernel's
+	// ext4lazyinit thread has nothing to write while it is mounted.
+	if _, err := run(ctx, "mkfs.ext4", "-q", "-F", "-L", "e2eroot", "-O", "^64bit,^metadata_csum",
+		"-E", "lazy_itable_init=0,lazy_journal_init=0", loop); err != nil {
 		return err
 	}
 	mnt := filepath.Join(dir, "mnt")
 	if err := os.MkdirAll(mnt, 0o755); err != nil {
 		return err
 	}
-	if _, err := run(ctx, "mount", "-t", "ext4", loop, mnt); err != nil {
+	if err := populateBootFS(ctx, loop, mnt, map[string]string{
+		imageKernelPath(): "vmlinuz", initrd: "initrd.gz", conf: "extlinux.conf",
+	}); err != nil {
 		return err
 	}
-	mounted := true
-	defer func() {
-		if mounted {
-			uctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			_, _ = run(uctx, "umount", mnt)
-		}
-	}()
-	for src, dst := range map[string]string{imageKernelPath(): "vmlinuz", initrd: "initrd.gz"} {
-		if err := copyFileSparse(src, filepath.Join(mnt, dst)); err != nil {
-			return err
-		}
-	}
-	if err := os.WriteFile(filepath.Join(mnt, "extlinux.conf"), []byte(extlinuxConf), 0o644); err != nil {
+	attached = false
+	if err := detachLoop(ctx, loop, out); err != nil {
 		return err
 	}
-	// extlinux warns that a loop device has no geometry; harmless here.
-	if _, err := run(ctx, "extlinux", "--install", mnt); err != nil {
-		return err
-	}
-	if _, err := run(ctx, "umount", mnt); err != nil {
-		return err
-	}
-	mounted = false
 
 	code, err := os.ReadFile(mbrBootCode)
 	if err != nil {
@@ -353,6 +363,75 @@ func buildBootDisk(ctx context.Context, dir, out, initrd string) (err error) {
 		return err
 	}
 	return f.Close()
+}
+
+// populateScript mounts the loop device ($1) on $2, copies each pair of
+// (source, name) arguments that follow into it, installs extlinux and
+// unmounts. Plain cp, not --sparse: extlinux's ext4 reader fails ("I/O
+// error") on a kernel file with holes. extlinux warns that a loop device
+// has no geometry; harmless.
+const populateScript = `set -eu
+loop=$1 mnt=$2
+shift 2
+mount -t ext4 "$loop" "$mnt"
+while [ $# -gt 0 ]; do
+	cp "$1" "$mnt/$2"
+	shift 2
+done
+extlinux --install "$mnt"
+sync -f "$mnt"
+umount "$mnt"
+`
+
+// populateBootFS copies files (source path -> name in the root) into the
+// ext4 on loop and installs extlinux, all in a mount namespace of its own.
+//
+// Why not mount in the test's namespace: the host's / is private, so any
+// process that unshares its mount namespace while the file system is
+// mounted there (another test's `ip netns exec`, unshare -m, a Go child
+// with CLONE_NEWNS) takes a private copy of the mount. Our umount then only
+// detaches our copy, losetup -d merely sets autoclear, and when that other
+// namespace ends the kernel finally unmounts the ext4 and writes its
+// superblock (free block count, state) through the still attached loop
+// device into the raw image: after its checksum and variants were made.
+// A mount that exists only in a namespace nobody else can copy (the shell
+// below and its short-lived children) cannot outlive our umount; and if the
+// script dies, its namespace and the mount go with it.
+func populateBootFS(ctx context.Context, loop, mnt string, files map[string]string) error {
+	args := []string{"-c", populateScript, "populate", loop, mnt}
+	for src, name := range files {
+		args = append(args, src, name)
+	}
+	cmd := exec.CommandContext(ctx, "sh", args...)
+	// Go makes / recursively private in the child after unsharing.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("populate the boot file system (mount, copy, extlinux, umount): %w: %s", err, bytes.TrimSpace(out))
+	}
+	return nil
+}
+
+// detachLoop detaches loop and waits until the kernel has really let go of
+// backing: losetup -d on a device still held open (a file system still
+// mounted somewhere) succeeds but only marks it to be cleared at its last
+// close, and until then the file can still change under us.
+func detachLoop(ctx context.Context, loop, backing string) error {
+	if _, err := run(ctx, "losetup", "-d", loop); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for {
+		held, err := run(ctx, "losetup", "--associated", backing)
+		if err == nil && strings.TrimSpace(held) == "" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("loop device %s still holds %s after losetup -d (its file system still mounted in some mount namespace?): %s", loop, backing, strings.TrimSpace(held))
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // describeImage hashes a file.
