@@ -112,6 +112,12 @@ func run(ctx context.Context, pid1 bool, opts options, level *slog.LevelVar, log
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
+	if pid1 || opts.dhcp {
+		// DHCP needs the random pool; seeding it takes a while under
+		// emulation, so it overlaps the module loading. It cannot be
+		// canceled but ends by itself.
+		wg.Go(func() { netup.SeedRandom(log) })
+	}
 
 	p, err := readCmdline(opts.cmdline)
 	if err != nil {
@@ -130,7 +136,9 @@ func run(ctx context.Context, pid1 bool, opts options, level *slog.LevelVar, log
 
 	if pid1 {
 		wg.Go(func() { reapOrphans(ctx, "/proc", zombieGrace) })
-		loadModules(log, modulesOrder, modulesDir)
+		if hotplug := loadModules(ctx, log, opts.root.Sys, modulesOrder, modulesDir); hotplug != nil {
+			wg.Go(func() { hotplug(ctx) })
+		}
 		mountEFIVars(log)
 	}
 	if pid1 || opts.dhcp {

@@ -1,15 +1,16 @@
 package main
 
 import (
-	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
-	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
+
+	"castiron/ramdisk/agent/coldplug"
 )
 
 // mount is one file system /init mounts.
@@ -88,43 +89,44 @@ func attachConsole() {
 	}
 }
 
-// loadModules loads the kernel modules listed in orderFile (paths relative
-// to moduleDir, dependencies first, uncompressed). Modules for hardware the
-// machine lacks fail with ENODEV and are skipped; one already loaded (or
-// built in) with EEXIST.
-func loadModules(log *slog.Logger, orderFile, moduleDir string) {
-	f, err := os.Open(orderFile)
+// loadModules loads the kernel modules this machine's devices need (see
+// package coldplug): orderFile lists the ramdisk's modules (paths relative to
+// moduleDir, dependencies first, uncompressed) and moduleDir holds the
+// builder's modules.alias, modules.dep and modules.softdep. It returns a
+// function that loads modules for devices found later until its context
+// ends (nil without hotplug), for the caller to run in a goroutine.
+func loadModules(ctx context.Context, log *slog.Logger, sys, orderFile, moduleDir string) (hotplug func(context.Context)) {
+	ix, err := coldplug.ReadIndex(orderFile, moduleDir)
 	if err != nil {
 		log.Warn("no module list", "err", err)
-		return
+		return nil
 	}
-	defer f.Close()
-	var loaded, failed int
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		rel := strings.TrimSpace(sc.Text())
-		if rel == "" || strings.HasPrefix(rel, "#") {
-			continue
-		}
-		switch err := loadModule(filepath.Join(moduleDir, rel)); {
-		case err == nil:
-			loaded++
-		case errors.Is(err, unix.EEXIST):
-		case errors.Is(err, unix.ENODEV), errors.Is(err, unix.ENXIO):
-			log.Debug("module: no such hardware", "module", filepath.Base(rel))
-		default:
-			failed++
-			log.Warn("module load failed", "module", filepath.Base(rel), "err", err)
-		}
-	}
-	log.Info("kernel modules loaded", "loaded", loaded, "failed", failed)
-}
-
-func loadModule(path string) error {
-	f, err := os.Open(path)
+	cfg := coldplug.Config{Index: ix, Loader: coldplug.FinitLoader{Dir: moduleDir}, Sys: sys, Log: log}
+	// Subscribed before the first sysfs scan, so no device is missed.
+	events, err := coldplug.OpenUevents()
 	if err != nil {
-		return err
+		log.Warn("no hotplug", "err", err)
+	} else {
+		cfg.Events = events
 	}
-	defer f.Close()
-	return unix.FinitModule(int(f.Fd()), "", 0)
+	p := coldplug.New(cfg)
+	res, err := p.Coldplug(ctx)
+	if err != nil {
+		log.Warn("module loading stopped", "err", err)
+	}
+	attrs := []any{"loaded", res.Loaded, "matched", res.Matched, "failed", res.Failed,
+		"of", ix.Len(), "passes", res.Passes, "took", res.Took.Round(time.Millisecond)}
+	if res.Fallback != "" {
+		attrs = append(attrs, "fallback", res.Fallback)
+	}
+	log.Info("kernel modules loaded", attrs...)
+	if events == nil {
+		return nil
+	}
+	return func(ctx context.Context) {
+		defer events.Close()
+		if err := p.Hotplug(ctx); err != nil && ctx.Err() == nil {
+			log.Warn("hotplug stopped", "err", err)
+		}
+	}
 }

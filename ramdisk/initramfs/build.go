@@ -19,7 +19,10 @@ import (
 //
 // Archive layout: /init (the agent, 0755); /etc/modules.order (module paths
 // relative to /lib/modules/, dependencies first); /lib/modules/<those paths>
-// (plain .ko: .xz/.zst/.gz are decompressed); /etc/castiron-ramdisk (build
+// (plain .ko: .xz/.zst/.gz are decompressed); /lib/modules/modules.alias,
+// modules.dep and modules.softdep (the kernel's, cut down to the archive's
+// modules, paths as in modules.order: the agent loads only the modules
+// whose aliases match the machine's devices); /etc/castiron-ramdisk (build
 // info, os-release syntax); the directories /proc /sys /dev /run /tmp /etc
 // /mnt; /dev/console (c 5 1) and /dev/null (c 1 3), so the kernel can open
 // init's console before anything mounts devtmpfs.
@@ -82,6 +85,10 @@ func Build(ctx context.Context, opts Options) (Result, error) {
 		return Result{}, err
 	}
 	l.file(ModulesOrderPath, 0o644, []byte(joinLines(order)))
+	index := db.archiveIndex(resolved.Modules)
+	l.file(ModulesAliasPath, 0o644, []byte(index.alias))
+	l.file(ModulesDepPath, 0o644, []byte(index.dep))
+	l.file(ModulesSoftdepPath, 0o644, []byte(index.softdep))
 	l.file(InfoPath, 0o644, []byte(infoFile(buildInfo{
 		kernelVersion: k.version,
 		agentVersion:  version,

@@ -76,6 +76,23 @@ func TestBuildLayout(t *testing.T) {
 		{name: "lib/modules/kernel/drivers/block/blk-drv.ko", mode: cpio.S_IFREG | 0o644, data: []byte("fake module blk-drv\n")},
 		{name: "lib/modules/kernel/fs/gzmod.ko", mode: cpio.S_IFREG | 0o644, data: []byte("fake module gzmod\n")},
 		{name: "lib/modules/kernel/drivers/net/netdrv.ko", mode: cpio.S_IFREG | 0o644, data: []byte("fake module netdrv\n")},
+		{name: "lib/modules/modules.alias", mode: cpio.S_IFREG | 0o644, data: []byte(
+			"alias crcthing crc_thing_generic\n" +
+				"alias pci:v00001AF4d00001000sv*sd*bc*sc*i* netdrv\n" +
+				"alias netdrv-alias netdrv\n" +
+				"alias virtio:d00000001v* netdrv\n")},
+		{name: "lib/modules/modules.dep", mode: cpio.S_IFREG | 0o644, data: []byte(
+			"kernel/lib/libfoo.ko:\n" +
+				"kernel/net/core/netcore.ko: kernel/lib/libfoo.ko\n" +
+				"kernel/drivers/net/netdrv.ko: kernel/net/core/netcore.ko kernel/lib/libfoo.ko\n" +
+				"kernel/drivers/block/blk-drv.ko: kernel/lib/libfoo.ko\n" +
+				"kernel/crypto/crc_thing_generic.ko:\n" +
+				"kernel/lib/crc-thing.ko:\n" +
+				"kernel/drivers/scsi/disk.ko: kernel/lib/crc-thing.ko\n" +
+				"kernel/fs/gzmod.ko:\n")},
+		{name: "lib/modules/modules.softdep", mode: cpio.S_IFREG | 0o644, data: []byte(
+			"softdep crc_thing pre: crcthing\n" +
+				"softdep disk ignored-word\n")},
 		{name: "etc/ssl/certs/ca.pem", mode: cpio.S_IFREG | 0o640, data: []byte("CERT\n")},
 		{name: "etc/castiron-ramdisk", mode: cpio.S_IFREG | 0o644, dataContains: `KERNEL_VERSION="6.0.0-test"` + "\n" +
 			`AGENT_VERSION="` + testInitVersion + `"` + "\n" + `AGENT_SHA256="` + res.AgentSHA256 + `"` + "\n" +

@@ -23,7 +23,15 @@ type ModuleDB struct {
 	pre     map[string][]string // softdep "pre:" names (modules or aliases)
 	post    map[string][]string
 	aliases map[string][]string // exact (wildcard-free) alias -> module names
+
+	// The lines an archive's own index is filtered from (archiveIndex), in
+	// the kernel's order.
+	aliasLines   []aliasLine
+	softdepLines map[string][]string // module name -> its "softdep ..." lines
 }
+
+// aliasLine is one "alias PATTERN MODULE" of modules.alias.
+type aliasLine struct{ pattern, module string }
 
 // Resolution is a module set in load order.
 type Resolution struct {
@@ -54,6 +62,8 @@ func LoadModuleDB(ctx context.Context, dir string) (*ModuleDB, error) {
 		pre:     map[string][]string{},
 		post:    map[string][]string{},
 		aliases: map[string][]string{},
+
+		softdepLines: map[string][]string{},
 	}
 	files := []struct {
 		name     string
@@ -123,6 +133,7 @@ func (db *ModuleDB) parseSoftdep(line string) {
 		return
 	}
 	name := ModuleName(f[1])
+	db.softdepLines[name] = append(db.softdepLines[name], line)
 	var into map[string][]string
 	for _, w := range f[2:] {
 		switch w {
@@ -138,11 +149,16 @@ func (db *ModuleDB) parseSoftdep(line string) {
 	}
 }
 
-// parseAlias keeps "alias NAME MODULE" lines without wildcards: softdeps
-// name algorithms ("crct10dif"), never device patterns.
+// parseAlias keeps every "alias PATTERN MODULE" line for the archive's
+// index, and indexes those without wildcards as names: softdeps name
+// algorithms ("crct10dif"), never device patterns.
 func (db *ModuleDB) parseAlias(line string) {
 	f := strings.Fields(line)
-	if len(f) != 3 || f[0] != "alias" || strings.ContainsAny(f[1], "*?[") {
+	if len(f) != 3 || f[0] != "alias" {
+		return
+	}
+	db.aliasLines = append(db.aliasLines, aliasLine{pattern: f[1], module: ModuleName(f[2])})
+	if strings.ContainsAny(f[1], "*?[") {
 		return
 	}
 	db.aliases[f[1]] = append(db.aliases[f[1]], ModuleName(f[2]))

@@ -56,6 +56,8 @@ func DefaultModules() []string {
 		"ahci", "ata_piix", "sd_mod", "nvme", "mptsas", "mpt3sas", "megaraid_sas",
 		// loop devices (image handling, tests)
 		"loop",
+		// UEFI variables (boot mode details)
+		"efivarfs",
 	}
 }
 
@@ -133,9 +135,12 @@ const (
 	InitramfsFileName = "initramfs"
 
 	// Paths inside the archive the agent relies on.
-	ModulesOrderPath = "/etc/modules.order"
-	ModulesDir       = "/lib/modules"
-	InfoPath         = "/etc/castiron-ramdisk"
+	ModulesOrderPath   = "/etc/modules.order"
+	ModulesDir         = "/lib/modules"
+	ModulesAliasPath   = ModulesDir + "/modules.alias"
+	ModulesDepPath     = ModulesDir + "/modules.dep"
+	ModulesSoftdepPath = ModulesDir + "/modules.softdep"
+	InfoPath           = "/etc/castiron-ramdisk"
 )
 
 func (o Options) withDefaults() Options {

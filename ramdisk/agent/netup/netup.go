@@ -78,7 +78,11 @@ func Up(ctx context.Context, cfg Config) (*Lease, error) {
 		return nil, err
 	}
 	name, mac := link.Attrs().Name, link.Attrs().HardwareAddr
-	seedRandom(cfg)
+	// The dhcpv4 package draws transaction IDs with a non-blocking getrandom
+	// in a loop, which early in the boot of a VM without an RNG device spins
+	// for minutes (measured: still failing after 120 s under qemu TCG). The
+	// agent starts SeedRandom at boot, so the pool is usually ready by now.
+	SeedRandom(cfg.Log)
 	cfg.Log.Info("DHCP", "nic", name, "mac", mac.String())
 	for attempt := 0; ; attempt++ {
 		raw, err := request(ctx, cfg, name, mac)
@@ -102,22 +106,24 @@ func Up(ctx context.Context, cfg Config) (*Lease, error) {
 	}
 }
 
-// seedRandom makes sure the kernel's random pool is ready before DHCP: the
-// dhcpv4 package draws transaction IDs with a non-blocking getrandom in a
-// loop, which early in the boot of a VM without an RNG device spins for
-// minutes (measured: still failing after 120 s under qemu TCG). A blocking
-// getrandom makes the kernel (>= 5.4) seed itself from CPU jitter at once.
-func seedRandom(cfg Config) {
+// SeedRandom returns once the kernel's random pool is initialized, at once
+// if it already is. A blocking getrandom makes the kernel (>= 5.4) seed
+// itself from CPU jitter, which takes about a second under qemu TCG: run it
+// in a goroutine early in the boot so the wait overlaps other work.
+func SeedRandom(log *slog.Logger) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	var b [1]byte
 	if _, err := unix.Getrandom(b[:], unix.GRND_NONBLOCK); err != unix.EAGAIN {
 		return
 	}
 	start := time.Now()
 	if _, err := unix.Getrandom(b[:], 0); err != nil {
-		cfg.Log.Warn("getrandom failed", "err", err)
+		log.Warn("getrandom failed", "err", err)
 		return
 	}
-	cfg.Log.Info("kernel random pool ready", "waited", time.Since(start).Round(time.Millisecond))
+	log.Info("kernel random pool ready", "waited", time.Since(start).Round(time.Millisecond))
 }
 
 // backoff doubles from 1 s up to 10 s, with jitter: machines powered on
