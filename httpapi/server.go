@@ -6,6 +6,7 @@ package httpapi
 import (
 	"bytes"
 	"context"
+	"io"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
@@ -174,6 +175,21 @@ func (s *statusRecorder) Write(b []byte) (int, error) {
 	}
 	return s.ResponseWriter.Write(b)
 }
+
+// ReadFrom keeps net/http's sendfile path for file bodies (kernel,
+// initramfs, images) that ServeContent copies through io.Copy.
+func (s *statusRecorder) ReadFrom(src io.Reader) (int64, error) {
+	if !s.wrote {
+		s.status, s.wrote = http.StatusOK, true
+	}
+	if rf, ok := s.ResponseWriter.(io.ReaderFrom); ok {
+		return rf.ReadFrom(src)
+	}
+	return io.Copy(struct{ io.Writer }{s.ResponseWriter}, src)
+}
+
+// Unwrap gives http.ResponseController the underlying writer.
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
 // Flush lets streaming handlers (server-sent events) flush through.
 func (s *statusRecorder) Flush() {
