@@ -241,7 +241,7 @@ func TestMount(t *testing.T) {
 	if !bytes.Contains(fs, []byte("iso9660")) && exec.Command("modprobe", "isofs").Run() != nil {
 		// A property of the host kernel, not a missing package (this
 		// machine's kernel has none): TestBuild reads the image
-		// with isoinfo instead (TestBuild).
+		// with isoinfo instead.
 		t.Skip("the kernel has no iso9660 support")
 	}
 	iso, err := Build(map[string]any{"uuid": "u"}, "data", nil, nil)
