@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -252,8 +253,16 @@ func (s *SQLite) ListNodes(ctx context.Context, q NodeQuery) ([]*Node, error) {
 		defaultSort:    "id",
 		markerCol:      "uuid",
 		markerNotFound: fault.NodeNotFound,
-		columns:        q.Columns,
+		columns:        withUUID(q.Columns),
 	})
+}
+
+// withUUID adds uuid to a projection: NodeQuery promises it is always read.
+func withUUID(cols []string) []string {
+	if len(cols) == 0 || slices.Contains(cols, "uuid") {
+		return cols
+	}
+	return append(append(make([]string, 0, len(cols)+1), cols...), "uuid")
 }
 
 func escapeLike(s string) string {

@@ -1123,3 +1123,20 @@ func TestMigrationsOrdered(t *testing.T) {
 		}
 	}
 }
+
+func TestListNodesProjectionReadsUUID(t *testing.T) {
+	ctx := context.Background()
+	st, err := Open(ctx, filepath.Join(t.TempDir(), "p.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	n := &Node{UUID: "8a1b4b38-3a0c-4c5a-9a57-111111111111", Driver: "fake-hardware", ProvisionState: "manageable", CreatedAt: time.Now()}
+	if err := st.CreateNode(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.ListNodes(ctx, NodeQuery{Columns: []string{"provision_state"}, IncludeChildren: true})
+	if err != nil || len(got) != 1 || got[0].UUID != n.UUID || got[0].ProvisionState != "manageable" {
+		t.Fatalf("projection: %v %+v", err, got)
+	}
+}
