@@ -3,6 +3,8 @@ package initramfs
 import (
 	"fmt"
 	"strings"
+
+	"castiron/ramdisk/kmod"
 )
 
 // archiveIndex is the depmod index the agent coldplugs from, in the kernel's
@@ -20,7 +22,7 @@ type archiveIndex struct {
 func (db *ModuleDB) archiveIndex(modules []string) archiveIndex {
 	inArchive := make(map[string]bool, len(modules))
 	for _, m := range modules {
-		inArchive[ModuleName(m)] = true
+		inArchive[kmod.Name(m)] = true
 	}
 	var alias, dep, softdep strings.Builder
 	for _, a := range db.aliasLines {
@@ -29,7 +31,7 @@ func (db *ModuleDB) archiveIndex(modules []string) archiveIndex {
 		}
 	}
 	for _, m := range modules {
-		name := ModuleName(m)
+		name := kmod.Name(m)
 		dep.WriteString(uncompressedModulePath(m) + ":")
 		for _, d := range db.deps[name] {
 			if inArchive[d] {

@@ -1,16 +1,15 @@
 package initramfs
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"path"
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"castiron/ramdisk/kmod"
 )
 
 // ModuleDB is what depmod wrote for one kernel: modules.dep (hard
@@ -42,16 +41,6 @@ type Resolution struct {
 	Missing []string // requested but unknown to this kernel
 }
 
-// ModuleName turns a module path or name into the kernel's module name:
-// "kernel/drivers/block/virtio-blk.ko.xz" -> "virtio_blk".
-func ModuleName(p string) string {
-	name := path.Base(p)
-	if i := strings.Index(name, ".ko"); i >= 0 {
-		name = name[:i]
-	}
-	return strings.ReplaceAll(name, "-", "_")
-}
-
 // LoadModuleDB reads the depmod files of one kernel's module dir. Only
 // modules.dep is required.
 func LoadModuleDB(ctx context.Context, dir string) (*ModuleDB, error) {
@@ -79,7 +68,7 @@ func LoadModuleDB(ctx context.Context, dir string) (*ModuleDB, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		err := eachLine(filepath.Join(dir, f.name), f.parse)
+		err := kmod.EachLine(filepath.Join(dir, f.name), f.parse)
 		if errors.Is(err, fs.ErrNotExist) && !f.required {
 			continue
 		}
@@ -90,40 +79,20 @@ func LoadModuleDB(ctx context.Context, dir string) (*ModuleDB, error) {
 	return db, nil
 }
 
-func eachLine(file string, fn func(string)) error {
-	f, err := os.Open(file)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64*1024), 1024*1024) // modules.dep lines can be long
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line != "" && !strings.HasPrefix(line, "#") {
-			fn(line)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("%s: %w", file, err)
-	}
-	return nil
-}
-
 // parseDep reads "kernel/a.ko: kernel/b.ko kernel/c.ko".
 func (db *ModuleDB) parseDep(line string) {
 	modPath, deps, ok := strings.Cut(line, ":")
 	if !ok {
 		return
 	}
-	name := ModuleName(modPath)
+	name := kmod.Name(modPath)
 	db.paths[name] = modPath
 	for _, d := range strings.Fields(deps) {
-		db.deps[name] = append(db.deps[name], ModuleName(d))
+		db.deps[name] = append(db.deps[name], kmod.Name(d))
 	}
 }
 
-func (db *ModuleDB) parseBuiltin(line string) { db.builtin[ModuleName(line)] = true }
+func (db *ModuleDB) parseBuiltin(line string) { db.builtin[kmod.Name(line)] = true }
 
 // parseSoftdep reads "softdep MOD pre: a b post: c"; words before pre:/post:
 // are ignored, as kmod does.
@@ -132,7 +101,7 @@ func (db *ModuleDB) parseSoftdep(line string) {
 	if len(f) < 3 || f[0] != "softdep" {
 		return
 	}
-	name := ModuleName(f[1])
+	name := kmod.Name(f[1])
 	db.softdepLines[name] = append(db.softdepLines[name], line)
 	var into map[string][]string
 	for _, w := range f[2:] {
@@ -157,11 +126,11 @@ func (db *ModuleDB) parseAlias(line string) {
 	if len(f) != 3 || f[0] != "alias" {
 		return
 	}
-	db.aliasLines = append(db.aliasLines, aliasLine{pattern: f[1], module: ModuleName(f[2])})
+	db.aliasLines = append(db.aliasLines, aliasLine{pattern: f[1], module: kmod.Name(f[2])})
 	if strings.ContainsAny(f[1], "*?[") {
 		return
 	}
-	db.aliases[f[1]] = append(db.aliases[f[1]], ModuleName(f[2]))
+	db.aliases[f[1]] = append(db.aliases[f[1]], kmod.Name(f[2]))
 }
 
 // Resolve returns the modules to load for names (module names or exact
@@ -171,7 +140,7 @@ func (db *ModuleDB) Resolve(names []string) Resolution {
 	r := &resolver{db: db, seen: map[string]bool{}}
 	var res Resolution
 	for _, n := range names {
-		switch name := ModuleName(n); {
+		switch name := kmod.Name(n); {
 		case db.paths[name] != "":
 			r.visit(name)
 		case db.builtin[name]:
@@ -216,7 +185,7 @@ func (r *resolver) visit(name string) {
 // modules (all of them, as modprobe does). Unknown or built-in: nothing to do.
 func (r *resolver) visitSoft(names []string) {
 	for _, n := range names {
-		if m := ModuleName(n); r.db.paths[m] != "" {
+		if m := kmod.Name(n); r.db.paths[m] != "" {
 			r.visit(m)
 			continue
 		}

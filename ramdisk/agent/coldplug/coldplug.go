@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"castiron/ramdisk/kmod"
 )
 
 // Loader loads one module, given its path relative to the module dir. Its
@@ -217,7 +219,7 @@ func (p *Plugger) newModaliases() ([]string, error) {
 func (p *Plugger) loadAll(ctx context.Context) {
 	var todo []string
 	for _, rel := range p.cfg.Index.order {
-		if m := moduleName(rel); !p.attempted[m] {
+		if m := kmod.Name(rel); !p.attempted[m] {
 			todo = append(todo, m)
 		}
 	}

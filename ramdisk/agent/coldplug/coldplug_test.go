@@ -14,6 +14,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"castiron/ramdisk/kmod"
 )
 
 // testOrder is a ramdisk's modules.order: a cut-down copy of the real one.
@@ -210,7 +212,7 @@ type fakeLoader struct {
 }
 
 func (l *fakeLoader) Load(_ context.Context, rel string) error {
-	name := moduleName(rel)
+	name := kmod.Name(rel)
 	if slices.Contains(l.loaded, name) {
 		return unix.EEXIST // a real kernel says so; Run must not ask twice
 	}

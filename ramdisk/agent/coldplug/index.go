@@ -8,15 +8,13 @@
 package coldplug
 
 import (
-	"bufio"
 	"errors"
-	"fmt"
 	"io/fs"
-	"os"
-	"path"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"castiron/ramdisk/kmod"
 )
 
 // Index files in the module dir, written by the initramfs builder in the
@@ -52,7 +50,7 @@ func ReadIndex(orderFile, dir string) (*Index, error) {
 		post:  map[string][]string{},
 		exact: map[string][]string{},
 	}
-	if err := eachLine(orderFile, ix.parseOrder); err != nil {
+	if err := kmod.EachLine(orderFile, ix.parseOrder); err != nil {
 		return nil, err
 	}
 	ix.complete = true
@@ -65,7 +63,7 @@ func ReadIndex(orderFile, dir string) (*Index, error) {
 		{DepFile, true, ix.parseDep},
 		{SoftdepFile, false, ix.parseSoftdep},
 	} {
-		err := eachLine(filepath.Join(dir, f.name), f.parse)
+		err := kmod.EachLine(filepath.Join(dir, f.name), f.parse)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			if f.required {
@@ -84,28 +82,8 @@ func (ix *Index) Complete() bool { return ix.complete }
 // Len is the number of modules in the ramdisk.
 func (ix *Index) Len() int { return len(ix.order) }
 
-func eachLine(file string, fn func(string)) error {
-	f, err := os.Open(file)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line != "" && !strings.HasPrefix(line, "#") {
-			fn(line)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("%s: %w", file, err)
-	}
-	return nil
-}
-
 func (ix *Index) parseOrder(line string) {
-	name := moduleName(line)
+	name := kmod.Name(line)
 	if _, dup := ix.pos[name]; dup {
 		return
 	}
@@ -120,7 +98,7 @@ func (ix *Index) parseAlias(line string) {
 	if len(f) != 3 || f[0] != "alias" {
 		return
 	}
-	mod := moduleName(f[2])
+	mod := kmod.Name(f[2])
 	if !ix.has(mod) {
 		return
 	}
@@ -136,9 +114,9 @@ func (ix *Index) parseDep(line string) {
 	if !ok {
 		return
 	}
-	name := moduleName(mod)
+	name := kmod.Name(mod)
 	for _, d := range strings.Fields(deps) {
-		ix.deps[name] = append(ix.deps[name], moduleName(d))
+		ix.deps[name] = append(ix.deps[name], kmod.Name(d))
 	}
 }
 
@@ -149,7 +127,7 @@ func (ix *Index) parseSoftdep(line string) {
 	if len(f) < 3 || f[0] != "softdep" {
 		return
 	}
-	name := moduleName(f[1])
+	name := kmod.Name(f[1])
 	var into map[string][]string
 	for _, w := range f[2:] {
 		switch w {
@@ -211,7 +189,7 @@ func (ix *Index) loadOrder(names []string) []string {
 // softdepModules resolves a softdep word: a module name, else an exact
 // alias standing for modules (all of them, as modprobe does).
 func (ix *Index) softdepModules(word string) []string {
-	if name := moduleName(word); ix.has(name) {
+	if name := kmod.Name(word); ix.has(name) {
 		return []string{name}
 	}
 	return ix.exact[word]
@@ -224,7 +202,7 @@ func (ix *Index) softdepModules(word string) []string {
 func (ix *Index) standalone() []string {
 	needed := map[string]bool{}
 	for _, rel := range ix.order {
-		name := moduleName(rel)
+		name := kmod.Name(rel)
 		for _, m := range ix.loadOrder([]string{name}) {
 			if m != name {
 				needed[m] = true
@@ -239,7 +217,7 @@ func (ix *Index) standalone() []string {
 	}
 	var out []string
 	for _, rel := range ix.order {
-		if name := moduleName(rel); !needed[name] && !hasDeviceAlias[name] {
+		if name := kmod.Name(rel); !needed[name] && !hasDeviceAlias[name] {
 			out = append(out, name)
 		}
 	}
@@ -261,13 +239,3 @@ func (ix *Index) has(name string) bool {
 
 // path returns a module's path relative to the module dir.
 func (ix *Index) path(name string) string { return ix.order[ix.pos[name]] }
-
-// moduleName turns a module path or name into the kernel's module name:
-// "kernel/drivers/block/virtio-blk.ko" -> "virtio_blk".
-func moduleName(p string) string {
-	name := path.Base(p)
-	if i := strings.Index(name, ".ko"); i >= 0 {
-		name = name[:i]
-	}
-	return strings.ReplaceAll(name, "-", "_")
-}
