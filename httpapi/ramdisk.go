@@ -1,8 +1,6 @@
 package httpapi
 
 import (
-	"github.com/google/uuid"
-
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -51,7 +49,7 @@ func (a *API) lookup(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	nodeUUID := q.Get("node_uuid")
-	if nodeUUID != "" && !looksLikeUUID(nodeUUID) {
+	if nodeUUID != "" && !argUUIDLike(nodeUUID) {
 		return errInvalid("Expected a UUID for node_uuid: %s", nodeUUID)
 	}
 	n, token, err := a.cond.AgentLookup(r.Context(), macs, nodeUUID)
@@ -158,7 +156,7 @@ func (a *API) continueInspection(w http.ResponseWriter, r *http.Request) error {
 	if (v.Minor > 1 && !v.AtLeast(84)) || (nodeUUID != "" && !v.AtLeast(84)) {
 		return fault.New(fault.NotFound, "API version 1.84 or newer is required")
 	}
-	if nodeUUID != "" && !looksLikeUUID(nodeUUID) {
+	if nodeUUID != "" && !argUUIDLike(nodeUUID) {
 		return errInvalid("Expected a UUID for node_uuid: %s", nodeUUID)
 	}
 	body, err := readBody(r)
@@ -237,11 +235,6 @@ func (a *API) writeTimeline(w http.ResponseWriter, r *http.Request, q storage.Bo
 		out = append(out, map[string]any{"at": ironicTime(e.At), "mac": e.MAC, "node_uuid": strOrNil(nonEmpty(e.NodeUUID)), "event": e.Kind, "detail": e.Detail})
 	}
 	return writeJSON(w, http.StatusOK, map[string]any{"events": out})
-}
-
-func looksLikeUUID(s string) bool {
-	_, err := uuid.Parse(s)
-	return err == nil
 }
 
 func nonEmpty(s string) *string {

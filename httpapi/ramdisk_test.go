@@ -15,11 +15,11 @@ import (
 	"castiron/storage"
 )
 
-// syncRecorder writes timeline events straight to the store, so tests can
-// read them back at once.
-type syncRecorder struct{ st *storage.SQLite }
+// storeRecorder writes timeline events straight to the store, so tests can
+// read them back at once (st is set once the harness exists).
+type storeRecorder struct{ st *storage.SQLite }
 
-func (r syncRecorder) Record(ctx context.Context, ev boot.Event) {
+func (r *storeRecorder) Record(ctx context.Context, ev boot.Event) {
 	_ = r.st.AddBootEvents(ctx, []storage.BootEvent{{At: ev.At, MAC: ev.MAC, NodeUUID: ev.NodeUUID, Kind: ev.Kind, Detail: ev.Detail}})
 }
 
@@ -27,19 +27,14 @@ func (r syncRecorder) Record(ctx context.Context, ev boot.Event) {
 // recorder and a short power-off grace.
 func newAgentAPI(t *testing.T) *apiHarness {
 	t.Helper()
-	var h *apiHarness
-	rec := &lateRecorder{}
-	h = newAPIWith(t, func(c *engine.Config) {
+	rec := &storeRecorder{}
+	h := newAPIWith(t, func(c *engine.Config) {
 		c.AgentPowerOffWait = 50 * time.Millisecond
 		c.ImageBaseURL = "http://10.0.0.1:6385/images"
 	}, func(o *Options) { o.BootRecorder = rec })
 	rec.st = h.store
 	return h
 }
-
-type lateRecorder struct{ st *storage.SQLite }
-
-func (r *lateRecorder) Record(ctx context.Context, ev boot.Event) { syncRecorder{r.st}.Record(ctx, ev) }
 
 func inventoryBody(macs ...string) map[string]any {
 	var ifaces []any

@@ -6,7 +6,6 @@ package ramdisk
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"net"
 
 	"castiron/engine"
@@ -121,5 +120,5 @@ func checkBounds(inv *protocol.Inventory) error {
 }
 
 func invalid(format string, args ...any) error {
-	return fault.New(fault.Invalid, "%s", fmt.Sprintf(format, args...))
+	return fault.New(fault.Invalid, format, args...)
 }

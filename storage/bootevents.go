@@ -44,7 +44,7 @@ func (s *SQLite) AddBootEvents(ctx context.Context, evs []BootEvent) error {
 	}
 	return s.writeTx(ctx, func(r runner) error {
 		for _, e := range evs {
-			if _, err := r.exec(ctx, insertBootEvent, formatTime(e.At), strings.ToLower(e.MAC), bootNodeKey(e.NodeUUID), e.Kind, e.Detail); err != nil {
+			if _, err := r.exec(ctx, insertBootEvent, formatTime(e.At), strings.ToLower(e.MAC), uuidKey(e.NodeUUID), e.Kind, e.Detail); err != nil {
 				return fmt.Errorf("storage: add boot event: %w", err)
 			}
 		}
@@ -58,7 +58,7 @@ func (s *SQLite) ListBootEvents(ctx context.Context, q BootEventQuery) ([]BootEv
 	var args []any
 	if q.NodeUUID != "" {
 		where = append(where, "node_uuid = ?")
-		args = append(args, bootNodeKey(q.NodeUUID))
+		args = append(args, uuidKey(q.NodeUUID))
 	}
 	if len(q.MACs) > 0 {
 		marks := strings.TrimSuffix(strings.Repeat("?,", len(q.MACs)), ",")
@@ -114,11 +114,4 @@ func (s *SQLite) PruneBootEvents(ctx context.Context, before time.Time) (int64, 
 		return nil
 	})
 	return n, err
-}
-
-func bootNodeKey(s string) string {
-	if s == "" {
-		return ""
-	}
-	return uuidKey(s)
 }
