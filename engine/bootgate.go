@@ -120,8 +120,8 @@ func (c *Conductor) portlessInspecting(ctx context.Context) ([]*storage.Node, er
 }
 
 // gateStore invalidates the boot gate's cache after every committed node or
-// port write: fire() also invalidates, but inside the transaction, and a
-// gate read between the two could cache the state before the commit.
+// port write: after the commit, so that a gate read in between cannot cache
+// the state from before it.
 type gateStore struct {
 	storage.Store
 	gate *bootGate

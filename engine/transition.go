@@ -33,7 +33,6 @@ func (c *Conductor) fire(ctx context.Context, n *storage.Node, ev Event, target 
 		panic(fmt.Sprintf("engine: no edge %q --%s-->", from, ev))
 	}
 	n.ProvisionState = string(to)
-	c.gate.invalidate()
 	switch {
 	case target != noTargetState && !States[to].Stable:
 		n.TargetProvisionState = strp(string(target))
