@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -71,6 +72,38 @@ func timelineSink(store storage.BootEventStore) func(ctx context.Context, evs []
 	}
 }
 
+// dhcpLeases keeps pxe/dhcp's leases in storage; the two lease types have
+// the same fields, so each converts to the other.
+type dhcpLeases struct{ store storage.LeaseStore }
+
+func (d dhcpLeases) ListLeases(ctx context.Context) ([]dhcp.Lease, error) {
+	ls, err := d.store.ListLeases(ctx)
+	out := make([]dhcp.Lease, len(ls))
+	for i, l := range ls {
+		out[i] = dhcp.Lease(l)
+	}
+	return out, err
+}
+
+func (d dhcpLeases) PutLeases(ctx context.Context, ls []dhcp.Lease) ([]error, error) {
+	in := make([]storage.Lease, len(ls))
+	for i, l := range ls {
+		in[i] = storage.Lease(l)
+	}
+	errs, err := d.store.PutLeases(ctx, in)
+	for i, e := range errs {
+		var conflict *storage.LeaseConflictError
+		if errors.As(e, &conflict) {
+			errs[i] = &dhcp.LeaseConflictError{IP: conflict.IP, HeldBy: conflict.HeldBy}
+		}
+	}
+	return errs, err
+}
+
+func (d dhcpLeases) DeleteLease(ctx context.Context, mac string) error {
+	return d.store.DeleteLease(ctx, mac)
+}
+
 // newProvisioning prepares everything; nothing listens until run.
 // The gate answers once gate.cond is set (the conductor is made after, since
 // it needs the public URL).
@@ -132,7 +165,7 @@ func newProvisioning(c *serveConfig, store *storage.SQLite, log *slog.Logger) (*
 		}
 		dcfg.RangeStart, dcfg.RangeEnd = first, last
 	}
-	if p.dhcp, err = dhcp.New(dcfg, gate, store, p.recorder, log); err != nil {
+	if p.dhcp, err = dhcp.New(dcfg, gate, dhcpLeases{store}, p.recorder, log); err != nil {
 		return nil, fmt.Errorf("dhcp: %w", err)
 	}
 	if p.tftp, err = tftp.New(tftp.Config{

@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"strings"
 
-	"castiron/engine/fault"
+	"castiron/fault"
 	"castiron/storage"
 )
 

@@ -8,8 +8,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"castiron/engine/configdrive"
 	"castiron/engine/driver"
+	"castiron/ramdisk/configdrive"
 	"castiron/ramdisk/protocol"
 	"castiron/storage"
 )

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"castiron/engine/fault"
+	"castiron/fault"
 	"castiron/storage"
 )
 

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"castiron/engine/fault"
+	"castiron/fault"
 	"castiron/storage"
 )
 

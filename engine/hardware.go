@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"castiron/engine/driver"
-	"castiron/engine/fault"
+	"castiron/fault"
 	"castiron/storage"
 )
 

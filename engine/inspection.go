@@ -8,7 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"castiron/engine/driver"
-	"castiron/engine/fault"
+	"castiron/fault"
 	"castiron/ramdisk/protocol"
 	"castiron/storage"
 )

@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"castiron/engine/driver"
-	"castiron/engine/fault"
+	"castiron/fault"
 	"castiron/storage"
 )
 

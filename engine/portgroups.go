@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"castiron/engine/fault"
+	"castiron/fault"
 	"castiron/storage"
 )
 

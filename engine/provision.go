@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"strings"
 
-	"castiron/engine/configdrive"
 	"castiron/engine/driver"
-	"castiron/engine/fault"
+	"castiron/fault"
+	"castiron/ramdisk/configdrive"
 	"castiron/storage"
 )
 

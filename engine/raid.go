@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"castiron/engine/fault"
+	"castiron/fault"
 	"castiron/storage"
 )
 

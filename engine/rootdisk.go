@@ -1,7 +1,7 @@
 package engine
 
 import (
-	"castiron/engine/fault"
+	"castiron/fault"
 	"castiron/ramdisk/protocol"
 	"castiron/ramdisk/rootdevice"
 	"castiron/storage"

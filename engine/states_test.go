@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"castiron/engine/fault"
+	"castiron/fault"
 	"castiron/storage"
 )
 

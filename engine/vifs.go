@@ -3,7 +3,7 @@ package engine
 import (
 	"context"
 
-	"castiron/engine/fault"
+	"castiron/fault"
 	"castiron/storage"
 )
 

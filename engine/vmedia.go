@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"castiron/engine/fault"
+	"castiron/fault"
 	"castiron/storage"
 )
 

@@ -5,7 +5,7 @@ import (
 	"slices"
 
 	"castiron/engine/driver"
-	"castiron/engine/fault"
+	"castiron/fault"
 	"castiron/storage"
 )
 

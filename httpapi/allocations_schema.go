@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"castiron/engine/fault"
+	"castiron/fault"
 )
 
 // Request checks for allocations and events, worded exactly as Ironic's

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"castiron/engine/fault"
+	"castiron/fault"
 )
 
 // statusOf is the one place fault kinds become HTTP statuses.

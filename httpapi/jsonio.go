@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"strconv"
 
-	"castiron/engine/fault"
+	"castiron/fault"
 )
 
 // writeJSON answers v with status.

@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"strings"
 
-	"castiron/engine/fault"
+	"castiron/fault"
 )
 
 // putInjectNMI is PUT /v1/nodes/{ident}/management/inject_nmi (1.29): 204,

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"castiron/engine"
-	"castiron/engine/fault"
+	"castiron/fault"
 	"castiron/storage"
 )
 

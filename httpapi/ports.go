@@ -10,7 +10,7 @@ import (
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/google/uuid"
 
-	"castiron/engine/fault"
+	"castiron/fault"
 	"castiron/storage"
 )
 

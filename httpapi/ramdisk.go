@@ -7,9 +7,8 @@ import (
 	"time"
 
 	"castiron/engine"
-	"castiron/engine/fault"
+	"castiron/fault"
 	"castiron/pxe/boot"
-	"castiron/ramdisk"
 	"castiron/ramdisk/protocol"
 	"castiron/storage"
 )
@@ -163,7 +162,7 @@ func (a *API) continueInspection(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	in, err := ramdisk.ParseInspection(body)
+	in, err := engine.ParseInspection(body)
 	if err != nil {
 		a.record(r, nodeUUID, "", boot.AgentInspect, "refused: "+err.Error())
 		return err

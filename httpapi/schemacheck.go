@@ -9,7 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"castiron/engine/fault"
+	"castiron/fault"
 )
 
 // A small JSON Schema (draft 2020-12) validator for the request schemas of

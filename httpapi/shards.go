@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"strconv"
 
-	"castiron/engine/fault"
+	"castiron/fault"
 )
 
 // Shards (API 1.82): GET /v1/shards counts the nodes of each shard.

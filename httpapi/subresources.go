@@ -12,7 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"castiron/engine"
-	"castiron/engine/fault"
+	"castiron/fault"
 	"castiron/storage"
 )
 

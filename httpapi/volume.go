@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"castiron/engine/fault"
+	"castiron/fault"
 	"castiron/storage"
 )
 

@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"castiron/engine/fault"
+	"castiron/fault"
 )
 
 // Allocation is a request for a node (Ironic's allocation, API 1.52+).

@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"castiron/engine/fault"
+	"castiron/fault"
 )
 
 func newAllocation(name string) *Allocation {

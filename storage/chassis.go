@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"castiron/engine/fault"
+	"castiron/fault"
 )
 
 // Chassis is Ironic's chassis: a named group of nodes with a description.

@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"castiron/engine/fault"
+	"castiron/fault"
 )
 
 func TestChassisRoundTrip(t *testing.T) {

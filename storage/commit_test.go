@@ -6,7 +6,7 @@ import (
 	"sync"
 	"testing"
 
-	"castiron/engine/fault"
+	"castiron/fault"
 )
 
 // TestGroupCommitIsolatesFailures: concurrent writers share commits, yet a

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"castiron/engine/fault"
+	"castiron/fault"
 )
 
 // conductorSQL is the generated SQL of the conductors table.

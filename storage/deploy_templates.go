@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"castiron/engine/fault"
+	"castiron/fault"
 )
 
 // DeployStep is one step of a deploy template, as Ironic stores it.

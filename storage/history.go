@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"castiron/engine/fault"
+	"castiron/fault"
 )
 
 // event is an Event with its row id, which only pagination needs.

@@ -8,7 +8,7 @@ import (
 	"net/netip"
 	"time"
 
-	"castiron/engine/fault"
+	"castiron/fault"
 )
 
 // Lease is one DHCP address binding (pxe/dhcp). It is keyed on the client's

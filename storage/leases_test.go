@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"castiron/engine/fault"
+	"castiron/fault"
 )
 
 func lease(mac, ip string, expires time.Time) Lease {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"castiron/engine/fault"
+	"castiron/fault"
 )
 
 // nodeSQL is the generated SQL of the nodes table.

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"strings"
 
-	"castiron/engine/fault"
+	"castiron/fault"
 )
 
 // filter accumulates WHERE conditions and their arguments.

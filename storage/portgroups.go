@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"castiron/engine/fault"
+	"castiron/fault"
 )
 
 // Portgroup is a group of a node's ports (a bond, LAG or MLAG), Ironic's

@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"castiron/engine/fault"
+	"castiron/fault"
 )
 
 func TestPortgroupRoundTrip(t *testing.T) {

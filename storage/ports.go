@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"castiron/engine/fault"
+	"castiron/fault"
 )
 
 // portSQL is the generated SQL of the ports table.

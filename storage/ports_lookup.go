@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"castiron/engine/fault"
+	"castiron/fault"
 )
 
 // PortLookupStore finds a port by any of the identities Ironic's

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"testing"
 
-	"castiron/engine/fault"
+	"castiron/fault"
 )
 
 func TestLookupPort(t *testing.T) {

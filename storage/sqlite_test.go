@@ -14,7 +14,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"castiron/engine/fault"
+	"castiron/fault"
 )
 
 func ptr[T any](v T) *T { return &v }

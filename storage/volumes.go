@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"castiron/engine/fault"
+	"castiron/fault"
 )
 
 // VolumeConnector is a node's initiator for remote volumes (Ironic's volume

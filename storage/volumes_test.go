@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"castiron/engine/fault"
+	"castiron/fault"
 )
 
 func TestVolumeConnectors(t *testing.T) {

@@ -10,9 +10,7 @@ import (
 	"github.com/insomniacslk/dhcp/dhcpv4"
 	"github.com/insomniacslk/dhcp/iana"
 
-	"castiron/engine/fault"
 	"castiron/pxe/boot"
-	"castiron/storage"
 )
 
 // Server ports.
@@ -54,7 +52,7 @@ type ackLater struct {
 	dec   boot.Decision
 	mac   hwaddr
 	hw    net.HardwareAddr
-	lease storage.Lease
+	lease Lease
 }
 
 // decide is the decision for one packet: a reply to send now, or a lease to
@@ -173,7 +171,7 @@ func (s *Server) request(ctx context.Context, req *dhcpv4.DHCPv4, c client, dec 
 	}
 	// The ACK is sent only after the lease is durable; concurrent ACKs
 	// share one transaction and commit (leaseWriter, storage's group commit).
-	return nil, &ackLater{req: req, c: c, dec: dec, mac: mac, hw: hw, lease: storage.Lease{
+	return nil, &ackLater{req: req, c: c, dec: dec, mac: mac, hw: hw, lease: Lease{
 		MAC: hw.String(), IP: addrOf(want), Expires: now.Add(s.cfg.LeaseTime), NodeUUID: dec.NodeUUID, UpdatedAt: now}}
 }
 
@@ -181,8 +179,8 @@ func (s *Server) request(ctx context.Context, req *dhcpv4.DHCPv4, c client, dec 
 func (s *Server) finish(ctx context.Context, a *ackLater, err error) (*dhcpv4.DHCPv4, error) {
 	ip := u32(a.lease.IP)
 	if err != nil {
-		var conflict *storage.LeaseConflictError
-		if fault.Is(err, fault.Conflict) && errors.As(err, &conflict) {
+		var conflict *LeaseConflictError
+		if errors.As(err, &conflict) {
 			return s.nakWith(ctx, a.req, a.hw, a.dec, ip, a.c, "address not available"), nil
 		}
 		return nil, fmt.Errorf("dhcp: store lease %s -> %s: %w", a.hw, a.lease.IP, err)
@@ -213,7 +211,7 @@ func (s *Server) release(ctx context.Context, req *dhcpv4.DHCPv4, dec boot.Decis
 		return nil
 	}
 	s.log.Debug("dhcp release", "mac", hw, "ip", addrOf(ip))
-	return s.writer.put(ctx, storage.Lease{MAC: hw.String(), IP: addrOf(ip), Expires: now, NodeUUID: dec.NodeUUID, UpdatedAt: now})
+	return s.writer.put(ctx, Lease{MAC: hw.String(), IP: addrOf(ip), Expires: now, NodeUUID: dec.NodeUUID, UpdatedAt: now})
 }
 
 // decline: the client found its address in use by something else

@@ -412,7 +412,7 @@ func TestRestartKeepsLeases(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := newTestServer(t, fullConfig("10.201.0.10", "10.201.0.200"), gateFor(macs...), st, nil, nil)
+		s := newTestServer(t, fullConfig("10.201.0.10", "10.201.0.200"), gateFor(macs...), &sqliteLeases{st}, nil, nil)
 		for _, m := range macs {
 			_, ack := dora(t, s, mustMAC(m), edk2PXE)
 			got[m] = ack.YourIPAddr.String()

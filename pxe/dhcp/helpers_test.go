@@ -3,6 +3,7 @@ package dhcp
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -84,7 +85,7 @@ func (e *events) last(kind string) boot.Event {
 	return boot.Event{}
 }
 
-func openStore(tb testing.TB, path string) *storage.SQLite {
+func openStore(tb testing.TB, path string) *sqliteLeases {
 	tb.Helper()
 	if path == "" {
 		path = filepath.Join(tb.TempDir(), "castiron.db")
@@ -94,7 +95,35 @@ func openStore(tb testing.TB, path string) *storage.SQLite {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { st.Close() })
-	return st
+	return &sqliteLeases{st}
+}
+
+// sqliteLeases keeps the server's leases in a real SQLite store, as main's
+// adapter does in production.
+type sqliteLeases struct{ *storage.SQLite }
+
+func (s *sqliteLeases) ListLeases(ctx context.Context) ([]Lease, error) {
+	ls, err := s.SQLite.ListLeases(ctx)
+	out := make([]Lease, len(ls))
+	for i, l := range ls {
+		out[i] = Lease(l)
+	}
+	return out, err
+}
+
+func (s *sqliteLeases) PutLeases(ctx context.Context, ls []Lease) ([]error, error) {
+	in := make([]storage.Lease, len(ls))
+	for i, l := range ls {
+		in[i] = storage.Lease(l)
+	}
+	errs, err := s.SQLite.PutLeases(ctx, in)
+	for i, e := range errs {
+		var conflict *storage.LeaseConflictError
+		if errors.As(e, &conflict) {
+			errs[i] = &LeaseConflictError{IP: conflict.IP, HeldBy: conflict.HeldBy}
+		}
+	}
+	return errs, err
 }
 
 func scriptURL(mac net.HardwareAddr) string {

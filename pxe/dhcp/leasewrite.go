@@ -5,7 +5,6 @@ import (
 	"sync"
 	"time"
 
-	"castiron/storage"
 )
 
 // leaseWriter batches concurrent lease writes into one PutLeases call (one
@@ -25,7 +24,7 @@ type leaseWriter struct {
 }
 
 type leaseJob struct {
-	l    storage.Lease
+	l    Lease
 	done func(error) // called by the drain once the write ended
 }
 
@@ -45,7 +44,7 @@ const (
 
 // put returns once l is durable, or failed, or ctx ended (the lease may
 // then still be written; the caller sends no ACK either way).
-func (w *leaseWriter) put(ctx context.Context, l storage.Lease) error {
+func (w *leaseWriter) put(ctx context.Context, l Lease) error {
 	done := make(chan error, 1)
 	w.enqueue(ctx, l, func(err error) { done <- err })
 	select {
@@ -59,7 +58,7 @@ func (w *leaseWriter) put(ctx context.Context, l storage.Lease) error {
 // enqueue queues l; done is called with the outcome, from the drain
 // goroutine, after the commit. done must not block for long: the next
 // batch waits for it.
-func (w *leaseWriter) enqueue(ctx context.Context, l storage.Lease, done func(error)) {
+func (w *leaseWriter) enqueue(ctx context.Context, l Lease, done func(error)) {
 	w.mu.Lock()
 	w.pending = append(w.pending, leaseJob{l: l, done: done})
 	if !w.draining {
@@ -97,7 +96,7 @@ func (w *leaseWriter) drain(ctx context.Context) {
 }
 
 func (w *leaseWriter) flush(ctx context.Context, batch []leaseJob) {
-	ls := make([]storage.Lease, len(batch))
+	ls := make([]Lease, len(batch))
 	for i, j := range batch {
 		ls[i] = j.l
 	}

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"testing"
 
-	"castiron/storage"
 )
 
 // batchStore records PutLeases batches; MACs ending in ":ff" conflict, and
@@ -18,9 +17,9 @@ type batchStore struct {
 	batches []int
 }
 
-func (b *batchStore) ListLeases(context.Context) ([]storage.Lease, error) { return nil, nil }
+func (b *batchStore) ListLeases(context.Context) ([]Lease, error) { return nil, nil }
 func (b *batchStore) DeleteLease(context.Context, string) error           { return nil }
-func (b *batchStore) PutLeases(_ context.Context, ls []storage.Lease) ([]error, error) {
+func (b *batchStore) PutLeases(_ context.Context, ls []Lease) ([]error, error) {
 	b.mu.Lock()
 	b.batches = append(b.batches, len(ls))
 	b.mu.Unlock()
@@ -50,7 +49,7 @@ func TestLeaseWriterBatches(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			mac := fmt.Sprintf("52:54:00:c9:%02x:%02x", i>>8, i&0xff)
-			errs[i] = w.put(ctx, storage.Lease{MAC: mac, IP: netip.MustParseAddr("10.201.0.1")})
+			errs[i] = w.put(ctx, Lease{MAC: mac, IP: netip.MustParseAddr("10.201.0.1")})
 		}()
 	}
 	wg.Wait()
@@ -71,14 +70,14 @@ func TestLeaseWriterBatches(t *testing.T) {
 
 	// A failing transaction fails every lease in it.
 	done := make(chan error, 2)
-	w.enqueue(ctx, storage.Lease{MAC: "52:54:00:c9:01:01", NodeUUID: "boom"}, func(err error) { done <- err })
+	w.enqueue(ctx, Lease{MAC: "52:54:00:c9:01:01", NodeUUID: "boom"}, func(err error) { done <- err })
 	if err := <-done; err == nil {
 		t.Fatal("a failed transaction reported success")
 	}
 	// A cancelled caller returns at once; the drain goes on for the others.
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if err := w.put(cctx, storage.Lease{MAC: "52:54:00:c9:01:02"}); !errors.Is(err, context.Canceled) {
+	if err := w.put(cctx, Lease{MAC: "52:54:00:c9:01:02"}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled put: %v", err)
 	}
 	w.wait()

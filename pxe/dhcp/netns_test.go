@@ -286,10 +286,11 @@ func TestNetnsFullMode(t *testing.T) {
 	}
 
 	// Phase 1: short leases.
-	st, err := storage.Open(ctx, dbPath)
+	db, err := storage.Open(ctx, dbPath)
 	if err != nil {
 		t.Fatal(err)
 	}
+	st := &sqliteLeases{db}
 	rec := &events{}
 	srv := l.start(t, cfg, gate, st, rec)
 

@@ -14,15 +14,7 @@ import (
 	"github.com/insomniacslk/dhcp/dhcpv4"
 
 	"castiron/pxe/boot"
-	"castiron/storage"
 )
-
-// LeaseStore is the part of storage the server uses; *storage.SQLite has it.
-type LeaseStore interface {
-	ListLeases(ctx context.Context) ([]storage.Lease, error)
-	PutLeases(ctx context.Context, ls []storage.Lease) ([]error, error)
-	DeleteLease(ctx context.Context, mac string) error
-}
 
 // Server is the DHCP server. Make it with New, start it with Run.
 type Server struct {

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"castiron/engine/driver"
-	"castiron/engine/fault"
+	"castiron/fault"
 )
 
 // Driver implements driver.Power and driver.Management without hardware.

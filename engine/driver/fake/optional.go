@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"castiron/engine/driver"
-	"castiron/engine/fault"
+	"castiron/fault"
 )
 
 // Ironic's FakeManagement reports two indicators and reads every one as "on";

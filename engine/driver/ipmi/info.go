@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"castiron/engine/driver"
-	"castiron/engine/fault"
+	"castiron/fault"
 
 	"github.com/bougou/go-ipmi/pkg/types"
 )

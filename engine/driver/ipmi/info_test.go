@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"castiron/engine/driver"
-	"castiron/engine/fault"
+	"castiron/fault"
 )
 
 func TestValidateDriverInfo(t *testing.T) {

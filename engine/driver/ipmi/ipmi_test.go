@@ -15,7 +15,7 @@ import (
 
 	"castiron/engine/driver"
 	"castiron/engine/driver/ipmi/ipmisim"
-	"castiron/engine/fault"
+	"castiron/fault"
 )
 
 func testNode(di map[string]any) driver.Node {

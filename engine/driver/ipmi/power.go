@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"castiron/engine/driver"
-	"castiron/engine/fault"
+	"castiron/fault"
 
 	"github.com/bougou/go-ipmi/pkg/command/chassis"
 )

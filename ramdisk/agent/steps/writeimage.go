@@ -12,10 +12,10 @@ import (
 	"strings"
 	"time"
 
-	"castiron/engine/configdrive"
 	"castiron/ramdisk/agent/steps/blockdev"
 	"castiron/ramdisk/agent/steps/fetch"
 	"castiron/ramdisk/agent/steps/partitions"
+	"castiron/ramdisk/configdrive"
 	"castiron/ramdisk/protocol"
 	"castiron/ramdisk/rootdevice"
 )

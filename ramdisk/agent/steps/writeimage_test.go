@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"castiron/engine/configdrive"
+	"castiron/ramdisk/configdrive"
 	"castiron/ramdisk/protocol"
 	"castiron/ramdisk/rootdevice"
 )

@@ -1,9 +1,9 @@
-package ramdisk
+package engine
 
 import (
 	"testing"
 
-	"castiron/engine/fault"
+	"castiron/fault"
 )
 
 // FuzzParseInspection: no input may panic, and whatever is refused is a
