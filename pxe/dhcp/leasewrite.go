@@ -4,7 +4,6 @@ import (
 	"context"
 	"sync"
 	"time"
-
 )
 
 // leaseWriter batches concurrent lease writes into one PutLeases call (one

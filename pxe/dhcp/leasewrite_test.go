@@ -7,7 +7,6 @@ import (
 	"net/netip"
 	"sync"
 	"testing"
-
 )
 
 // batchStore records PutLeases batches; MACs ending in ":ff" conflict, and
@@ -18,7 +17,7 @@ type batchStore struct {
 }
 
 func (b *batchStore) ListLeases(context.Context) ([]Lease, error) { return nil, nil }
-func (b *batchStore) DeleteLease(context.Context, string) error           { return nil }
+func (b *batchStore) DeleteLease(context.Context, string) error   { return nil }
 func (b *batchStore) PutLeases(_ context.Context, ls []Lease) ([]error, error) {
 	b.mu.Lock()
 	b.batches = append(b.batches, len(ls))
