@@ -14,7 +14,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -45,6 +44,8 @@ func main() {
 		fmt.Println("castiron", version, "(Ironic API 1.1 -", fmt.Sprintf("1.%d)", httpapi.MaxMinor))
 	case "states":
 		err = states(args)
+	case "config":
+		err = printConfig(args)
 	case "import", "introspect", "provide", "manage", "abort", "configure", "node", "conductor":
 		os.Exit(workflow.Main(cmd, args))
 	case "help", "-h", "--help":
@@ -66,23 +67,19 @@ func usage() {
 commands:
   serve        run the appliance (default); "castiron serve -h" lists flags
   states --dot print the provision state machine as a Graphviz diagram
+  config       print the configuration file for the given serve flags
+               (every key, with its default): castiron config > castiron.yaml
   version      print the version
 `+workflow.Usage+`
 
-Every flag also reads an environment variable: --data-dir = CASTIRON_DATA_DIR.
+Every serve flag also reads an environment variable (--data-dir:
+CASTIRON_DATA_DIR) and a key of the --config file (data-dir: ...);
+a flag wins over the environment, which wins over the file.
 `)
 }
 
-// envDefault returns $CASTIRON_<NAME> or def.
-func envDefault(name, def string) string {
-	key := "CASTIRON_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
-	if v, ok := os.LookupEnv(key); ok {
-		return v
-	}
-	return def
-}
-
 type serveConfig struct {
+	configPath                                     string
 	listen, dataDir, conductorName, conductorGroup string
 	htpasswd, tlsCert, tlsKey, logLevel            string
 	insecureNoauth, automatedClean                 bool
@@ -91,40 +88,33 @@ type serveConfig struct {
 	inspectOverwrite, cleanFullErase               bool
 }
 
-func parseServeFlags(args []string) (*serveConfig, error) {
+// serveFlags declares serve's flags. Declare a new setting here the usual
+// way: it then also reads CASTIRON_<NAME> and the configuration file's
+// <name> key (main_config.go), and `castiron config` prints it.
+func serveFlags() (*flag.FlagSet, *serveConfig) {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	c := &serveConfig{}
-	host, _ := os.Hostname()
-	str := func(p *string, name, def, help string) { fs.StringVar(p, name, envDefault(name, def), help) }
+	str := func(p *string, name, def, help string) { fs.StringVar(p, name, def, help) }
+	boolFlag := func(p *bool, name string, def bool, help string) { fs.BoolVar(p, name, def, help) }
+	dur := func(p *time.Duration, name string, def time.Duration, help string) {
+		fs.DurationVar(p, name, def, help)
+	}
+	str(&c.configPath, configFlag, "", "configuration file (YAML, keys are these flags' names); flags and CASTIRON_* variables win over it")
 	str(&c.listen, "listen", "127.0.0.1:6385", "address:port of the API")
 	str(&c.dataDir, "data-dir", "./castiron-data", "directory for the SQLite database")
-	str(&c.conductorName, "conductor-name", host, "this conductor's hostname in the API")
+	str(&c.conductorName, "conductor-name", "", "this conductor's hostname in the API (default: this host's name)")
 	str(&c.conductorGroup, "conductor-group", "", "this conductor's conductor_group")
 	str(&c.htpasswd, "htpasswd", "", "bcrypt htpasswd file: enables Ironic's http_basic auth")
 	str(&c.tlsCert, "tls-cert", "", "TLS certificate (PEM); with --tls-key serves HTTPS")
 	str(&c.tlsKey, "tls-key", "", "TLS private key (PEM)")
-	str(&c.logLevel, "log-level", "info", "debug, info, warn or error")
-	boolFlag := func(p *bool, name string, def bool, help string) {
-		v, err := strconv.ParseBool(envDefault(name, strconv.FormatBool(def)))
-		if err != nil {
-			v = def
-		}
-		fs.BoolVar(p, name, v, help)
-	}
+	choice(fs, &c.logLevel, "log-level", "info", []string{"debug", "info", "warn", "error"}, "log level")
 	boolFlag(&c.insecureNoauth, "insecure-noauth", false, "allow unauthenticated access on a non-loopback address")
 	boolFlag(&c.automatedClean, "automated-clean", true, "clean nodes on provide and undeploy unless a node says otherwise")
-	dur := func(p *time.Duration, name string, def time.Duration, help string) {
-		v, err := time.ParseDuration(envDefault(name, def.String()))
-		if err != nil {
-			v = def
-		}
-		fs.DurationVar(p, name, v, help)
-	}
 	dur(&c.callbackTimeout, "callback-timeout", 1800*time.Second, "how long a node may wait for the ramdisk (inspect wait, clean wait, wait call-back, ...)")
 	dur(&c.powerSync, "power-sync-interval", 60*time.Second, "how often power states are read back from BMCs")
 	p := &c.pxe
 	str(&p.iface, "pxe-interface", "", "network interface of the provisioning network; unset: no DHCP/TFTP/PXE")
-	str(&p.dhcpMode, "dhcp-mode", "full", "full (castiron hands out addresses) or proxy (the site's DHCP server does; castiron adds boot options)")
+	choice(fs, &p.dhcpMode, "dhcp-mode", "full", []string{"full", "proxy"}, "full (castiron hands out addresses) or proxy (the site's DHCP server does; castiron adds boot options)")
 	str(&p.dhcpRange, "dhcp-range", "", "FIRST,LAST addresses to hand out in full mode (default: the upper part of the interface's subnet)")
 	str(&p.publicURL, "public-url", "", "how nodes reach castiron, e.g. http://10.0.0.1:6385 (default: the PXE interface's address and the API port)")
 	str(&p.ipxeDir, "ipxe-dir", "/usr/lib/ipxe", "directory of the iPXE binaries (Debian package ipxe)")
@@ -133,9 +123,24 @@ func parseServeFlags(args []string) (*serveConfig, error) {
 	boolFlag(&p.discovery, "pxe-discovery", false, "network-boot unknown machines too (not only nodes castiron was asked to boot)")
 	boolFlag(&c.inspectOverwrite, "inspect-overwrite", false, "let inspection replace properties that are already set")
 	boolFlag(&c.cleanFullErase, "clean-full-erase", false, "automated cleaning overwrites whole disks, not only their metadata")
-	if err := fs.Parse(args); err != nil {
+	return fs, c
+}
+
+// parseServeFlags resolves serve's settings: flag > environment > file >
+// default (resolveFlags).
+func parseServeFlags(args []string, lookupEnv func(string) (string, bool)) (*serveConfig, error) {
+	fs, c := serveFlags()
+	if err := resolveFlags(fs, args, lookupEnv); err != nil {
 		return nil, err
 	}
+	if c.conductorName == "" {
+		host, err := os.Hostname()
+		if err != nil {
+			return nil, fmt.Errorf("--conductor-name not set and no hostname: %w", err)
+		}
+		c.conductorName = host
+	}
+	p := &c.pxe
 	if p.ramdiskDir == "" {
 		p.ramdiskDir = filepath.Join(c.dataDir, "ramdisk")
 	}
@@ -145,8 +150,21 @@ func parseServeFlags(args []string) (*serveConfig, error) {
 	return c, nil
 }
 
+// printConfig is `castiron config [serve flags]`: the configuration file
+// for the settings given (flags, environment, --config), every other key
+// commented out at its default.
+func printConfig(args []string) error {
+	fs, _ := serveFlags()
+	if err := resolveFlags(fs, args, os.LookupEnv); err != nil {
+		return err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	return writeConfig(os.Stdout, fs, set)
+}
+
 func serve(args []string) error {
-	c, err := parseServeFlags(args)
+	c, err := parseServeFlags(args, os.LookupEnv)
 	if err != nil {
 		return err
 	}
