@@ -22,7 +22,7 @@ all: build
 help:
 	@echo "make build   static ./$(BIN) (CGO_ENABLED=0, -trimpath, version $(VERSION))"
 	@echo "make run     build, then ./$(BIN) serve \$$ARGS (127.0.0.1:6385, data in ./castiron-data)"
-	@echo "make test    install missing Debian test packages (as root), go vet, go test, then make e2e (as root)"
+	@echo "make test    install missing Debian test packages (as root), go mod tidy check, go vet, go test, then make e2e (as root)"
 	@echo "make ramdisk build the agent and the PXE ramdisk into castiron-data/ramdisk (needs linux-image-amd64)"
 	@echo "make e2e     end-to-end: real DHCP/TFTP/iPXE boot of qemu VMs behind ipmi_sim (root)"
 	@echo "make bench   bench/run.sh: castiron against OpenStack Ironic"
@@ -52,7 +52,10 @@ unit:
 deps:
 	tests/deps.sh
 
+# go.mod/go.sum must be what `go mod tidy` writes (-diff prints the change
+# and fails instead of writing it).
 vet:
+	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy and commit" >&2; exit 1; }
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./tests/e2e/
 
