@@ -15,6 +15,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -224,6 +225,10 @@ func serve(args []string) error {
 	for pattern, h := range prov.mounts {
 		mounts[pattern] = h
 	}
+	var apiUp atomic.Bool
+	for pattern, h := range readiness(store, cond, &apiUp, prov).Mounts() {
+		mounts[pattern] = h
+	}
 	api := httpapi.New(cond, httpapi.Options{Auth: auth, Logger: log, HTML: ui, Extra: mounts, BootRecorder: prov.recorder})
 	provCtx, stopProv := context.WithCancel(ctx)
 	provErr := make(chan error, 1)
@@ -253,7 +258,8 @@ func serve(args []string) error {
 	log.Info("castiron serving", "listen", ln.Addr().String(), "data_dir", c.dataDir,
 		"conductor", c.conductorName, "auth", authName(auth), "version", version)
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	apiUp.Store(true)
+	go func() { errc <- srv.Serve(ln); apiUp.Store(false) }()
 	select {
 	case err := <-errc:
 		_ = cond.Stop(context.Background())

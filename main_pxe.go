@@ -13,9 +13,11 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"castiron/engine"
+	"castiron/httpapi/health"
 	"castiron/pxe/boot"
 	"castiron/pxe/dhcp"
 	"castiron/pxe/httpboot"
@@ -51,6 +53,21 @@ type provisioning struct {
 	// network for the agent-facing endpoints only (the API listens on
 	// loopback).
 	agentAddr string
+	agentUp   atomic.Bool
+}
+
+// listenerChecks are the readiness checks of the servers this
+// configuration runs.
+func (p *provisioning) listenerChecks() []health.Check {
+	var checks []health.Check
+	if p.dhcp != nil {
+		checks = append(checks, listenerCheck("dhcp", p.dhcp.Listening),
+			listenerCheck("tftp", p.tftp.Listening), listenerCheck("router advertisements", p.ra.Listening))
+	}
+	if p.agentAddr != "" {
+		checks = append(checks, listenerCheck("agent listener", p.agentUp.Load))
+	}
+	return checks
 }
 
 // gateAdapter answers pxe's question with engine's decision.
@@ -208,11 +225,17 @@ func (p *provisioning) run(ctx context.Context, agentHandler http.Handler) error
 			"dhcp_mode", p.cfg.dhcpMode, "public_url", p.publicURL, "ramdisk_dir", p.cfg.ramdiskDir)
 	}
 	if p.agentAddr != "" {
-		srv := &http.Server{Addr: p.agentAddr, Handler: agentHandler, ReadHeaderTimeout: 10 * time.Second}
+		srv := &http.Server{Handler: agentHandler, ReadHeaderTimeout: 10 * time.Second}
 		start("agent listener", func(ctx context.Context) error {
+			ln, err := net.Listen("tcp", p.agentAddr)
+			if err != nil {
+				return err
+			}
 			go func() { <-ctx.Done(); _ = srv.Close() }()
 			p.log.Info("agent endpoints listening on the provisioning network", "addr", p.agentAddr)
-			if err := srv.ListenAndServe(); err != http.ErrServerClosed {
+			p.agentUp.Store(true)
+			defer p.agentUp.Store(false)
+			if err := srv.Serve(ln); err != http.ErrServerClosed {
 				return err
 			}
 			return nil

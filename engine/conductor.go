@@ -95,6 +95,38 @@ type Conductor struct {
 	aborts  abortFlags
 	gate    bootGate
 	started bool
+	beat    heartbeatStatus
+}
+
+// heartbeatStatus is the outcome of the conductor's own heartbeats, for
+// readiness checks.
+type heartbeatStatus struct {
+	mu   sync.Mutex
+	last time.Time // last successful heartbeat (registration counts)
+	err  error     // the last heartbeat's error, nil after a success
+}
+
+func (h *heartbeatStatus) record(at time.Time, err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err == nil {
+		h.last = at
+	}
+	h.err = err
+}
+
+// HeartbeatState is what Heartbeat reports.
+type HeartbeatState struct {
+	Last    time.Time     // last heartbeat recorded in the store; zero before Start
+	Err     error         // the latest attempt's error, nil after a success
+	Timeout time.Duration // age after which other conductors take this one for dead
+}
+
+// Heartbeat reports this conductor's own heartbeats.
+func (c *Conductor) Heartbeat() HeartbeatState {
+	c.beat.mu.Lock()
+	defer c.beat.mu.Unlock()
+	return HeartbeatState{Last: c.beat.last, Err: c.beat.err, Timeout: c.cfg.HeartbeatTimeout}
 }
 
 // New makes a conductor over store with the given hardware types.
@@ -137,6 +169,7 @@ func (c *Conductor) Start(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
+	c.beat.record(c.now(), nil)
 	if err := c.recover(ctx); err != nil {
 		return err
 	}
@@ -145,7 +178,10 @@ func (c *Conductor) Start(ctx context.Context) error {
 		return err
 	}
 	c.every(c.cfg.HeartbeatInterval, "heartbeat", func(ctx context.Context) error {
-		return c.store.TouchConductor(ctx, c.cfg.Hostname, c.now())
+		now := c.now()
+		err := c.store.TouchConductor(ctx, c.cfg.Hostname, now)
+		c.beat.record(now, err)
+		return err
 	})
 	c.every(c.cfg.TimeoutCheckInterval, "wait-timeouts", c.checkTimeouts)
 	c.every(c.cfg.HeartbeatInterval, "takeover", c.takeOverDead)

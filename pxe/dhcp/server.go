@@ -37,7 +37,12 @@ type Server struct {
 
 	loadMu sync.Mutex
 	loaded atomic.Bool
+	// listening is true while Run holds its sockets (readiness).
+	listening atomic.Bool
 }
+
+// Listening reports whether Run has bound its sockets and is serving.
+func (s *Server) Listening() bool { return s.listening.Load() }
 
 // New checks cfg and makes a server. leases may be nil in proxy mode. The
 // stored leases are loaded by Run (or the first Reply).
@@ -127,6 +132,8 @@ func (s *Server) Run(ctx context.Context) error {
 		conns = append(conns, c)
 	}
 	s.log.Info("dhcp server listening", "interface", s.cfg.Interface, "server_ip", s.cfg.ServerIP, "ports", ports)
+	s.listening.Store(true)
+	defer s.listening.Store(false)
 
 	var wg sync.WaitGroup
 	for i, c := range conns {

@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -44,7 +45,12 @@ var (
 type Responder struct {
 	ifi *net.Interface
 	log *slog.Logger
+	// listening is true while Run holds its socket (readiness).
+	listening atomic.Bool
 }
+
+// Listening reports whether Run has opened its socket and is answering.
+func (r *Responder) Listening() bool { return r.listening.Load() }
 
 // New looks the interface up; Run starts answering.
 func New(iface string, log *slog.Logger) (*Responder, error) {
@@ -84,6 +90,8 @@ func (r *Responder) Run(ctx context.Context) error {
 	)
 	defer timer.Stop()
 	r.log.Info("router advertisement responder running")
+	r.listening.Store(true)
+	defer r.listening.Store(false)
 	for {
 		select {
 		case <-ctx.Done():

@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"sync/atomic"
 	"time"
 
 	pintftp "github.com/pin/tftp/v3"
@@ -69,7 +70,12 @@ type Server struct {
 	log      *slog.Logger
 	timeout  time.Duration
 	retries  int
+	// listening is true while Run holds its socket (readiness).
+	listening atomic.Bool
 }
+
+// Listening reports whether Run has bound its socket and is serving.
+func (s *Server) Listening() bool { return s.listening.Load() }
 
 // New checks cfg and makes a Server; Run starts it.
 func New(cfg Config) (*Server, error) {
@@ -139,6 +145,8 @@ func (s *Server) Run(ctx context.Context) error {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(conn) }()
 	s.log.Info("tftp server listening", "addr", conn.LocalAddr().String(), "files", len(s.allowed))
+	s.listening.Store(true)
+	defer s.listening.Store(false)
 
 	select {
 	case <-ctx.Done():

@@ -1,0 +1,58 @@
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestCheckWritable: the check commits a write (another connection sees
+// the database change: PRAGMA data_version) and fails,
+// naming the cause, while another process holds the write lock.
+func TestCheckWritable(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "castiron.db")
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	other, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(0)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	conn, err := other.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	dataVersion := func() (v int64) {
+		if err := conn.QueryRowContext(ctx, "PRAGMA data_version").Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	before := dataVersion()
+	if err := s.CheckWritable(ctx, "c1"); err != nil {
+		t.Fatalf("CheckWritable: %v", err)
+	}
+	if after := dataVersion(); after == before {
+		t.Errorf("data_version stayed %d: the check committed nothing", before)
+	}
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	err = s.CheckWritable(ctx, "c1") // waits busy_timeout (5 s), then fails
+	if err == nil || !strings.Contains(err.Error(), "locked") {
+		t.Errorf("CheckWritable while another writer holds the lock: %v", err)
+	}
+	if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CheckWritable(ctx, "c1"); err != nil {
+		t.Errorf("CheckWritable after the lock is released: %v", err)
+	}
+}
