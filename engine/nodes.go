@@ -106,27 +106,42 @@ func (c *Conductor) UpdateNode(ctx context.Context, ident string, change NodeCha
 		if !n.Maintenance {
 			n.MaintenanceReason, n.Fault = nil, nil
 		}
-		if !n.Protected && n.ProtectedReason != nil {
-			return nil, fault.New(fault.Invalid, "Cannot set protected_reason when protected is unset")
-		}
-		if !n.Retired && n.RetiredReason != nil {
-			return nil, fault.New(fault.Invalid, "Cannot set retired_reason when retired is unset")
-		}
-		if n.Protected && !before.Protected {
-			if st := State(n.ProvisionState); st != Active && st != Rescue {
-				return nil, fault.New(fault.Invalid, "Node %s can only be made protected in provision states \"active\" and \"rescue\", the current state is \"%s\"", n.UUID, n.ProvisionState)
-			}
-		}
-		if n.Retired && !before.Retired {
-			if st := State(n.ProvisionState); st == Cleaning || st == CleanWait || st == Available {
-				return nil, fault.New(fault.Invalid, "Node %s can not be set to retired in state %s.", n.UUID, n.ProvisionState)
-			}
+		if err := checkProtectedRetired(&before, n); err != nil {
+			return nil, err
 		}
 		if changedInstanceUUID(&before, n) && State(n.ProvisionState) == Active && before.InstanceUUID != nil && n.InstanceUUID != nil {
 			return nil, fault.New(fault.Conflict, "Node %s is associated with instance %s.", n.UUID, *before.InstanceUUID)
 		}
 		return nil, nil
 	})
+}
+
+// checkProtectedRetired is Ironic's _check_update_protected and
+// _check_update_retired on the changed node: clearing the flag clears its
+// reason; setting it needs a state that allows it; a reason needs the flag.
+// Both are checked on the node as changed, not per patch operation.
+func checkProtectedRetired(before, n *storage.Node) error {
+	if n.Protected != before.Protected {
+		if !n.Protected {
+			n.ProtectedReason = nil
+		} else if st := State(n.ProvisionState); st != Active && st != Rescue {
+			return fault.New(fault.Conflict, "Node %s can only be made protected in provision states 'active' or 'rescue', the current state is '%s'", n.UUID, n.ProvisionState)
+		}
+	}
+	if deref(n.ProtectedReason) != deref(before.ProtectedReason) && deref(n.ProtectedReason) != "" && !n.Protected {
+		return fault.New(fault.Invalid, "The protected_reason field can only be set when protected is True")
+	}
+	if n.Retired != before.Retired {
+		if !n.Retired {
+			n.RetiredReason = nil
+		} else if State(n.ProvisionState) == Available {
+			return fault.New(fault.Conflict, "Node %s can not have 'retired' set in provision state 'available', the current state is '%s'", n.UUID, n.ProvisionState)
+		}
+	}
+	if deref(n.RetiredReason) != deref(before.RetiredReason) && deref(n.RetiredReason) != "" && !n.Retired {
+		return fault.New(fault.Invalid, "The retired_reason field can only be set when retired is True")
+	}
+	return nil
 }
 
 func changedInstanceUUID(a, b *storage.Node) bool {

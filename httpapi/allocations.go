@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
 	"net/http"
 	"net/url"
 	"reflect"
@@ -19,28 +18,44 @@ import (
 // Allocations (API 1.52; PATCH 1.57, backfill 1.58, owner 1.60), as
 // Ironic's AllocationsController and NodeAllocationController serve them.
 
-type allocationField = viewField[storage.Allocation]
+type allocationField = field[storage.Allocation]
 
-// allocationFields is Ironic's allocation view, in its order.
-var allocationFields = []allocationField{
-	{"uuid", 1, func(_ *viewCtx, a *storage.Allocation) any { return a.UUID }},
-	{"created_at", 1, func(_ *viewCtx, a *storage.Allocation) any { return ironicTime(a.CreatedAt) }},
-	{"updated_at", 1, func(_ *viewCtx, a *storage.Allocation) any { return timeOrNil(a.UpdatedAt) }},
-	{"candidate_nodes", 1, func(_ *viewCtx, a *storage.Allocation) any { return nonNilList(a.CandidateNodes) }},
-	{"extra", 1, func(_ *viewCtx, a *storage.Allocation) any { return nonNilMap(a.Extra) }},
-	{"last_error", 1, func(_ *viewCtx, a *storage.Allocation) any { return strOrNil(a.LastError) }},
-	{"name", 1, func(_ *viewCtx, a *storage.Allocation) any { return strOrNil(a.Name) }},
-	{"owner", 60, func(_ *viewCtx, a *storage.Allocation) any { return strOrNil(a.Owner) }},
-	{"resource_class", 1, func(_ *viewCtx, a *storage.Allocation) any { return strOrNil(a.ResourceClass) }},
-	{"state", 1, func(_ *viewCtx, a *storage.Allocation) any { return a.State }},
-	{"traits", 1, func(_ *viewCtx, a *storage.Allocation) any { return nonNilList(a.Traits) }},
-	{"links", 1, func(v *viewCtx, a *storage.Allocation) any {
-		return []link{{Href: v.base + "/v1/allocations/" + a.UUID, Rel: "self"}, {Href: v.base + "/allocations/" + a.UUID, Rel: "bookmark"}}
-	}},
-	{"node_uuid", 1, func(_ *viewCtx, a *storage.Allocation) any { return strOrNil(a.NodeUUID) }},
+func allocStr(name string, min int, flags fieldFlags, maxLen int, p func(*storage.Allocation) **string) allocationField {
+	value := scTypes("string", "null")
+	value.maxLength = maxLen
+	var set func(*storage.Allocation, any) error
+	if flags&(fCreate|fPatch) != 0 {
+		set = func(al *storage.Allocation, v any) error { *p(al) = optString(v); return nil }
+	}
+	return allocationField{name, min, flags, value, nil, func(_ *viewCtx, al *storage.Allocation) any { return strOrNil(*p(al)) }, set}
 }
 
-var allocationFieldIndex = indexFields(allocationFields)
+// allocations is Ironic's allocation table (API 1.52) in its view order;
+// node (1.58, backfill) is accepted on create and never shown.
+var allocationTable = func() *resource[storage.Allocation] {
+	res := newResource[storage.Allocation]("allocation", nil,
+		allocationField{"uuid", 1, fCreate | fSort, scTypes("string", "null"), nil, func(_ *viewCtx, a *storage.Allocation) any { return a.UUID }, nil},
+		allocationField{"created_at", 1, fSort, nil, nil, func(_ *viewCtx, a *storage.Allocation) any { return ironicTime(a.CreatedAt) }, nil},
+		allocationField{"updated_at", 1, fSort, nil, nil, func(_ *viewCtx, a *storage.Allocation) any { return timeOrNil(a.UpdatedAt) }, nil},
+		allocationField{"candidate_nodes", 1, fCreate, &scSchema{types: []string{"array", "null"}, items: scTypes("string")}, nil,
+			func(_ *viewCtx, a *storage.Allocation) any { return nonNilList(a.CandidateNodes) }, nil},
+		allocationField{"extra", 1, fCreate | fPatch, scTypes("object", "null"), nil,
+			func(_ *viewCtx, a *storage.Allocation) any { return nonNilMap(a.Extra) },
+			func(a *storage.Allocation, v any) error { a.Extra = objectOrEmpty(v); return nil }},
+		allocStr("last_error", 1, fSort, 0, func(a *storage.Allocation) **string { return &a.LastError }),
+		allocStr("name", 1, fCreate|fPatch|fSort, 0, func(a *storage.Allocation) **string { return &a.Name }),
+		allocStr("owner", 60, fCreate|fSort, 0, func(a *storage.Allocation) **string { return &a.Owner }),
+		allocStr("resource_class", 1, fCreate|fSort, 80, func(a *storage.Allocation) **string { return &a.ResourceClass }),
+		allocationField{"state", 1, fSort, nil, nil, func(_ *viewCtx, a *storage.Allocation) any { return a.State }, nil},
+		allocationField{"traits", 1, fCreate, &scSchema{types: []string{"array", "null"}, items: traitSchema}, nil,
+			func(_ *viewCtx, a *storage.Allocation) any { return nonNilList(a.Traits) }, nil},
+		allocationField{"links", 1, 0, nil, nil, func(v *viewCtx, a *storage.Allocation) any { return selfLinks(v, "allocations", a.UUID) }, nil},
+		allocationField{"node_uuid", 1, 0, nil, nil, func(_ *viewCtx, a *storage.Allocation) any { return strOrNil(a.NodeUUID) }, nil},
+		allocationField{"node", 1, fCreate, scTypes("string", "null"), nil, nil, nil},
+	)
+	res.patchOrder = []string{"name", "extra"}
+	return res
+}()
 
 func nonNilList(l []string) []string {
 	if l == nil {
@@ -56,26 +71,10 @@ func nonNilMap(m storage.JSONObject) storage.JSONObject {
 	return m
 }
 
-// allocationSortable are the sort keys Ironic takes (the model's columns);
-// allocationUnsortable the ones it refuses with its own message.
-var (
-	allocationSortable   = []string{"uuid", "name", "state", "owner", "last_error", "resource_class", "conductor_affinity", "created_at", "updated_at"}
-	allocationUnsortable = []string{"extra", "candidate_nodes", "traits"}
-)
-
-// allocationVersionGate answers Ironic's responses below 1.52: 404 for GET,
-// 405 for the other methods. It reports whether it answered.
-func allocationVersionGate(w http.ResponseWriter, r *http.Request) bool {
-	if versionOf(r).AtLeast(52) {
-		return false
-	}
-	status := http.StatusMethodNotAllowed
-	if r.Method == http.MethodGet {
-		status = http.StatusNotFound
-	}
-	writeRaw(w, status, codeBody(status, "The API version does not allow allocations"))
-	return true
-}
+// allocationUnsortable are the keys Ironic refuses to sort by with its own
+// message; the model's columns are the table's fSort fields and
+// conductor_affinity.
+var allocationUnsortable = []string{"extra", "candidate_nodes", "traits"}
 
 // checkQueryArgs refuses query parameters a handler does not take, as
 // Ironic's args.validate does.
@@ -101,26 +100,17 @@ func allocationViewFields(q url.Values, ver Version) ([]string, error) {
 	if q.Has("fields") && strings.Trim(raw, ", ") == "" {
 		return []string{"links"}, nil
 	}
-	fields, err := parseFields(strings.ToLower(raw), ver, allocationFields, allocationFieldIndex)
-	if err != nil || fields == nil {
-		return fields, err
-	}
-	sort.SliceStable(fields, func(i, j int) bool { return allocationFieldIndex[fields[i]] < allocationFieldIndex[fields[j]] })
-	return fields, nil
+	fields, err := allocationTable.parseFields(strings.ToLower(raw), ver)
+	return allocationTable.canonical(fields), err
 }
 
 func (a *API) writeAllocation(w http.ResponseWriter, r *http.Request, status int, al *storage.Allocation, fields []string) error {
-	var buf bytes.Buffer
-	renderView(&buf, a.view(r), al, allocationFields, allocationFieldIndex, fields)
-	writeRaw(w, status, buf.Bytes())
+	allocationTable.writeOne(w, a.view(r), status, al, fields)
 	return nil
 }
 
 // listAllocations is GET /v1/allocations.
 func (a *API) listAllocations(w http.ResponseWriter, r *http.Request) error {
-	if allocationVersionGate(w, r) {
-		return nil
-	}
 	ver := versionOf(r)
 	qs := r.URL.Query()
 	if err := checkQueryArgs(qs, "node", "resource_class", "state", "marker", "limit", "sort_key", "sort_dir", "fields", "owner"); err != nil {
@@ -149,7 +139,7 @@ func (a *API) listAllocations(w http.ResponseWriter, r *http.Request) error {
 		o := qs.Get("owner")
 		q.Owner = &o
 	}
-	page, err := parsePage(qs, append(slices.Clone(allocationSortable), allocationUnsortable...))
+	page, err := parsePage(qs, append(allocationTable.names(fSort), append([]string{"conductor_affinity"}, allocationUnsortable...)...))
 	if err != nil {
 		return err
 	}
@@ -181,8 +171,7 @@ func (a *API) listAllocations(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	renderList(w, r, a.view(r), "allocations", list, func(al *storage.Allocation) string { return al.UUID },
-		allocationFields, allocationFieldIndex, fields, page)
+	allocationTable.writePage(w, r, a.view(r), "allocations", "allocations", list, func(al *storage.Allocation) string { return al.UUID }, fields, page)
 	return nil
 }
 
@@ -217,9 +206,6 @@ func (a *API) lookupAllocation(r *http.Request, ident string) (*storage.Allocati
 
 // getAllocation is GET /v1/allocations/{ident}.
 func (a *API) getAllocation(w http.ResponseWriter, r *http.Request) error {
-	if allocationVersionGate(w, r) {
-		return nil
-	}
 	qs := r.URL.Query()
 	if err := checkQueryArgs(qs, "fields"); err != nil {
 		return err
@@ -235,47 +221,13 @@ func (a *API) getAllocation(w http.ResponseWriter, r *http.Request) error {
 	return a.writeAllocation(w, r, http.StatusOK, al, fields)
 }
 
-// allocationBodyFields are the properties of Ironic's ALLOCATION_SCHEMA, in
-// its order.
-var allocationBodyFields = []string{"candidate_nodes", "extra", "name", "node", "owner", "resource_class", "traits", "uuid"}
-
-// checkAllocationSchema is Ironic's ALLOCATION_VALIDATOR: the JSON schema,
-// then uuid must be a UUID.
-func checkAllocationSchema(name string, body map[string]any) error {
-	var e jsvErrors
-	for _, k := range allocationBodyFields {
-		v, ok := body[k]
-		if !ok {
-			continue
-		}
-		switch k {
-		case "candidate_nodes":
-			if e.checkType(1, v, "array", "null") && v != nil {
-				for _, item := range v.([]any) {
-					e.checkType(2, item, "string")
-				}
-			}
-		case "extra":
-			e.checkType(1, v, "object", "null")
-		case "resource_class":
-			if e.checkType(1, v, "string", "null") && v != nil && len([]rune(v.(string))) > 80 {
-				e.add(1, "%s is too long", scRepr(v))
-			}
-		case "traits":
-			if e.checkType(1, v, "array", "null") && v != nil {
-				for _, item := range v.([]any) {
-					e.checkTrait(2, item)
-				}
-			}
-		default:
-			e.checkType(1, v, "string", "null")
-		}
-	}
-	e.checkAdditional(0, body, allocationBodyFields)
-	if err := e.err(name); err != nil {
+// checkAllocationDoc is Ironic's ALLOCATION_VALIDATOR on a body or patched
+// document named name: the table's schema, then uuid must be a UUID.
+func checkAllocationDoc(name string, doc map[string]any) error {
+	if err := scCheck("Schema error for "+name, allocationTable.body, doc); err != nil {
 		return err
 	}
-	if u, ok := body["uuid"].(string); ok && !argUUIDLike(u) {
+	if u, ok := doc["uuid"].(string); ok && !argUUIDLike(u) {
 		return errInvalid("Expected UUID for uuid: %s", u)
 	}
 	return nil
@@ -320,15 +272,12 @@ func truthy(v any) bool {
 
 // createAllocation is POST /v1/allocations.
 func (a *API) createAllocation(w http.ResponseWriter, r *http.Request) error {
-	if allocationVersionGate(w, r) {
-		return nil
-	}
 	ver := versionOf(r)
 	body, err := decodeObject(r, "allocation")
 	if err != nil {
 		return err
 	}
-	if err := checkAllocationSchema("allocation", body); err != nil {
+	if err := checkAllocationDoc("allocation", body); err != nil {
 		return err
 	}
 	if _, ok := body["owner"]; ok && !ver.AtLeast(60) {
@@ -413,19 +362,13 @@ func (a *API) candidateNodeUUIDs(r *http.Request, idents []string) ([]string, er
 	return out, nil
 }
 
-// allocationPatchable are Ironic's PATCH_ALLOWED_FIELDS, in its order.
-var allocationPatchable = []string{"name", "extra"}
-
 // patchAllocation is PATCH /v1/allocations/{ident} (1.57).
 func (a *API) patchAllocation(w http.ResponseWriter, r *http.Request) error {
-	if allocationVersionGate(w, r) {
-		return nil
-	}
 	raw, err := decodeAny(r)
 	if err != nil {
 		return err
 	}
-	ops, err := jsvParsePatch(raw)
+	ops, err := parsePatch(raw)
 	if err != nil {
 		return err
 	}
@@ -437,10 +380,8 @@ func (a *API) patchAllocation(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	for _, op := range ops {
-		if !slices.Contains(allocationPatchable, strings.Split(op.path, "/")[1]) {
-			return errInvalid("Cannot patch %s. Only the following can be updated: %s", op.path, strings.Join(allocationPatchable, ", "))
-		}
+	if err := allocationTable.checkPatch(ops, versionOf(r)); err != nil {
+		return err
 	}
 	for _, op := range ops {
 		if op.path == "/name" && truthy(op.value) && !jsvLogicalName(op.value) {
@@ -454,16 +395,12 @@ func (a *API) patchAllocation(w http.ResponseWriter, r *http.Request) error {
 		"traits": anyList(current.Traits), "candidate_nodes": anyList(current.CandidateNodes),
 		"extra": jsvCopy(map[string]any(nonNilMap(current.Extra))),
 	}
-	patched, err := jsvApplyPatch(doc, ops)
+	patched, err := applyPatch(doc, ops)
 	if err != nil {
 		return err
 	}
-	for k := range patched {
-		if !slices.Contains(allocationBodyFields, k) {
-			delete(patched, k)
-		}
-	}
-	if err := checkAllocationSchema("patch", patched); err != nil {
+	patched = allocationTable.pruned(patched)
+	if err := checkAllocationDoc("patch", patched); err != nil {
 		return err
 	}
 	name := optString(patched["name"])
@@ -496,9 +433,6 @@ func anyList(l []string) []any {
 
 // deleteAllocation is DELETE /v1/allocations/{ident}.
 func (a *API) deleteAllocation(w http.ResponseWriter, r *http.Request) error {
-	if allocationVersionGate(w, r) {
-		return nil
-	}
 	al, err := a.lookupAllocation(r, r.PathValue("ident"))
 	if err != nil {
 		return err
@@ -508,16 +442,6 @@ func (a *API) deleteAllocation(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
-}
-
-// nodeAllocationGate hides /v1/nodes/{ident}/allocation below 1.52 with
-// Ironic's bare 404.
-func nodeAllocationGate(w http.ResponseWriter, r *http.Request) bool {
-	if versionOf(r).AtLeast(52) {
-		return false
-	}
-	writeRaw(w, http.StatusNotFound, codeBody(http.StatusNotFound, ""))
-	return true
 }
 
 // allocationOfNode finds the allocation a node holds.
@@ -534,9 +458,6 @@ func (a *API) allocationOfNode(r *http.Request, n *storage.Node, ident string) (
 
 // getNodeAllocation is GET /v1/nodes/{ident}/allocation.
 func (a *API) getNodeAllocation(w http.ResponseWriter, r *http.Request) error {
-	if nodeAllocationGate(w, r) {
-		return nil
-	}
 	qs := r.URL.Query()
 	if err := checkQueryArgs(qs, "fields"); err != nil {
 		return err
@@ -559,9 +480,6 @@ func (a *API) getNodeAllocation(w http.ResponseWriter, r *http.Request) error {
 
 // deleteNodeAllocation is DELETE /v1/nodes/{ident}/allocation.
 func (a *API) deleteNodeAllocation(w http.ResponseWriter, r *http.Request) error {
-	if nodeAllocationGate(w, r) {
-		return nil
-	}
 	ident := r.PathValue("ident")
 	n, err := a.cond.Store().GetNode(r.Context(), ident)
 	if err != nil {

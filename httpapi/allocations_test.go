@@ -393,7 +393,8 @@ func TestAllocationRequestErrors(t *testing.T) {
 		{latest, map[string]any{"resource_class": "gold", "extra": []any{}}, 400, "Schema error for allocation: [] is not of type 'object', 'null'"},
 		{latest, map[string]any{"resource_class": "gold", "owner": 5}, 400, "Schema error for allocation: 5 is not of type 'string', 'null'"},
 		{latest, []any{}, 400, "Schema error for allocation: [] is not of type 'object'"},
-		{latest, map[string]any{"resource_class": "gold", "traits": []string{""}, "candidate_nodes": []any{1}}, 400, "Schema error for allocation: 1 is not of type 'string'"},
+		// jsonschema 4.26's best_match: at equal depth the greater path wins.
+		{latest, map[string]any{"resource_class": "gold", "traits": []string{""}, "candidate_nodes": []any{1}}, 400, "Schema error for allocation: '' should be non-empty"},
 		{latest, map[string]any{"resource_class": 5, "bogus": 1}, 400, "Schema error for allocation: Additional properties are not allowed ('bogus' was unexpected)"},
 		{latest, map[string]any{"resource_class": "gold", "uuid": "notauuid"}, 400, "Expected UUID for uuid: notauuid"},
 		{latest, map[string]any{"resource_class": "gold", "name": "bad name"}, 400, "Cannot create allocation with invalid name 'bad name'"},

@@ -9,38 +9,44 @@ import (
 	"castiron/storage"
 )
 
-type chassisField = viewField[storage.Chassis]
+type chassisField = field[storage.Chassis]
 
-// chassisFields is Ironic's chassis view (API 1.1).
-var chassisFields = []chassisField{
-	{"uuid", 1, func(_ *viewCtx, c *storage.Chassis) any { return c.UUID }},
-	{"created_at", 1, func(_ *viewCtx, c *storage.Chassis) any { return ironicTime(c.CreatedAt) }},
-	{"updated_at", 1, func(_ *viewCtx, c *storage.Chassis) any { return timeOrNil(c.UpdatedAt) }},
-	{"description", 1, func(_ *viewCtx, c *storage.Chassis) any { return strOrNil(c.Description) }},
-	{"extra", 1, func(_ *viewCtx, c *storage.Chassis) any { return c.Extra }},
-	{"links", 1, func(v *viewCtx, c *storage.Chassis) any {
-		return []link{{Href: v.base + "/v1/chassis/" + c.UUID, Rel: "self"}, {Href: v.base + "/chassis/" + c.UUID, Rel: "bookmark"}}
-	}},
-	// Ironic's convert_with_links assigns the nodes links with a trailing
-	// comma, so every Ironic since 2020 answers a list holding the list of
-	// links; its response schema documents that shape, and clients cope.
-	{"nodes", 1, func(v *viewCtx, c *storage.Chassis) any {
-		p := "chassis/" + c.UUID + "/nodes"
-		return [][]link{{{Href: v.base + "/v1/" + p, Rel: "self"}, {Href: v.base + "/" + p, Rel: "bookmark"}}}
-	}},
-}
-
-var chassisFieldIndex = indexFields(chassisFields)
-
-// chassisSummary is Ironic's DEFAULT_RETURN_FIELDS for chassis lists.
-var chassisSummary = []string{"uuid", "description", "links"}
-
-// chassisSortable: every column but the JSON one (Ironic refuses extra).
-var chassisSortable = []string{"uuid", "description", "created_at", "updated_at"}
-
-// chassisPatchable is CHASSIS_SCHEMA's properties, in Ironic's order (its
-// "Only the following can be updated" message lists them so).
-var chassisPatchable = []string{"uuid", "extra", "description"}
+// chassisTable is Ironic's chassis table (API 1.1) in its view order.
+var chassisTable = func() *resource[storage.Chassis] {
+	desc := scTypes("string", "null")
+	desc.maxLength = engine.MaxChassisDescription
+	res := newResource("chassis", []string{"uuid", "description", "links"},
+		chassisField{"uuid", 1, fCreate | fPatch | fSort, scTypes("string", "null"), nil,
+			func(_ *viewCtx, c *storage.Chassis) any { return c.UUID },
+			func(c *storage.Chassis, v any) error {
+				// Removing the uuid is changing it, which the engine refuses.
+				u, _ := v.(string)
+				if v != nil && !argUUIDLike(u) {
+					return errInvalid("Expected UUID for uuid: %s", u)
+				}
+				c.UUID = u
+				return nil
+			}},
+		chassisField{"created_at", 1, fSort, nil, nil, func(_ *viewCtx, c *storage.Chassis) any { return ironicTime(c.CreatedAt) }, nil},
+		chassisField{"updated_at", 1, fSort, nil, nil, func(_ *viewCtx, c *storage.Chassis) any { return timeOrNil(c.UpdatedAt) }, nil},
+		chassisField{"description", 1, fCreate | fPatch | fSort, desc, nil,
+			func(_ *viewCtx, c *storage.Chassis) any { return strOrNil(c.Description) },
+			func(c *storage.Chassis, v any) error { c.Description = optString(v); return nil }},
+		chassisField{"extra", 1, fCreate | fPatch, scTypes("object", "null"), nil,
+			func(_ *viewCtx, c *storage.Chassis) any { return c.Extra },
+			func(c *storage.Chassis, v any) error { c.Extra = objectOrEmpty(v); return nil }},
+		chassisField{"links", 1, 0, nil, nil, func(v *viewCtx, c *storage.Chassis) any { return selfLinks(v, "chassis", c.UUID) }, nil},
+		// Ironic's convert_with_links assigns the nodes links with a trailing
+		// comma, so every Ironic since 2020 answers a list holding the list of
+		// links; its response schema documents that shape, and clients cope.
+		chassisField{"nodes", 1, 0, nil, nil, func(v *viewCtx, c *storage.Chassis) any {
+			return [][]link{selfLinks(v, "chassis", c.UUID+"/nodes")}
+		}, nil},
+	)
+	// CHASSIS_SCHEMA's property order, which Ironic's message follows.
+	res.patchOrder = []string{"uuid", "extra", "description"}
+	return res
+}()
 
 func chassisUUIDParam(r *http.Request) (string, error) {
 	id := r.PathValue("uuid")
@@ -61,14 +67,14 @@ func (a *API) listChassis(detail bool) handlerFunc {
 			if err != nil {
 				return err
 			}
-			if fields, err = parseFields(qs.Get("fields"), ver, chassisFields, chassisFieldIndex); err != nil {
+			if fields, err = chassisTable.parseFields(qs.Get("fields"), ver); err != nil {
 				return err
 			}
 			if fields != nil && d {
 				return errInvalid("Can not specify ?detail=True and fields in the same request.")
 			}
 			if fields == nil && !(given && d) {
-				fields = chassisSummary
+				fields = chassisTable.summary
 			}
 		}
 		if k := qs.Get("sort_key"); k == "extra" {
@@ -77,7 +83,7 @@ func (a *API) listChassis(detail bool) handlerFunc {
 		if err := collMarkerParam(r); err != nil {
 			return err
 		}
-		page, err := parsePage(qs, chassisSortable)
+		page, err := parsePage(qs, chassisTable.names(fSort))
 		if err != nil {
 			return err
 		}
@@ -85,14 +91,13 @@ func (a *API) listChassis(detail bool) handlerFunc {
 		if err != nil {
 			return err
 		}
-		collRender(w, r, a.view(r), "chassis", items, func(c *storage.Chassis) string { return c.UUID },
-			chassisFields, chassisFieldIndex, fields, page)
+		chassisTable.writePage(w, r, a.view(r), collResourcePath(r), "chassis", items, func(c *storage.Chassis) string { return c.UUID }, fields, page)
 		return nil
 	}
 }
 
 func (a *API) writeChassis(w http.ResponseWriter, r *http.Request, status int, c *storage.Chassis, fields []string) error {
-	collWriteOne(w, a.view(r), status, c, chassisFields, chassisFieldIndex, fields)
+	chassisTable.writeOne(w, a.view(r), status, c, fields)
 	return nil
 }
 
@@ -102,7 +107,7 @@ func (a *API) getChassis(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	fields, err := parseFields(r.URL.Query().Get("fields"), versionOf(r), chassisFields, chassisFieldIndex)
+	fields, err := chassisTable.parseFields(r.URL.Query().Get("fields"), versionOf(r))
 	if err != nil {
 		return err
 	}
@@ -111,47 +116,6 @@ func (a *API) getChassis(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return a.writeChassis(w, r, http.StatusOK, c, fields)
-}
-
-// applyChassisDoc validates a chassis document (a POST body, or the patched
-// chassis under the name "patch") against Ironic's CHASSIS_SCHEMA and its
-// uuid validator, and sets c's fields from it. A patched document without a
-// uuid clears c.UUID, which the engine refuses as a UUID change.
-func applyChassisDoc(c *storage.Chassis, doc map[string]any, what string) error {
-	for _, k := range argSortedKeys(doc) {
-		if k != "uuid" && k != "extra" && k != "description" {
-			return errInvalid("Schema error for %s: Additional properties are not allowed ('%s' was unexpected)", what, k)
-		}
-	}
-	if err := argCheckType(what, doc["uuid"], "string", "null"); err != nil {
-		return err
-	}
-	if err := argCheckType(what, doc["extra"], "object", "null"); err != nil {
-		return err
-	}
-	if err := argCheckType(what, doc["description"], "string", "null"); err != nil {
-		return err
-	}
-	if d, ok := doc["description"].(string); ok && len([]rune(d)) > engine.MaxChassisDescription {
-		return errInvalid("Schema error for %s: %s is too long", what, pyRepr(d))
-	}
-	if u, ok := doc["uuid"].(string); ok && !argUUIDLike(u) {
-		return errInvalid("Expected UUID for uuid: %s", u)
-	}
-	if u, ok := doc["uuid"].(string); ok {
-		c.UUID = u
-	} else if _, has := doc["uuid"]; has && what == "patch" {
-		c.UUID = "" // removing the uuid is changing it
-	}
-	c.Description = nil
-	if d, ok := doc["description"].(string); ok {
-		c.Description = &d
-	}
-	c.Extra = storage.JSONObject{}
-	if e, ok := doc["extra"].(map[string]any); ok {
-		c.Extra = e
-	}
-	return nil
 }
 
 func argSortedKeys(m map[string]any) []string {
@@ -169,8 +133,11 @@ func (a *API) createChassis(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if err := chassisTable.checkBody(body, versionOf(r)); err != nil {
+		return err
+	}
 	c := &storage.Chassis{}
-	if err := applyChassisDoc(c, body, "chassis"); err != nil {
+	if err := chassisTable.setAll(c, body); err != nil {
 		return err
 	}
 	c.UUID = strings.ToLower(c.UUID)
@@ -183,34 +150,24 @@ func (a *API) createChassis(w http.ResponseWriter, r *http.Request) error {
 
 // patchChassis is PATCH /v1/chassis/{uuid} with Ironic's JSON patch.
 func (a *API) patchChassis(w http.ResponseWriter, r *http.Request) error {
-	raw, err := decodeAny(r)
+	ops, err := readPatch(r)
 	if err != nil {
 		return err
 	}
-	ops, err := patchdocParse(raw)
-	if err != nil {
+	if err := chassisTable.checkPatch(ops, versionOf(r)); err != nil {
 		return err
 	}
-	if err := patchdocCheckFields(ops, chassisPatchable); err != nil {
-		return err
-	}
+	v := a.view(r)
 	updated, err := a.cond.UpdateChassis(actorContext(r), r.PathValue("uuid"), func(c *storage.Chassis) error {
-		// The document Ironic patches: the object's dict.
-		doc := map[string]any{
-			"id": c.ID, "uuid": c.UUID, "description": strOrNil(c.Description), "extra": c.Extra,
-			"created_at": ironicTime(c.CreatedAt), "updated_at": timeOrNil(c.UpdatedAt),
-		}
-		patched, err := patchdocApply(doc, ops)
+		before := chassisTable.doc(v, c)
+		after, err := applyPatch(before, ops)
 		if err != nil {
 			return err
 		}
-		for _, k := range []string{"id", "created_at", "updated_at"} {
-			delete(patched, k)
+		if err := chassisTable.checkPatched(after); err != nil {
+			return err
 		}
-		if _, has := patched["uuid"]; !has {
-			patched["uuid"] = nil
-		}
-		return applyChassisDoc(c, patched, "patch")
+		return chassisTable.setChanged(c, before, after)
 	})
 	if err != nil {
 		return err

@@ -154,7 +154,7 @@ func TestChassisErrors(t *testing.T) {
 		{"patch test op", "PATCH", "/v1/chassis/" + id, "", []map[string]any{{"op": "test", "path": "/description", "value": "x"}}, 400, "Schema error for patch: 'test' is not one of ['add', 'replace', 'remove']"},
 		{"patch no path", "PATCH", "/v1/chassis/" + id, "", []map[string]any{{"op": "remove"}}, 400, "Schema error for patch: 'path' is a required property"},
 		{"patch bad path", "PATCH", "/v1/chassis/" + id, "", []map[string]any{{"op": "remove", "path": "extra"}}, 400, `Schema error for patch: 'extra' does not match '^(/[\\w-]+)+$'`},
-		{"patch not a list", "PATCH", "/v1/chassis/" + id, "", map[string]any{"op": "remove"}, 400, "Schema error for patch: {\"op\":\"remove\"} is not of type 'array'"},
+		{"patch not a list", "PATCH", "/v1/chassis/" + id, "", map[string]any{"op": "remove"}, 400, "Schema error for patch: {'op': 'remove'} is not of type 'array'"},
 		{"patch missing member", "PATCH", "/v1/chassis/" + id, "", []map[string]any{{"op": "remove", "path": "/extra/nope"}}, 400, ""},
 		{"delete not a uuid", "DELETE", "/v1/chassis/rack1", "", nil, 400, "Expected UUID for chassis_uuid: rack1"},
 		{"delete unknown", "DELETE", "/v1/chassis/" + missing, "", nil, 404, "Chassis " + missing + " could not be found."},

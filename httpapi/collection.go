@@ -1,34 +1,11 @@
 package httpapi
 
 import (
-	"bytes"
 	"net/http"
 	"strings"
 
 	"github.com/google/uuid"
-
-	"castiron/storage"
 )
-
-// collRender writes {"<key>": [...], "next": ...} like renderList, but
-// with the "next" link on the request's own path (/v1/chassis/detail,
-// /v1/nodes/{id}/portgroups), so that following it keeps the detail view and
-// the parent filter.
-func collRender[T any](w http.ResponseWriter, r *http.Request, v *viewCtx, key string, items []*T, uuidOf func(*T) string,
-	all []viewField[T], index map[string]int, fields []string, page storage.Page) {
-	next := ""
-	if len(items) > 0 {
-		next = nextLink(r, collResourcePath(r), page, len(items), uuidOf(items[len(items)-1]))
-	}
-	renderItems(w, v, key, items, all, index, fields, next)
-}
-
-// collWriteOne writes one object's view (with status) as the answer.
-func collWriteOne[T any](w http.ResponseWriter, v *viewCtx, status int, x *T, all []viewField[T], index map[string]int, fields []string) {
-	var buf bytes.Buffer
-	renderView(&buf, v, x, all, index, fields)
-	writeRaw(w, status, buf.Bytes())
-}
 
 // collResourcePath is the request path without "/v1/" (or the bookmark's "/").
 func collResourcePath(r *http.Request) string {

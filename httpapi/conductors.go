@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
 	"net/http"
 	"slices"
 	"strings"
@@ -10,31 +9,28 @@ import (
 	"castiron/storage"
 )
 
-type conductorField = viewField[storage.Conductor]
+type conductorField = field[storage.Conductor]
 
-func (a *API) conductorFields() []conductorField {
-	return []conductorField{
-		{"created_at", 49, func(_ *viewCtx, c *storage.Conductor) any { return ironicTime(c.CreatedAt) }},
-		{"updated_at", 49, func(_ *viewCtx, c *storage.Conductor) any { return timeOrNil(c.UpdatedAt) }},
-		{"hostname", 49, func(_ *viewCtx, c *storage.Conductor) any { return c.Hostname }},
-		{"conductor_group", 49, func(_ *viewCtx, c *storage.Conductor) any { return c.ConductorGroup }},
-		{"drivers", 49, func(_ *viewCtx, c *storage.Conductor) any { return c.Drivers }},
-		{"links", 49, func(v *viewCtx, c *storage.Conductor) any {
-			return []link{{Href: v.base + "/v1/conductors/" + c.Hostname, Rel: "self"}, {Href: v.base + "/conductors/" + c.Hostname, Rel: "bookmark"}}
-		}},
-		{"alive", 49, func(_ *viewCtx, c *storage.Conductor) any { return a.cond.Alive(c) }},
-	}
+func conductorRead(name string, get func(v *viewCtx, c *storage.Conductor) any) conductorField {
+	return conductorField{name, 49, 0, nil, nil, get, nil}
 }
 
-var conductorSummary = []string{"hostname", "conductor_group", "links", "alive"}
+// conductors is Ironic's conductor table (API 1.49), read-only.
+var conductorTable = newResource("conductor", []string{"hostname", "conductor_group", "links", "alive"},
+	conductorField{"created_at", 49, fSort, nil, nil, func(_ *viewCtx, c *storage.Conductor) any { return ironicTime(c.CreatedAt) }, nil},
+	conductorField{"updated_at", 49, fSort, nil, nil, func(_ *viewCtx, c *storage.Conductor) any { return timeOrNil(c.UpdatedAt) }, nil},
+	conductorField{"hostname", 49, fSort, nil, nil, func(_ *viewCtx, c *storage.Conductor) any { return c.Hostname }, nil},
+	conductorField{"conductor_group", 49, fSort, nil, nil, func(_ *viewCtx, c *storage.Conductor) any { return c.ConductorGroup }, nil},
+	conductorRead("drivers", func(_ *viewCtx, c *storage.Conductor) any { return c.Drivers }),
+	conductorRead("links", func(v *viewCtx, c *storage.Conductor) any { return selfLinks(v, "conductors", c.Hostname) }),
+	conductorRead("alive", func(v *viewCtx, c *storage.Conductor) any { return v.cond.Alive(c) }),
+)
 
 // listConductors is GET /v1/conductors (1.49).
 func (a *API) listConductors(w http.ResponseWriter, r *http.Request) error {
 	ver := versionOf(r)
 	qs := r.URL.Query()
-	all := a.conductorFields()
-	index := indexFields(all)
-	fields, err := parseFields(qs.Get("fields"), ver, all, index)
+	fields, err := conductorTable.parseFields(qs.Get("fields"), ver)
 	if err != nil {
 		return err
 	}
@@ -48,9 +44,9 @@ func (a *API) listConductors(w http.ResponseWriter, r *http.Request) error {
 		return errInvalid("Can not specify ?detail=True and fields in the same request.")
 	}
 	if fields == nil && !detail {
-		fields = conductorSummary
+		fields = conductorTable.summary
 	}
-	page, err := parsePage(qs, []string{"hostname", "conductor_group", "created_at", "updated_at"})
+	page, err := parsePage(qs, conductorTable.names(fSort))
 	if err != nil {
 		return err
 	}
@@ -58,15 +54,12 @@ func (a *API) listConductors(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	renderList(w, r, a.view(r), "conductors", cs, func(c *storage.Conductor) string { return c.Hostname },
-		all, index, fields, page)
+	conductorTable.writePage(w, r, a.view(r), "conductors", "conductors", cs, func(c *storage.Conductor) string { return c.Hostname }, fields, page)
 	return nil
 }
 
 func (a *API) getConductor(w http.ResponseWriter, r *http.Request) error {
-	all := a.conductorFields()
-	index := indexFields(all)
-	fields, err := parseFields(r.URL.Query().Get("fields"), versionOf(r), all, index)
+	fields, err := conductorTable.parseFields(r.URL.Query().Get("fields"), versionOf(r))
 	if err != nil {
 		return err
 	}
@@ -74,9 +67,7 @@ func (a *API) getConductor(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var buf bytes.Buffer
-	renderView(&buf, a.view(r), c, all, index, fields)
-	writeRaw(w, http.StatusOK, buf.Bytes())
+	conductorTable.writeOne(w, a.view(r), http.StatusOK, c, fields)
 	return nil
 }
 

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -17,21 +16,6 @@ import (
 
 // templateMinMinor is MINOR_55_DEPLOY_TEMPLATES.
 const templateMinMinor = 55
-
-// templateGate answers below 1.55 as the controller's _route does: 404 to
-// GET, 405 to anything else.
-func templateGate(w http.ResponseWriter, r *http.Request) bool {
-	if versionOf(r).AtLeast(templateMinMinor) {
-		return true
-	}
-	const msg = "The API version does not allow deploy templates"
-	if r.Method == http.MethodGet {
-		writePecanError(w, http.StatusNotFound, msg)
-	} else {
-		writePecanError(w, http.StatusMethodNotAllowed, msg)
-	}
-	return false
-}
 
 // deployInterfaces are conductor/steps.py DEPLOYING_INTERFACE_PRIORITY's
 // keys, in its order (the schema's enum).
@@ -63,21 +47,9 @@ var (
 		scPattern(&scSchema{}, customTraitPattern),
 		{inEnum: isStandardTrait},
 	}}
-	templateSchema = scObject(true, []string{"steps", "name"},
-		scProp{"description", &scSchema{types: []string{"string", "null"}, maxLength: 255}},
-		scProp{"extra", scTypes("object", "null")},
-		scProp{"name", traitSchema},
-		scProp{"steps", &scSchema{types: []string{"array"}, items: deployStepSchema, minItems: 1}},
-		scProp{"uuid", scTypes("string", "null")},
-	)
-	// templateFieldNames are the request schemas' field names (description
-	// included, though the view has none: asking for it fails later).
-	templateFieldNames = []string{"created_at", "description", "extra", "links", "name", "steps", "updated_at", "uuid"}
 )
 
-type templateField = viewField[storage.DeployTemplate]
-
-// stepView is one step as convert_steps shows it, args masked.
+// stepView is one step as convert_steps shows it.
 type stepView struct {
 	Interface string         `json:"interface"`
 	Step      string         `json:"step"`
@@ -85,30 +57,70 @@ type stepView struct {
 	Priority  int64          `json:"priority"`
 }
 
-// templateFields is Ironic's template view in its key order.
-var templateFields = []templateField{
-	{"uuid", templateMinMinor, func(_ *viewCtx, t *storage.DeployTemplate) any { return t.UUID }},
-	{"created_at", templateMinMinor, func(_ *viewCtx, t *storage.DeployTemplate) any { return ironicTime(t.CreatedAt) }},
-	{"updated_at", templateMinMinor, func(_ *viewCtx, t *storage.DeployTemplate) any { return timeOrNil(t.UpdatedAt) }},
-	{"name", templateMinMinor, func(_ *viewCtx, t *storage.DeployTemplate) any { return t.Name }},
-	{"extra", templateMinMinor, func(_ *viewCtx, t *storage.DeployTemplate) any { return t.Extra }},
-	{"links", templateMinMinor, func(v *viewCtx, t *storage.DeployTemplate) any { return volumeLinks(v, "deploy_templates", t.UUID) }},
-	{"steps", templateMinMinor, func(_ *viewCtx, t *storage.DeployTemplate) any {
-		out := make([]stepView, len(t.Steps))
-		for i, s := range t.Steps {
-			out[i] = stepView{Interface: s.Interface, Step: s.Step, Args: maskDictPassword(s.Args), Priority: s.Priority}
-		}
-		return out
-	}},
+// maskSteps masks the args of every step (convert_steps).
+func maskSteps(v any) any {
+	steps, ok := v.([]stepView)
+	if !ok {
+		return v
+	}
+	out := make([]stepView, len(steps))
+	for i, s := range steps {
+		s.Args = maskDict(s.Args)
+		out[i] = s
+	}
+	return out
 }
 
-var templateFieldIndex = indexFields(templateFields)
+type templateField = field[storage.DeployTemplate]
+
+// templates is Ironic's deploy template table in its view order. A
+// description passes TEMPLATE_SCHEMA and is dropped, as Ironic's
+// DeployTemplate object has no such field (so no view shows it).
+var templateTable = func() *resource[storage.DeployTemplate] {
+	desc := scTypes("string", "null")
+	desc.maxLength = 255
+	res := newResource("template", []string{"uuid", "name"},
+		templateField{"uuid", templateMinMinor, fCreate | fSort, scTypes("string", "null"), nil,
+			func(_ *viewCtx, t *storage.DeployTemplate) any { return t.UUID }, nil},
+		templateField{"created_at", templateMinMinor, fSort, nil, nil, func(_ *viewCtx, t *storage.DeployTemplate) any { return ironicTime(t.CreatedAt) }, nil},
+		templateField{"updated_at", templateMinMinor, fSort, nil, nil, func(_ *viewCtx, t *storage.DeployTemplate) any { return timeOrNil(t.UpdatedAt) }, nil},
+		templateField{"name", templateMinMinor, fCreate | fPatch | fRequired | fSort, traitSchema, nil,
+			func(_ *viewCtx, t *storage.DeployTemplate) any { return t.Name },
+			func(t *storage.DeployTemplate, v any) error { t.Name = v.(string); return nil }},
+		templateField{"extra", templateMinMinor, fCreate | fPatch, scTypes("object", "null"), nil,
+			func(_ *viewCtx, t *storage.DeployTemplate) any { return t.Extra },
+			func(t *storage.DeployTemplate, v any) error { t.Extra = objectOrEmpty(v); return nil }},
+		templateField{"links", templateMinMinor, 0, nil, nil, func(v *viewCtx, t *storage.DeployTemplate) any { return selfLinks(v, "deploy_templates", t.UUID) }, nil},
+		templateField{"steps", templateMinMinor, fCreate | fPatch | fRequired, &scSchema{types: []string{"array"}, items: deployStepSchema, minItems: 1}, maskSteps,
+			func(_ *viewCtx, t *storage.DeployTemplate) any {
+				out := make([]stepView, len(t.Steps))
+				for i, s := range t.Steps {
+					out[i] = stepView{Interface: s.Interface, Step: s.Step, Args: s.Args, Priority: s.Priority}
+				}
+				return out
+			}, nil},
+		templateField{"description", templateMinMinor, fCreate | fPatch, desc, nil, nil, nil},
+	)
+	res.patchOrder = []string{"extra", "name", "steps", "description"}
+	// TEMPLATE_SCHEMA lists steps before name (the first missing one is
+	// named).
+	res.body.required = []string{"steps", "name"}
+	return res
+}()
+
+// templateFieldNames are the request schemas' field names: the view's and
+// description (asking for it fails later, as in Ironic).
+func templateFieldNames() []string {
+	names := append(templateTable.viewNames(), "description")
+	slices.Sort(names)
+	return names
+}
 
 // checkTemplateFields is check_for_invalid_fields against the view's keys.
 func checkTemplateFields(fields []string) error {
 	var bad []string
 	for _, f := range fields {
-		if _, ok := templateFieldIndex[f]; !ok {
+		if fld := templateTable.field(f); fld == nil || fld.get == nil {
 			bad = append(bad, f)
 		}
 	}
@@ -127,9 +139,7 @@ func checkTemplateIdent(ident string) error {
 }
 
 func (a *API) writeTemplate(w http.ResponseWriter, r *http.Request, status int, t *storage.DeployTemplate, fields []string) {
-	var buf bytes.Buffer
-	renderView(&buf, a.view(r), t, templateFields, templateFieldIndex, canonicalFields(templateFields, fields))
-	writeRaw(w, status, buf.Bytes())
+	templateTable.writeOne(w, a.view(r), status, t, templateTable.canonical(fields))
 }
 
 // nameSchema is request_types.name (the list's marker).
@@ -137,9 +147,6 @@ var nameSchema = scPattern(&scSchema{types: []string{"string"}, minLength: 1, ma
 
 // listDeployTemplates is GET /v1/deploy_templates.
 func (a *API) listDeployTemplates(w http.ResponseWriter, r *http.Request) error {
-	if !templateGate(w, r) {
-		return nil
-	}
 	q := r.URL.Query()
 	if q.Has("marker") && !volLogicalName(q.Get("marker")) {
 		return errInvalid("Expected name for marker: %s", q.Get("marker"))
@@ -153,7 +160,7 @@ func (a *API) listDeployTemplates(w http.ResponseWriter, r *http.Request) error 
 	}
 	schema := scObject(true, nil,
 		scProp{"detail", scTypes("string", "boolean")},
-		scProp{"fields", fieldsSchema(templateFieldNames)},
+		scProp{"fields", fieldsSchema(templateFieldNames())},
 		scProp{"limit", scTypes("integer")},
 		scProp{"marker", nameSchema},
 		scProp{"sort_dir", &scSchema{types: []string{"string"}, enum: []string{"asc", "desc"}}},
@@ -215,7 +222,7 @@ func (a *API) listDeployTemplates(w http.ResponseWriter, r *http.Request) error 
 		}
 		next = baseURL(r) + "/v1/deploy_templates?" + b.String() + "limit=" + strconv.Itoa(page.Limit) + "&marker=" + items[n-1].UUID
 	}
-	renderItems(w, a.view(r), "deploy_templates", items, templateFields, templateFieldIndex, canonicalFields(templateFields, fields), next)
+	templateTable.writeList(w, a.view(r), "deploy_templates", items, templateTable.canonical(fields), next)
 	return nil
 }
 
@@ -226,9 +233,6 @@ func volLogicalName(s string) bool {
 
 // getDeployTemplate is GET /v1/deploy_templates/{ident}.
 func (a *API) getDeployTemplate(w http.ResponseWriter, r *http.Request) error {
-	if !templateGate(w, r) {
-		return nil
-	}
 	ident := r.PathValue("ident")
 	if err := checkTemplateIdent(ident); err != nil {
 		return err
@@ -237,7 +241,7 @@ func (a *API) getDeployTemplate(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := scCheck("Schema error", scObject(true, nil, scProp{"fields", fieldsSchema(templateFieldNames)}), qa.doc); err != nil {
+	if err := scCheck("Schema error", scObject(true, nil, scProp{"fields", fieldsSchema(templateFieldNames())}), qa.doc); err != nil {
 		return err
 	}
 	t, err := a.cond.Store().GetDeployTemplate(r.Context(), ident)
@@ -254,7 +258,7 @@ func (a *API) getDeployTemplate(w http.ResponseWriter, r *http.Request) error {
 // checkTemplate is TEMPLATE_VALIDATOR (schema, duplicate_steps, uuid) on a
 // body or patched document named name, returning the steps it holds.
 func checkTemplate(name string, doc map[string]any) ([]storage.DeployStep, error) {
-	if err := scCheck("Schema error for "+name, templateSchema, doc); err != nil {
+	if err := scCheck("Schema error for "+name, templateTable.body, doc); err != nil {
 		return nil, err
 	}
 	raw := doc["steps"].([]any)
@@ -296,9 +300,6 @@ func checkTemplate(name string, doc map[string]any) ([]storage.DeployStep, error
 // the schema and is dropped, as Ironic's DeployTemplate object has no such
 // field.
 func (a *API) createDeployTemplate(w http.ResponseWriter, r *http.Request) error {
-	if !templateGate(w, r) {
-		return nil
-	}
 	body, err := decodeObject(r, "template")
 	if err != nil {
 		return err
@@ -319,38 +320,22 @@ func (a *API) createDeployTemplate(w http.ResponseWriter, r *http.Request) error
 	return nil
 }
 
-// templateDoc is the template as its object's as_dict() gives it to a
-// patch.
-func templateDoc(t *storage.DeployTemplate) map[string]any {
-	steps := make([]any, len(t.Steps))
-	for i, s := range t.Steps {
-		steps[i] = map[string]any{"interface": s.Interface, "step": s.Step, "args": s.Args, "priority": s.Priority}
-	}
-	return map[string]any{
-		"id": t.ID, "uuid": t.UUID, "name": t.Name, "steps": steps, "extra": t.Extra,
-		"created_at": ironicTime(t.CreatedAt), "updated_at": timeOrNil(t.UpdatedAt),
-	}
-}
-
 // patchDeployTemplate is PATCH /v1/deploy_templates/{ident}.
 func (a *API) patchDeployTemplate(w http.ResponseWriter, r *http.Request) error {
-	if !templateGate(w, r) {
-		return nil
-	}
 	ident := r.PathValue("ident")
 	if err := checkTemplateIdent(ident); err != nil {
 		return err
 	}
-	ops, err := readVolumePatch(r)
+	ops, err := readPatch(r)
 	if err != nil {
 		return err
 	}
-	allowed := []string{"extra", "name", "steps", "description"}
-	if err := patchdocCheckFields(ops, allowed); err != nil {
+	if err := templateTable.checkPatch(ops, versionOf(r)); err != nil {
 		return err
 	}
+	v := a.view(r)
 	updated, err := a.cond.UpdateDeployTemplate(actorContext(r), ident, func(t *storage.DeployTemplate) error {
-		doc, err := applyVolumePatch(templateDoc(t), ops)
+		doc, err := applyPatch(templateTable.doc(v, t), ops)
 		if err != nil {
 			return err
 		}
@@ -372,11 +357,7 @@ func (a *API) patchDeployTemplate(w http.ResponseWriter, r *http.Request) error 
 				}
 			}
 		}
-		for k := range doc {
-			if !slices.ContainsFunc(templateSchema.props, func(p scProp) bool { return p.name == k }) {
-				delete(doc, k)
-			}
-		}
+		doc = templateTable.pruned(doc)
 		steps, err := checkTemplate("patch", doc)
 		if err != nil {
 			return err
@@ -395,9 +376,6 @@ func (a *API) patchDeployTemplate(w http.ResponseWriter, r *http.Request) error 
 
 // deleteDeployTemplate is DELETE /v1/deploy_templates/{ident}.
 func (a *API) deleteDeployTemplate(w http.ResponseWriter, r *http.Request) error {
-	if !templateGate(w, r) {
-		return nil
-	}
 	ident := r.PathValue("ident")
 	if err := checkTemplateIdent(ident); err != nil {
 		return err
@@ -412,9 +390,9 @@ func (a *API) deleteDeployTemplate(w http.ResponseWriter, r *http.Request) error
 // deployTemplateRoutes registers /v1/deploy_templates; every version
 // reaches the handlers, which answer Ironic's 404/405 below 1.55.
 func (a *API) deployTemplateRoutes() {
-	a.route("GET", "/deploy_templates", 1, a.listDeployTemplates)
-	a.route("POST", "/deploy_templates", 1, a.createDeployTemplate)
-	a.route("GET", "/deploy_templates/{ident}", 1, a.getDeployTemplate)
-	a.route("PATCH", "/deploy_templates/{ident}", 1, a.patchDeployTemplate)
-	a.route("DELETE", "/deploy_templates/{ident}", 1, a.deleteDeployTemplate)
+	a.apiRoute("GET", "/deploy_templates", templatesAPI, a.listDeployTemplates)
+	a.apiRoute("POST", "/deploy_templates", templatesAPI, a.createDeployTemplate)
+	a.apiRoute("GET", "/deploy_templates/{ident}", templatesAPI, a.getDeployTemplate)
+	a.apiRoute("PATCH", "/deploy_templates/{ident}", templatesAPI, a.patchDeployTemplate)
+	a.apiRoute("DELETE", "/deploy_templates/{ident}", templatesAPI, a.deleteDeployTemplate)
 }

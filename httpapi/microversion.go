@@ -14,17 +14,6 @@ import (
 // Small microversion gates shared by several handlers (see COVERAGE.md for
 // the audit of 1.1 .. 1.MaxMinor they came out of).
 
-// sortKeyGate is Ironic's check_allowed_fields([sort_key]): sorting by a
-// field the request's version does not show is 406.
-func sortKeyGate[T any](r *http.Request, all []viewField[T], index map[string]int) error {
-	if sk := r.URL.Query().Get("sort_key"); sk != "" {
-		if i, ok := index[sk]; ok && !versionOf(r).AtLeast(all[i].minMinor) {
-			return errNotAcceptable()
-		}
-	}
-	return nil
-}
-
 // provisionStateFilter is GET /v1/nodes?provision_state= (1.9): Ironic
 // refuses a state its machine does not know.
 func provisionStateFilter(q *storage.NodeQuery, v string) error {

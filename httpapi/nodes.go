@@ -1,34 +1,30 @@
 package httpapi
 
 import (
-	"bytes"
-	"encoding/json"
 	"net/http"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 
-	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/google/uuid"
 
-	"castiron/fault"
 	"castiron/storage"
 )
 
-// nodeSortable are the keys GET /v1/nodes may sort by (Ironic refuses JSON
-// columns and computed fields).
-var nodeSortable = []string{
-	"uuid", "name", "created_at", "updated_at", "provision_state", "provision_updated_at",
-	"power_state", "driver", "maintenance", "instance_uuid", "resource_class",
-	"conductor_group", "owner", "lessee", "fault", "description", "shard",
-	"inspection_started_at", "inspection_finished_at", "retired", "protected",
-}
-
-// nodeFilter is one query filter of GET /v1/nodes with its version gate.
+// nodeFilter is one query filter of GET /v1/nodes. A filter named after an
+// fFilter field of the node table has that field's version unless minMinor
+// says otherwise; the others carry their own.
 type nodeFilter struct {
 	minMinor int
 	apply    func(q *storage.NodeQuery, val string) error
+}
+
+// minVersion is the microversion the filter needs.
+func (f nodeFilter) minVersion(name string) int {
+	if fld := nodeTable.field(name); fld != nil && f.minMinor == 0 {
+		return fld.min
+	}
+	return f.minMinor
 }
 
 func strFilter(dst func(q *storage.NodeQuery) **string) func(*storage.NodeQuery, string) error {
@@ -48,22 +44,22 @@ func boolFilter(name string, dst func(q *storage.NodeQuery) **bool) func(*storag
 
 var nodeFilters = map[string]nodeFilter{
 	"associated":      {1, boolFilter("associated", func(q *storage.NodeQuery) **bool { return &q.Associated })},
-	"maintenance":     {1, boolFilter("maintenance", func(q *storage.NodeQuery) **bool { return &q.Maintenance })},
-	"instance_uuid":   {1, strFilter(func(q *storage.NodeQuery) **string { return &q.InstanceUUID })},
-	"chassis_uuid":    {1, strFilter(func(q *storage.NodeQuery) **string { return &q.ChassisUUID })},
+	"maintenance":     {0, boolFilter("maintenance", func(q *storage.NodeQuery) **bool { return &q.Maintenance })},
+	"instance_uuid":   {0, strFilter(func(q *storage.NodeQuery) **string { return &q.InstanceUUID })},
+	"chassis_uuid":    {0, strFilter(func(q *storage.NodeQuery) **string { return &q.ChassisUUID })},
 	"provision_state": {9, provisionStateFilter},
 	"driver":          {16, strFilter(func(q *storage.NodeQuery) **string { return &q.Driver })},
-	"resource_class":  {21, strFilter(func(q *storage.NodeQuery) **string { return &q.ResourceClass })},
-	"fault":           {42, faultFilter},
-	"conductor_group": {46, func(q *storage.NodeQuery, v string) error {
+	"resource_class":  {0, strFilter(func(q *storage.NodeQuery) **string { return &q.ResourceClass })},
+	"fault":           {0, faultFilter},
+	"conductor_group": {0, func(q *storage.NodeQuery, v string) error {
 		q.ConductorGroups = []string{strings.ToLower(v)}
 		return nil
 	}},
-	"owner":                {50, strFilter(func(q *storage.NodeQuery) **string { return &q.Owner })},
+	"owner":                {0, strFilter(func(q *storage.NodeQuery) **string { return &q.Owner })},
 	"description_contains": {1, strFilter(func(q *storage.NodeQuery) **string { return &q.DescriptionContains })},
-	"retired":              {61, boolFilter("retired", func(q *storage.NodeQuery) **bool { return &q.Retired })},
-	"lessee":               {65, strFilter(func(q *storage.NodeQuery) **string { return &q.Lessee })},
-	"shard": {82, func(q *storage.NodeQuery, v string) error {
+	"retired":              {0, boolFilter("retired", func(q *storage.NodeQuery) **bool { return &q.Retired })},
+	"lessee":               {0, strFilter(func(q *storage.NodeQuery) **string { return &q.Lessee })},
+	"shard": {0, func(q *storage.NodeQuery, v string) error {
 		// As Ironic: trimmed, lower-cased, de-duplicated.
 		for _, s := range strings.Split(v, ",") {
 			if s = strings.ToLower(strings.TrimSpace(s)); s != "" && !slices.Contains(q.Shards, s) {
@@ -73,7 +69,7 @@ var nodeFilters = map[string]nodeFilter{
 		return nil
 	}},
 	"sharded":     {82, boolFilter("sharded", func(q *storage.NodeQuery) **bool { return &q.Sharded })},
-	"parent_node": {83, strFilter(func(q *storage.NodeQuery) **string { return &q.ParentNode })},
+	"parent_node": {0, strFilter(func(q *storage.NodeQuery) **string { return &q.ParentNode })},
 	"include_children": {83, func(q *storage.NodeQuery, v string) error {
 		b, err := parseBoolString(v)
 		q.IncludeChildren = b
@@ -88,7 +84,7 @@ func (a *API) listNodes(detail bool) handlerFunc {
 		ver := versionOf(r)
 		qs := r.URL.Query()
 		q := storage.NodeQuery{}
-		if err := sortKeyGate(r, nodeFields, nodeFieldIndex); err != nil {
+		if err := nodeTable.checkSortKey(r); err != nil {
 			return err
 		}
 		for key := range qs {
@@ -96,7 +92,7 @@ func (a *API) listNodes(detail bool) handlerFunc {
 			if !ok {
 				continue
 			}
-			if !ver.AtLeast(f.minMinor) {
+			if !ver.AtLeast(f.minVersion(key)) {
 				return errNotAcceptable()
 			}
 			if err := f.apply(&q, qs.Get(key)); err != nil {
@@ -145,7 +141,7 @@ func (a *API) listNodes(detail bool) handlerFunc {
 			}
 			detail = detail || b
 		}
-		fields, err := parseFields(qs.Get("fields"), ver, nodeFields, nodeFieldIndex)
+		fields, err := nodeTable.parseFields(qs.Get("fields"), ver)
 		if err != nil {
 			return err
 		}
@@ -153,20 +149,19 @@ func (a *API) listNodes(detail bool) handlerFunc {
 			return errInvalid("Can not specify ?detail=True and fields in the same request.")
 		}
 		if fields == nil && !detail {
-			fields = summaryFields
+			fields = nodeTable.summary
 		}
-		page, err := parsePage(qs, nodeSortable)
+		page, err := parsePage(qs, nodeTable.names(fSort))
 		if err != nil {
 			return err
 		}
 		q.Page = page
 		q.Columns = nodeColumns(fields)
-		nodes, err := a.cond.Store().ListNodes(r.Context(), q)
+		list, err := a.cond.Store().ListNodes(r.Context(), q)
 		if err != nil {
 			return err
 		}
-		renderList(w, r, a.view(r), "nodes", nodes, func(n *storage.Node) string { return n.UUID },
-			nodeFields, nodeFieldIndex, fields, page)
+		nodeTable.writePage(w, r, a.view(r), "nodes", "nodes", list, func(n *storage.Node) string { return n.UUID }, fields, page)
 		return nil
 	}
 }
@@ -193,7 +188,7 @@ func nodeColumns(fields []string) []string {
 // getNode is GET /v1/nodes/{ident}.
 func (a *API) getNode(w http.ResponseWriter, r *http.Request) error {
 	ver := versionOf(r)
-	fields, err := parseFields(r.URL.Query().Get("fields"), ver, nodeFields, nodeFieldIndex)
+	fields, err := nodeTable.parseFields(r.URL.Query().Get("fields"), ver)
 	if err != nil {
 		return err
 	}
@@ -205,9 +200,7 @@ func (a *API) getNode(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *API) writeNode(w http.ResponseWriter, r *http.Request, status int, n *storage.Node, fields []string) error {
-	var buf bytes.Buffer
-	a.view(r).renderNode(&buf, n, fields)
-	writeRaw(w, status, buf.Bytes())
+	nodeTable.writeOne(w, a.view(r), status, n, fields)
 	return nil
 }
 
@@ -218,27 +211,13 @@ func (a *API) createNode(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var unexpected []string
-	for k := range body {
-		s, ok := nodeSettable[k]
-		if !ok || !s.onCreate {
-			if _, known := nodeFieldIndex[k]; !known {
-				unexpected = append(unexpected, k)
-				continue
-			}
-			return errInvalid("Schema error for node: Additional properties are not allowed ('%s' was unexpected)", k)
-		}
-		if !ver.AtLeast(s.minMinor) && body[k] != nil && !(k == "conductor_group" && body[k] == "") {
-			// Ironic's reject_fields_in_newer_versions lets an empty value through.
-			return errNotAcceptable()
-		}
+	if body["conductor_group"] == "" {
+		// Ironic's reject_fields_in_newer_versions takes "" as the unset
+		// conductor group at any version.
+		delete(body, "conductor_group")
 	}
-	if len(unexpected) > 0 {
-		slices.Sort(unexpected)
-		return errInvalid("Schema error for node: Additional properties are not allowed ('%s' was unexpected)", strings.Join(unexpected, "', '"))
-	}
-	if _, ok := body["driver"]; !ok {
-		return errInvalid("Schema error for node: 'driver' is a required property")
+	if err := nodeTable.checkBody(body, ver); err != nil {
+		return err
 	}
 	n := &storage.Node{}
 	if u, ok := body["uuid"]; ok && u != nil {
@@ -248,17 +227,8 @@ func (a *API) createNode(w http.ResponseWriter, r *http.Request) error {
 		}
 		n.UUID = strings.ToLower(s)
 	}
-	keys := make([]string, 0, len(body))
-	for k := range body {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		if s := nodeSettable[k]; s.set != nil {
-			if err := s.set(n, body[k]); err != nil {
-				return err
-			}
-		}
+	if err := nodeTable.setAll(n, body); err != nil {
+		return err
 	}
 	if !ver.AtLeast(10) && n.Name != nil {
 		// Before 1.10 names had to be host names.
@@ -273,144 +243,55 @@ func (a *API) createNode(w http.ResponseWriter, r *http.Request) error {
 	return a.writeNode(w, r, http.StatusCreated, n, nil)
 }
 
-// patchNode is PATCH /v1/nodes/{ident} with an RFC 6902 JSON patch.
+// patchNode is PATCH /v1/nodes/{ident} with an RFC 6902 JSON patch, checked
+// and applied as Ironic does: the patch schema, the node table's patchable
+// fields and versions, then the patched node (so that operations are
+// judged together, not one by one).
 func (a *API) patchNode(w http.ResponseWriter, r *http.Request) error {
 	ver := versionOf(r)
-	raw, err := decodeAny(r)
-	if err != nil {
-		return err
-	}
-	ops, err := checkPatch(raw, ver)
-	if err != nil {
-		return err
-	}
 	resetIfaces := false
 	if s := r.URL.Query().Get("reset_interfaces"); s != "" {
 		if !ver.AtLeast(45) {
 			return errNotAcceptable()
 		}
+		var err error
 		if resetIfaces, err = parseBoolString(s); err != nil {
 			return errInvalid("Invalid value for reset_interfaces: %s", s)
 		}
 	}
-	ident := r.PathValue("ident")
-	patchJSON, _ := json.Marshal(ops)
-	patch, err := jsonpatch.DecodePatch(patchJSON)
+	ops, err := readPatch(r)
 	if err != nil {
-		return errInvalid("Invalid JSON patch: %v", err)
+		return err
 	}
-	touchedDriver := false
-	for _, op := range ops {
-		touchedDriver = touchedDriver || rootOf(op["path"].(string)) == "driver"
+	if err := nodeTable.checkPatch(ops, ver); err != nil {
+		return err
 	}
-	if resetIfaces && !touchedDriver {
+	if resetIfaces && len(patchValues(ops, "/driver")) == 0 {
 		return errInvalid("The reset_interfaces parameter can be set only when the node driver is updated.")
 	}
+	ident := r.PathValue("ident")
+	v := a.view(r)
 	updated, err := a.cond.UpdateNode(actorContext(r), ident, func(n *storage.Node) error {
-		doc := a.nodeAsMap(r, n)
-		docJSON, err := json.Marshal(doc)
+		before := nodeTable.doc(v, n)
+		after, err := applyPatch(before, ops)
 		if err != nil {
 			return err
 		}
-		out, err := patch.ApplyWithOptions(docJSON, &jsonpatch.ApplyOptions{EnsurePathExistsOnAdd: false, AllowMissingPathOnRemove: false})
-		if err != nil {
-			return errInvalid("Adding a new attribute or patching a path that does not exist is not allowed: %v", err)
+		if _, ok := after["driver"]; !ok {
+			return errInvalid("'driver' is a required property and cannot be removed")
 		}
-		var result map[string]any
-		dec := json.NewDecoder(bytes.NewReader(out))
-		dec.UseNumber()
-		if err := dec.Decode(&result); err != nil {
+		if err := nodeTable.setChanged(n, before, after); err != nil {
 			return err
 		}
-		result = normalizeNumbers(result).(map[string]any)
-		for _, name := range patchableAt(ver) {
-			newVal, present := result[name]
-			oldJSON, _ := json.Marshal(doc[name])
-			newJSON, _ := json.Marshal(newVal)
-			if present && bytes.Equal(oldJSON, newJSON) {
-				continue
-			}
-			if name == "driver" && !present {
-				return errInvalid("'driver' is a required property and cannot be removed")
-			}
-			if strings.HasSuffix(name, "_interface") && !present {
-				newVal = nil // removing an interface resets it to the default
-			}
-			if err := nodeSettable[name].set(n, newVal); err != nil {
-				return err
-			}
-		}
-		if !ver.AtLeast(10) && n.Name != nil && doc["name"] != *n.Name && !regexpHostname.MatchString(*n.Name) {
+		if !ver.AtLeast(10) && n.Name != nil && before["name"] != *n.Name && !regexpHostname.MatchString(*n.Name) {
 			return errInvalid("Node %s: Cannot change name to invalid name '%s'", ident, *n.Name)
 		}
-		return checkChassisRemoval(ver, doc["chassis_uuid"], n)
+		return checkChassisRemoval(ver, before["chassis_uuid"], n)
 	}, resetIfaces)
 	if err != nil {
 		return err
 	}
 	return a.writeNode(w, r, http.StatusOK, updated, nil)
-}
-
-func rootOf(path string) string {
-	p := strings.TrimPrefix(path, "/")
-	root, _, _ := strings.Cut(p, "/")
-	return root
-}
-
-// checkPatch validates a JSON patch document as Ironic does before applying
-// it: a list of operations on patchable root fields.
-func checkPatch(raw any, ver Version) ([]map[string]any, error) {
-	list, ok := raw.([]any)
-	if !ok {
-		return nil, errInvalid("Invalid input for field/attribute patch. Value: '%s'. Value should be a list of JSON patch operations", pyRepr(raw))
-	}
-	if len(list) == 0 {
-		return nil, errInvalid("Invalid input for field/attribute patch. The patch is empty.")
-	}
-	patchable := patchableAt(ver)
-	ops := make([]map[string]any, 0, len(list))
-	for _, item := range list {
-		op, ok := item.(map[string]any)
-		if !ok {
-			return nil, errInvalid("Invalid patch operation %s: not an object", pyRepr(item))
-		}
-		verb, _ := op["op"].(string)
-		path, _ := op["path"].(string)
-		switch verb {
-		case "add", "replace", "test":
-			if _, has := op["value"]; !has {
-				return nil, errInvalid("Invalid patch operation %s: 'value' is required for '%s'", pyRepr(item), verb)
-			}
-		case "remove":
-		case "move", "copy":
-			if _, ok := op["from"].(string); !ok {
-				return nil, errInvalid("Invalid patch operation %s: 'from' is required for '%s'", pyRepr(item), verb)
-			}
-		default:
-			return nil, errInvalid("Invalid patch operation: '%s' is not one of ['add', 'replace', 'remove', 'move', 'copy', 'test']", verb)
-		}
-		if !strings.HasPrefix(path, "/") || path == "/" {
-			return nil, errInvalid("Invalid patch path '%s': it must start with '/' and name a field", path)
-		}
-		root := rootOf(path)
-		if !slices.Contains(patchable, root) {
-			if s, ok := nodeSettable[root]; ok && s.onPatch && !ver.AtLeast(s.minMinor) {
-				return nil, errNotAcceptable()
-			}
-			return nil, errInvalid("Cannot patch /%s. Only the following can be updated: %s", root, strings.Join(patchable, ", "))
-		}
-		if verb == "move" || verb == "copy" {
-			if from := rootOf(op["from"].(string)); !slices.Contains(patchable, from) {
-				return nil, errInvalid("Cannot patch /%s. Only the following can be updated: %s", from, strings.Join(patchable, ", "))
-			}
-		}
-		if verb == "add" && !strings.Contains(strings.TrimPrefix(path, "/"), "/") {
-			// Adding a root field that exists is a replace in Ironic.
-			op = map[string]any{"op": "replace", "path": path, "value": op["value"]}
-		}
-		ops = append(ops, op)
-	}
-	return ops, nil
 }
 
 // deleteNode is DELETE /v1/nodes/{ident}.
@@ -424,6 +305,3 @@ func (a *API) deleteNode(w http.ResponseWriter, r *http.Request) error {
 
 // regexpHostname is Ironic's old is_hostname_safe check for names before 1.10.
 var regexpHostname = regexp.MustCompile(`^[a-z0-9]([a-z0-9\-]{0,61}[a-z0-9])?(\.[a-z0-9\-_]{0,62}[a-z0-9])*\.?$`)
-
-var _ = strconv.Itoa
-var _ = fault.Invalid

@@ -11,48 +11,78 @@ import (
 	"castiron/storage"
 )
 
-type portgroupField = viewField[storage.Portgroup]
+type portgroupField = field[storage.Portgroup]
 
-// portgroupFields is Ironic's portgroup view (API 1.23). mode and properties
-// appear at 1.26; physical_network (1.102), category (1.103) and
-// dynamic_portgroup (1.111) are past castiron's maximum version.
-var portgroupFields = []portgroupField{
-	{"uuid", 23, func(_ *viewCtx, pg *storage.Portgroup) any { return pg.UUID }},
-	{"created_at", 23, func(_ *viewCtx, pg *storage.Portgroup) any { return ironicTime(pg.CreatedAt) }},
-	{"updated_at", 23, func(_ *viewCtx, pg *storage.Portgroup) any { return timeOrNil(pg.UpdatedAt) }},
-	{"address", 23, func(_ *viewCtx, pg *storage.Portgroup) any { return strOrNil(pg.Address) }},
-	{"extra", 23, func(_ *viewCtx, pg *storage.Portgroup) any { return pg.Extra }},
-	{"internal_info", 23, func(_ *viewCtx, pg *storage.Portgroup) any { return pg.InternalInfo }},
-	{"mode", 26, func(_ *viewCtx, pg *storage.Portgroup) any { return strOrNil(pg.Mode) }},
-	{"name", 23, func(_ *viewCtx, pg *storage.Portgroup) any { return strOrNil(pg.Name) }},
-	{"properties", 26, func(_ *viewCtx, pg *storage.Portgroup) any { return pg.Properties }},
-	{"standalone_ports_supported", 23, func(_ *viewCtx, pg *storage.Portgroup) any { return pg.StandalonePortsSupported }},
-	{"node_uuid", 23, func(_ *viewCtx, pg *storage.Portgroup) any { return pg.NodeUUID }},
-	{"links", 23, func(v *viewCtx, pg *storage.Portgroup) any {
-		return []link{{Href: v.base + "/v1/portgroups/" + pg.UUID, Rel: "self"}, {Href: v.base + "/portgroups/" + pg.UUID, Rel: "bookmark"}}
-	}},
-	{"ports", 23, func(v *viewCtx, pg *storage.Portgroup) any {
-		p := "portgroups/" + pg.UUID + "/ports"
-		return []link{{Href: v.base + "/v1/" + p, Rel: "self"}, {Href: v.base + "/" + p, Rel: "bookmark"}}
-	}},
+func pgObj(name string, min int, p func(*storage.Portgroup) *storage.JSONObject) portgroupField {
+	return portgroupField{name, min, fCreate | fPatch, scTypes("object", "null"), nil,
+		func(_ *viewCtx, pg *storage.Portgroup) any { return *p(pg) },
+		func(pg *storage.Portgroup, v any) error { *p(pg) = objectOrEmpty(v); return nil }}
 }
 
-var portgroupFieldIndex = indexFields(portgroupFields)
-
-// portgroupSummary is Ironic's _DEFAULT_RETURN_FIELDS for portgroup lists.
-var portgroupSummary = []string{"uuid", "address", "name", "links"}
-
-var portgroupSortable = []string{"uuid", "name", "address", "created_at", "updated_at", "mode", "standalone_ports_supported"}
+// portgroups is Ironic's portgroup table (API 1.23) in its view order.
+// physical_network (1.102), category (1.103) and dynamic_portgroup (1.111)
+// are past castiron's maximum version.
+var portgroupTable = newResource("portgroup", []string{"uuid", "address", "name", "links"},
+	portgroupField{"uuid", 23, fCreate | fSort, scTypes("string", "null"), nil, func(_ *viewCtx, pg *storage.Portgroup) any { return pg.UUID }, nil},
+	portgroupField{"created_at", 23, fSort, nil, nil, func(_ *viewCtx, pg *storage.Portgroup) any { return ironicTime(pg.CreatedAt) }, nil},
+	portgroupField{"updated_at", 23, fSort, nil, nil, func(_ *viewCtx, pg *storage.Portgroup) any { return timeOrNil(pg.UpdatedAt) }, nil},
+	portgroupField{"address", 23, fCreate | fPatch | fSort, scTypes("string", "null"), nil,
+		func(_ *viewCtx, pg *storage.Portgroup) any { return strOrNil(pg.Address) },
+		func(pg *storage.Portgroup, v any) error {
+			pg.Address = nil
+			if s, ok := v.(string); ok {
+				mac, err := engine.NormalizeMAC(s)
+				if err != nil {
+					return errInvalid("Expected valid MAC address for address: %s", s)
+				}
+				pg.Address = &mac
+			}
+			return nil
+		}},
+	pgObj("extra", 23, func(pg *storage.Portgroup) *storage.JSONObject { return &pg.Extra }),
+	portgroupField{"internal_info", 23, 0, nil, nil, func(_ *viewCtx, pg *storage.Portgroup) any { return pg.InternalInfo }, nil},
+	portgroupField{"mode", 26, fCreate | fPatch | fSort, scTypes("string", "null"), nil,
+		func(_ *viewCtx, pg *storage.Portgroup) any { return strOrNil(pg.Mode) },
+		func(pg *storage.Portgroup, v any) error { pg.Mode = optString(v); return nil }},
+	portgroupField{"name", 23, fCreate | fPatch | fSort, scTypes("string", "null"), nil,
+		func(_ *viewCtx, pg *storage.Portgroup) any { return strOrNil(pg.Name) },
+		func(pg *storage.Portgroup, v any) error {
+			pg.Name = nil
+			if s, ok := v.(string); ok && s != "" {
+				pg.Name = &s
+			}
+			return nil
+		}},
+	pgObj("properties", 26, func(pg *storage.Portgroup) *storage.JSONObject { return &pg.Properties }),
+	portgroupField{"standalone_ports_supported", 23, fCreate | fPatch | fSort, scTypes("string", "boolean", "null"), nil,
+		func(_ *viewCtx, pg *storage.Portgroup) any { return pg.StandalonePortsSupported },
+		func(pg *storage.Portgroup, v any) error {
+			pg.StandalonePortsSupported = true
+			if v == nil {
+				return nil
+			}
+			b, err := argBool("standalone_ports_supported", v)
+			pg.StandalonePortsSupported = b
+			return err
+		}},
+	portgroupField{"node_uuid", 23, fCreate | fPatch | fRequired, scTypes("string"), nil,
+		func(_ *viewCtx, pg *storage.Portgroup) any { return pg.NodeUUID },
+		func(pg *storage.Portgroup, v any) error {
+			node := v.(string)
+			if !argUUIDLike(node) {
+				return errInvalid("Expected UUID for node_uuid: %s", node)
+			}
+			pg.NodeUUID = node
+			return nil
+		}},
+	portgroupField{"links", 23, 0, nil, nil, func(v *viewCtx, pg *storage.Portgroup) any { return selfLinks(v, "portgroups", pg.UUID) }, nil},
+	portgroupField{"ports", 23, 0, nil, nil, func(v *viewCtx, pg *storage.Portgroup) any {
+		return selfLinks(v, "portgroups", pg.UUID+"/ports")
+	}, nil},
+)
 
 // portgroupUnsortable is Ironic's invalid_sort_key_list for portgroups.
 var portgroupUnsortable = []string{"extra", "internal_info", "properties"}
-
-// portgroupPatchable is Ironic's PATCH_ALLOWED_FIELDS for portgroups (up to
-// 1.101), in its order.
-var portgroupPatchable = []string{"address", "extra", "mode", "name", "node_uuid", "properties", "standalone_ports_supported"}
-
-// portgroupCreatable are the properties of Ironic's PORTGROUP_SCHEMA.
-var portgroupCreatable = []string{"address", "extra", "mode", "name", "node_uuid", "properties", "standalone_ports_supported", "uuid"}
 
 // portgroupUUID resolves ?portgroup= of a port list (a UUID or a name) as
 // Ironic's port list does: an unknown portgroup is a 404.
@@ -73,17 +103,6 @@ func portgroupIdentParam(r *http.Request, name string) (string, error) {
 		return "", errInvalid("Expected UUID or name for %s: %s", name, id)
 	}
 	return id, nil
-}
-
-// checkPortgroupKeys is Ironic's check_allowed_portgroup_fields: mode and
-// properties, as fields or sort key, need 1.26.
-func checkPortgroupKeys(ver Version, keys ...string) error {
-	for _, k := range keys {
-		if (k == "mode" || k == "properties") && !ver.AtLeast(26) {
-			return errNotAcceptable()
-		}
-	}
-	return nil
 }
 
 // listPortgroups is GET /v1/portgroups[/detail] and
@@ -115,34 +134,26 @@ func (a *API) listPortgroups(detail bool) handlerFunc {
 			if err != nil {
 				return err
 			}
-			if raw := qs.Get("fields"); raw != "" {
-				if err := checkPortgroupKeys(ver, strings.Split(raw, ",")...); err != nil {
-					return err
-				}
-			}
-			if fields, err = parseFields(qs.Get("fields"), ver, portgroupFields, portgroupFieldIndex); err != nil {
+			if fields, err = portgroupTable.parseFields(qs.Get("fields"), ver); err != nil {
 				return err
 			}
 			if fields != nil && d {
 				return errInvalid("Can not specify ?detail=True and fields in the same request.")
 			}
 			if fields == nil && !(given && d) {
-				fields = portgroupSummary
+				fields = portgroupTable.summary
 			}
 		}
-		k := qs.Get("sort_key")
-		if err := checkPortgroupKeys(ver, k); err != nil {
+		if err := portgroupTable.checkSortKey(r); err != nil {
 			return err
 		}
-		for _, bad := range portgroupUnsortable {
-			if k == bad {
-				return errInvalid("The sort_key value %s is an invalid field for sorting", k)
-			}
+		if k := qs.Get("sort_key"); slices.Contains(portgroupUnsortable, k) {
+			return errInvalid("The sort_key value %s is an invalid field for sorting", k)
 		}
 		if err := collMarkerParam(r); err != nil {
 			return err
 		}
-		page, err := parsePage(qs, portgroupSortable)
+		page, err := parsePage(qs, portgroupTable.names(fSort))
 		if err != nil {
 			return err
 		}
@@ -158,14 +169,13 @@ func (a *API) listPortgroups(detail bool) handlerFunc {
 		if err != nil {
 			return err
 		}
-		collRender(w, r, a.view(r), "portgroups", items, func(pg *storage.Portgroup) string { return pg.UUID },
-			portgroupFields, portgroupFieldIndex, fields, page)
+		portgroupTable.writePage(w, r, a.view(r), collResourcePath(r), "portgroups", items, func(pg *storage.Portgroup) string { return pg.UUID }, fields, page)
 		return nil
 	}
 }
 
 func (a *API) writePortgroup(w http.ResponseWriter, r *http.Request, status int, pg *storage.Portgroup, fields []string) error {
-	collWriteOne(w, a.view(r), status, pg, portgroupFields, portgroupFieldIndex, fields)
+	portgroupTable.writeOne(w, a.view(r), status, pg, fields)
 	return nil
 }
 
@@ -176,13 +186,7 @@ func (a *API) getPortgroup(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return errInvalid("Expected UUID or name for portgroup_ident: %s", r.PathValue("ident"))
 	}
-	raw := r.URL.Query().Get("fields")
-	if raw != "" {
-		if err := checkPortgroupKeys(ver, strings.Split(raw, ",")...); err != nil {
-			return err
-		}
-	}
-	fields, err := parseFields(raw, ver, portgroupFields, portgroupFieldIndex)
+	fields, err := portgroupTable.parseFields(r.URL.Query().Get("fields"), ver)
 	if err != nil {
 		return err
 	}
@@ -191,79 +195,6 @@ func (a *API) getPortgroup(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return a.writePortgroup(w, r, http.StatusOK, pg, fields)
-}
-
-// applyPortgroupDoc checks a portgroup document (a POST body, or the patched
-// portgroup under the name "patch") against Ironic's PORTGROUP_SCHEMA and
-// its validators (MAC address, UUIDs, boolean), and sets pg's fields from
-// it. Creation fills uuid; a patch never changes it.
-func applyPortgroupDoc(pg *storage.Portgroup, doc map[string]any, what string) error {
-	for _, k := range argSortedKeys(doc) {
-		if !slices.Contains(portgroupCreatable, k) {
-			return errInvalid("Schema error for %s: Additional properties are not allowed ('%s' was unexpected)", what, k)
-		}
-	}
-	if _, has := doc["node_uuid"]; !has {
-		return errInvalid("Schema error for %s: 'node_uuid' is a required property", what)
-	}
-	types := map[string][]string{
-		"address": {"string", "null"}, "extra": {"object", "null"}, "mode": {"string", "null"},
-		"name": {"string", "null"}, "node_uuid": {"string"}, "properties": {"object", "null"},
-		"standalone_ports_supported": {"string", "boolean", "null"}, "uuid": {"string", "null"},
-	}
-	for _, k := range portgroupCreatable {
-		if v, has := doc[k]; has {
-			if err := argCheckType(what, v, types[k]...); err != nil {
-				return err
-			}
-		}
-	}
-	pg.Address = nil
-	if s, ok := doc["address"].(string); ok {
-		mac, err := engine.NormalizeMAC(s)
-		if err != nil {
-			return errInvalid("Expected valid MAC address for address: %s", s)
-		}
-		pg.Address = &mac
-	}
-	node := doc["node_uuid"].(string)
-	if !argUUIDLike(node) {
-		return errInvalid("Expected UUID for node_uuid: %s", node)
-	}
-	pg.NodeUUID = node
-	pg.StandalonePortsSupported = true
-	if v := doc["standalone_ports_supported"]; v != nil {
-		b, err := argBool("standalone_ports_supported", v)
-		if err != nil {
-			return err
-		}
-		pg.StandalonePortsSupported = b
-	}
-	if what != "patch" {
-		if u, ok := doc["uuid"].(string); ok {
-			if !argUUIDLike(u) {
-				return errInvalid("Expected UUID for uuid: %s", u)
-			}
-			pg.UUID = strings.ToLower(u)
-		}
-	}
-	pg.Name = nil
-	if s, ok := doc["name"].(string); ok && s != "" {
-		pg.Name = &s
-	}
-	pg.Mode = nil
-	if s, ok := doc["mode"].(string); ok {
-		pg.Mode = &s
-	}
-	pg.Extra = storage.JSONObject{}
-	if m, ok := doc["extra"].(map[string]any); ok {
-		pg.Extra = m
-	}
-	pg.Properties = storage.JSONObject{}
-	if m, ok := doc["properties"].(map[string]any); ok {
-		pg.Properties = m
-	}
-	return nil
 }
 
 // pythonTruth is Python's truth of a JSON value.
@@ -294,18 +225,23 @@ func (a *API) createPortgroup(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	pg := &storage.Portgroup{}
-	if err := applyPortgroupDoc(pg, body, "portgroup"); err != nil {
+	if err := portgroupTable.checkBody(body, ver); err != nil {
 		return err
 	}
-	// Ironic looks the node up before the version and name checks.
+	pg := &storage.Portgroup{StandalonePortsSupported: true}
+	if u, ok := body["uuid"].(string); ok {
+		if !argUUIDLike(u) {
+			return errInvalid("Expected UUID for uuid: %s", u)
+		}
+		pg.UUID = strings.ToLower(u)
+	}
+	if err := portgroupTable.setAll(pg, body); err != nil {
+		return err
+	}
 	if _, err := a.cond.Store().GetNode(r.Context(), pg.NodeUUID); fault.Is(err, fault.NotFound) {
 		return fault.New(fault.Invalid, "%s", err.Error())
 	} else if err != nil {
 		return err
-	}
-	if !ver.AtLeast(26) && (pythonTruth(body["mode"]) || pythonTruth(body["properties"])) {
-		return errNotAcceptable()
 	}
 	if s, ok := body["name"].(string); ok && s != "" && !argLogicalName(s) {
 		return errInvalid("Cannot create portgroup with invalid name '%s'", s)
@@ -324,40 +260,25 @@ func (a *API) patchPortgroup(w http.ResponseWriter, r *http.Request) error {
 	if !argUUIDLike(ident) && !argLogicalName(ident) {
 		return errInvalid("Expected UUID or name for portgroup_ident: %s", ident)
 	}
-	raw, err := decodeAny(r)
-	if err != nil {
-		return err
-	}
-	ops, err := patchdocParse(raw)
+	ops, err := readPatch(r)
 	if err != nil {
 		return err
 	}
 	if _, err := a.cond.Store().GetPortgroup(r.Context(), ident); err != nil {
 		return err
 	}
-	if !ver.AtLeast(26) && (patchdocTouches(ops, "/mode") || patchdocTouches(ops, "/properties")) {
-		return errNotAcceptable()
-	}
-	if err := patchdocCheckFields(ops, portgroupPatchable); err != nil {
+	if err := portgroupTable.checkPatch(ops, ver); err != nil {
 		return err
 	}
-	for _, op := range ops {
-		if op["path"] == "/name" && op["op"] != "remove" && pythonTruth(op["value"]) {
-			if s, ok := op["value"].(string); !ok || !argLogicalName(s) {
-				return errInvalid("Portgroup %s: Cannot change name to invalid name '%s'", ident, argPyStr(op["value"]))
-			}
+	for _, name := range patchValues(ops, "/name") {
+		if pythonTruth(name) && !jsvLogicalName(name) {
+			return errInvalid("Portgroup %s: Cannot change name to invalid name '%s'", ident, argPyStr(name))
 		}
 	}
+	v := a.view(r)
 	updated, err := a.cond.UpdatePortgroup(actorContext(r), ident, func(pg *storage.Portgroup) error {
-		// The document Ironic patches: the object's dict with node_uuid
-		// in place of node_id.
-		doc := map[string]any{
-			"id": pg.ID, "uuid": pg.UUID, "name": strOrNil(pg.Name), "node_uuid": pg.NodeUUID,
-			"address": strOrNil(pg.Address), "extra": pg.Extra, "internal_info": pg.InternalInfo,
-			"standalone_ports_supported": pg.StandalonePortsSupported, "mode": strOrNil(pg.Mode),
-			"properties": pg.Properties, "created_at": ironicTime(pg.CreatedAt), "updated_at": timeOrNil(pg.UpdatedAt),
-		}
-		patched, err := patchdocApply(doc, ops)
+		before := portgroupTable.doc(v, pg)
+		after, err := applyPatch(before, ops)
 		if err != nil {
 			return err
 		}
@@ -365,20 +286,14 @@ func (a *API) patchPortgroup(w http.ResponseWriter, r *http.Request) error {
 			// Ironic refuses removing mode; node_uuid and a null
 			// standalone_ports_supported it cannot store either (a 500
 			// there).
-			if v, has := patched[k]; !has || (v == nil && k != "mode") {
+			if v, has := after[k]; !has || (v == nil && k != "mode") {
 				return errInvalid("'%s' is a mandatory attribute and can not be removed", k)
 			}
 		}
-		// patched_validate_with_schema drops what the schema lacks.
-		for _, k := range []string{"id", "uuid", "internal_info", "created_at", "updated_at"} {
-			delete(patched, k)
-		}
-		internal := pg.InternalInfo
-		if err := applyPortgroupDoc(pg, patched, "patch"); err != nil {
+		if err := portgroupTable.checkPatched(after); err != nil {
 			return err
 		}
-		pg.InternalInfo = internal
-		return nil
+		return portgroupTable.setChanged(pg, before, after)
 	})
 	if err != nil {
 		return err

@@ -1,46 +1,77 @@
 package httpapi
 
 import (
-	"bytes"
-	"encoding/json"
 	"net/http"
 	"slices"
 	"strings"
 
-	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/google/uuid"
 
 	"castiron/fault"
 	"castiron/storage"
 )
 
-type portField = viewField[storage.Port]
+type portField = field[storage.Port]
 
-// portFields is Ironic's port view.
-var portFields = []portField{
-	{"created_at", 1, func(_ *viewCtx, p *storage.Port) any { return ironicTime(p.CreatedAt) }},
-	{"updated_at", 1, func(_ *viewCtx, p *storage.Port) any { return timeOrNil(p.UpdatedAt) }},
-	{"uuid", 1, func(_ *viewCtx, p *storage.Port) any { return p.UUID }},
-	{"address", 1, func(_ *viewCtx, p *storage.Port) any { return p.Address }},
-	{"extra", 1, func(_ *viewCtx, p *storage.Port) any { return p.Extra }},
-	{"internal_info", 18, func(_ *viewCtx, p *storage.Port) any { return p.InternalInfo }},
-	{"is_smartnic", 53, func(_ *viewCtx, p *storage.Port) any { return p.IsSmartNIC }},
-	{"local_link_connection", 19, func(_ *viewCtx, p *storage.Port) any { return p.LocalLinkConnection }},
-	{"physical_network", 34, func(_ *viewCtx, p *storage.Port) any { return strOrNil(p.PhysicalNetwork) }},
-	{"pxe_enabled", 19, func(_ *viewCtx, p *storage.Port) any { return p.PXEEnabled }},
-	{"node_uuid", 1, func(_ *viewCtx, p *storage.Port) any { return p.NodeUUID }},
-	{"name", 88, func(_ *viewCtx, p *storage.Port) any { return strOrNil(p.Name) }},
-	{"portgroup_uuid", 24, func(_ *viewCtx, p *storage.Port) any { return strOrNil(p.PortgroupUUID) }},
-	{"links", 1, func(v *viewCtx, p *storage.Port) any {
-		return []link{{Href: v.base + "/v1/ports/" + p.UUID, Rel: "self"}, {Href: v.base + "/ports/" + p.UUID, Rel: "bookmark"}}
-	}},
+// portStr is a port's optional string field.
+func portStr(name string, min int, flags fieldFlags, maxLen int, p func(*storage.Port) **string) portField {
+	value := scTypes("string", "null")
+	value.maxLength = maxLen
+	return portField{name, min, flags, value, nil, func(_ *viewCtx, x *storage.Port) any { return strOrNil(*p(x)) },
+		func(x *storage.Port, v any) error { *p(x) = optString(v); return nil }}
 }
 
-var portFieldIndex = indexFields(portFields)
+// portObj is a port's JSON object field (null stores {}).
+func portObj(name string, min int, p func(*storage.Port) *storage.JSONObject) portField {
+	return portField{name, min, fCreate | fPatch, scTypes("object", "null"), nil, func(_ *viewCtx, x *storage.Port) any { return *p(x) },
+		func(x *storage.Port, v any) error { *p(x) = objectOrEmpty(v); return nil }}
+}
 
-var portSummary = []string{"uuid", "address", "links"}
+// portBool is a port's boolean field (Ironic's args.boolean; null stores
+// the default).
+func portBool(name string, min int, flags fieldFlags, def bool, p func(*storage.Port) *bool) portField {
+	return portField{name, min, flags, scTypes("string", "boolean", "null"), nil, func(_ *viewCtx, x *storage.Port) any { return *p(x) },
+		func(x *storage.Port, v any) error {
+			*p(x) = def
+			if v == nil {
+				return nil
+			}
+			b, err := argBool(name, v)
+			*p(x) = b
+			return err
+		}}
+}
 
-var portSortable = []string{"uuid", "address", "created_at", "updated_at", "node_uuid", "pxe_enabled", "physical_network", "name"}
+// portReqStr is a port's required string field.
+func portReqStr(name string, p func(*storage.Port) *string) portField {
+	return portField{name, 1, fCreate | fPatch | fRequired | fSort, scTypes("string"), nil, func(_ *viewCtx, x *storage.Port) any { return *p(x) },
+		func(x *storage.Port, v any) error { *p(x) = v.(string); return nil }}
+}
+
+// ports is Ironic's port table in its view order.
+var portTable = func() *resource[storage.Port] {
+	const cp = fCreate | fPatch
+	res := newResource("port", []string{"uuid", "address", "links"},
+		portField{"created_at", 1, fSort, nil, nil, func(_ *viewCtx, p *storage.Port) any { return ironicTime(p.CreatedAt) }, nil},
+		portField{"updated_at", 1, fSort, nil, nil, func(_ *viewCtx, p *storage.Port) any { return timeOrNil(p.UpdatedAt) }, nil},
+		portField{"uuid", 1, fCreate | fSort, scTypes("string", "null"), nil, func(_ *viewCtx, p *storage.Port) any { return p.UUID }, nil},
+		portReqStr("address", func(p *storage.Port) *string { return &p.Address }),
+		portObj("extra", 1, func(p *storage.Port) *storage.JSONObject { return &p.Extra }),
+		portField{"internal_info", 18, 0, nil, nil, func(_ *viewCtx, p *storage.Port) any { return p.InternalInfo }, nil},
+		portBool("is_smartnic", 53, cp, false, func(p *storage.Port) *bool { return &p.IsSmartNIC }),
+		portObj("local_link_connection", 19, func(p *storage.Port) *storage.JSONObject { return &p.LocalLinkConnection }),
+		portStr("physical_network", 34, cp|fSort, 64, func(p *storage.Port) **string { return &p.PhysicalNetwork }),
+		portBool("pxe_enabled", 19, cp|fSort, true, func(p *storage.Port) *bool { return &p.PXEEnabled }),
+		portReqStr("node_uuid", func(p *storage.Port) *string { return &p.NodeUUID }),
+		portStr("name", 88, cp|fSort, 0, func(p *storage.Port) **string { return &p.Name }),
+		portStr("portgroup_uuid", 24, cp, 0, func(p *storage.Port) **string { return &p.PortgroupUUID }),
+		portField{"links", 1, 0, nil, nil, func(v *viewCtx, p *storage.Port) any { return selfLinks(v, "ports", p.UUID) }, nil},
+	)
+	// Ironic's PATCH_ALLOWED_FIELDS order.
+	res.patchOrder = []string{"address", "extra", "is_smartnic", "local_link_connection", "node_uuid",
+		"physical_network", "portgroup_uuid", "pxe_enabled", "name"}
+	return res
+}()
 
 // listPorts is GET /v1/ports[/detail] and GET /v1/nodes/{ident}/ports[/detail].
 func (a *API) listPorts(detail bool) handlerFunc {
@@ -49,7 +80,7 @@ func (a *API) listPorts(detail bool) handlerFunc {
 		ver := versionOf(r)
 		qs := r.URL.Query()
 		q := storage.PortQuery{}
-		if err := sortKeyGate(r, portFields, portFieldIndex); err != nil {
+		if err := portTable.checkSortKey(r); err != nil {
 			return err
 		}
 		var shards []string
@@ -105,7 +136,7 @@ func (a *API) listPorts(detail bool) handlerFunc {
 			}
 			detail = detail || b
 		}
-		fields, err := parseFields(qs.Get("fields"), ver, portFields, portFieldIndex)
+		fields, err := portTable.parseFields(qs.Get("fields"), ver)
 		if err != nil {
 			return err
 		}
@@ -113,9 +144,9 @@ func (a *API) listPorts(detail bool) handlerFunc {
 			return errInvalid("Can not specify ?detail=True and fields in the same request.")
 		}
 		if fields == nil && !detail {
-			fields = portSummary
+			fields = portTable.summary
 		}
-		page, err := parsePage(qs, portSortable)
+		page, err := parsePage(qs, portTable.names(fSort))
 		if err != nil {
 			return err
 		}
@@ -124,25 +155,22 @@ func (a *API) listPorts(detail bool) handlerFunc {
 			// Ironic: an address filter takes precedence over shard.
 			q.Shards = shards
 		}
-		ports, err := a.cond.Store().ListPorts(r.Context(), q)
+		list, err := a.cond.Store().ListPorts(r.Context(), q)
 		if err != nil {
 			return err
 		}
-		renderList(w, r, a.view(r), "ports", ports, func(p *storage.Port) string { return p.UUID },
-			portFields, portFieldIndex, fields, page)
+		portTable.writePage(w, r, a.view(r), "ports", "ports", list, func(p *storage.Port) string { return p.UUID }, fields, page)
 		return nil
 	}
 }
 
 func (a *API) writePort(w http.ResponseWriter, r *http.Request, status int, p *storage.Port, fields []string) error {
-	var buf bytes.Buffer
-	renderView(&buf, a.view(r), p, portFields, portFieldIndex, fields)
-	writeRaw(w, status, buf.Bytes())
+	portTable.writeOne(w, a.view(r), status, p, fields)
 	return nil
 }
 
 func (a *API) getPort(w http.ResponseWriter, r *http.Request) error {
-	fields, err := parseFields(r.URL.Query().Get("fields"), versionOf(r), portFields, portFieldIndex)
+	fields, err := portTable.parseFields(r.URL.Query().Get("fields"), versionOf(r))
 	if err != nil {
 		return err
 	}
@@ -164,86 +192,12 @@ func (a *API) lookupPort(r *http.Request) (*storage.Port, error) {
 	return a.cond.Store().LookupPort(r.Context(), ident)
 }
 
-// portSettable are the port fields POST and PATCH accept, with their versions.
-var portSettable = map[string]int{
-	"address": 1, "node_uuid": 1, "extra": 1, "local_link_connection": 19, "pxe_enabled": 19,
-	"physical_network": 34, "portgroup_uuid": 24, "is_smartnic": 53, "name": 88,
-}
-
-// applyPortFields sets p's fields from a decoded body or patched document.
-func applyPortFields(p *storage.Port, doc map[string]any, ver Version) error {
-	for k, val := range doc {
-		min, ok := portSettable[k]
-		if !ok {
-			continue
-		}
-		if !ver.AtLeast(min) {
+// llcNetworkTypeGate is 406 below 1.64 for local_link_connection's
+// network_type key (a key inside a field, newer than the field).
+func llcNetworkTypeGate(ver Version, llc any) error {
+	if m, ok := llc.(map[string]any); ok && !ver.AtLeast(64) {
+		if _, has := m["network_type"]; has {
 			return errNotAcceptable()
-		}
-		switch k {
-		case "address", "node_uuid":
-			s, ok := val.(string)
-			if !ok {
-				return errInvalid("Schema error for port: %s is not of type 'string'", pyRepr(val))
-			}
-			if k == "address" {
-				p.Address = s
-			} else {
-				p.NodeUUID = s
-			}
-		case "extra", "local_link_connection":
-			m := storage.JSONObject{}
-			if val != nil {
-				mm, ok := val.(map[string]any)
-				if !ok {
-					return errInvalid("Schema error for port: %s is not of type 'object'", pyRepr(val))
-				}
-				m = mm
-			}
-			if k == "extra" {
-				p.Extra = m
-			} else {
-				p.LocalLinkConnection = m
-			}
-		case "pxe_enabled", "is_smartnic":
-			b := k == "pxe_enabled" // defaults: pxe_enabled true, is_smartnic false
-			switch t := val.(type) {
-			case nil:
-			case bool:
-				b = t
-			case string:
-				var err error
-				if b, err = parseBoolString(t); err != nil {
-					return errInvalid("Schema error for port: %s is not a boolean", pyRepr(val))
-				}
-			default:
-				return errInvalid("Schema error for port: %s is not a boolean", pyRepr(val))
-			}
-			if k == "pxe_enabled" {
-				p.PXEEnabled = b
-			} else {
-				p.IsSmartNIC = b
-			}
-		case "physical_network", "portgroup_uuid", "name":
-			var sp *string
-			if val != nil {
-				s, ok := val.(string)
-				if !ok {
-					return errInvalid("Schema error for port: %s is not of type 'string'", pyRepr(val))
-				}
-				if k == "physical_network" && len(s) > 64 {
-					return errInvalid("Schema error for port: '%s' is too long", s)
-				}
-				sp = &s
-			}
-			switch k {
-			case "physical_network":
-				p.PhysicalNetwork = sp
-			case "portgroup_uuid":
-				p.PortgroupUUID = sp
-			default:
-				p.Name = sp
-			}
 		}
 	}
 	return nil
@@ -256,16 +210,8 @@ func (a *API) createPort(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	for k := range body {
-		if _, ok := portSettable[k]; !ok && k != "uuid" {
-			return errInvalid("Schema error for port: Additional properties are not allowed ('%s' was unexpected)", k)
-		}
-	}
-	if _, ok := body["address"]; !ok {
-		return errInvalid("Schema error for port: 'address' is a required property")
-	}
-	if _, ok := body["node_uuid"]; !ok {
-		return errInvalid("Schema error for port: 'node_uuid' is a required property")
+	if err := portTable.checkBody(body, ver); err != nil {
+		return err
 	}
 	p := &storage.Port{PXEEnabled: true}
 	if u, ok := body["uuid"]; ok && u != nil {
@@ -275,11 +221,11 @@ func (a *API) createPort(w http.ResponseWriter, r *http.Request) error {
 		}
 		p.UUID = strings.ToLower(s)
 	}
-	if err := applyPortFields(p, body, ver); err != nil {
+	if err := portTable.setAll(p, body); err != nil {
 		return err
 	}
-	if _, has := p.LocalLinkConnection["network_type"]; has && !ver.AtLeast(64) {
-		return errNotAcceptable() // local_link_connection.network_type is 1.64
+	if err := llcNetworkTypeGate(ver, body["local_link_connection"]); err != nil {
+		return err
 	}
 	if err := a.cond.CreatePort(actorContext(r), p); err != nil {
 		if fault.Is(err, fault.NotFound) && strings.HasPrefix(err.Error(), "Node ") {
@@ -291,79 +237,51 @@ func (a *API) createPort(w http.ResponseWriter, r *http.Request) error {
 	return a.writePort(w, r, http.StatusCreated, p, nil)
 }
 
-// patchPort is PATCH /v1/ports/{uuid}.
+// patchPort is PATCH /v1/ports/{uuid}: the patch schema, the port table's
+// patchable fields and versions (only for the fields operations touch),
+// then the patched port.
 func (a *API) patchPort(w http.ResponseWriter, r *http.Request) error {
 	ver := versionOf(r)
 	if ident := r.PathValue("uuid"); !argUUIDLike(ident) && !argLogicalName(ident) {
 		return errInvalid("Expected UUID or name for port_ident: %s", ident)
 	}
-	raw, err := decodeAny(r)
+	ops, err := readPatch(r)
 	if err != nil {
 		return err
 	}
-	list, ok := raw.([]any)
-	if !ok || len(list) == 0 {
-		return errInvalid("Invalid input for field/attribute patch. Value should be a non-empty list of JSON patch operations")
+	if err := portTable.checkPatch(ops, ver); err != nil {
+		return err
 	}
-	var patchable []string
-	for k, min := range portSettable {
-		if ver.AtLeast(min) {
-			patchable = append(patchable, k)
-		}
+	if !ver.AtLeast(64) && patchTouches(ops, "/local_link_connection/network_type") {
+		return errNotAcceptable()
 	}
-	slices.Sort(patchable)
-	for _, item := range list {
-		op, _ := item.(map[string]any)
-		path, _ := op["path"].(string)
-		if root := rootOf(path); !slices.Contains(patchable, root) {
-			return errInvalid("Cannot patch /%s. Only the following can be updated: %s", root, strings.Join(patchable, ", "))
+	for _, llc := range patchValues(ops, "/local_link_connection") {
+		if err := llcNetworkTypeGate(ver, llc); err != nil {
+			return err
 		}
-		llc, _ := op["value"].(map[string]any)
-		if _, has := llc["network_type"]; ((has && path == "/local_link_connection") || path == "/local_link_connection/network_type") && !ver.AtLeast(64) {
-			return errNotAcceptable() // local_link_connection.network_type is 1.64
-		}
-	}
-	patchJSON, _ := json.Marshal(list)
-	patch, err := jsonpatch.DecodePatch(patchJSON)
-	if err != nil {
-		return errInvalid("Invalid JSON patch: %v", err)
 	}
 	target, err := a.lookupPort(r)
 	if err != nil {
 		return err
 	}
+	v := a.view(r)
 	updated, err := a.cond.UpdatePort(actorContext(r), target.UUID, func(p *storage.Port) error {
-		doc := map[string]any{}
-		v := a.view(r)
-		for _, f := range portFields {
-			doc[f.name] = f.get(v, p)
-		}
-		docJSON, _ := json.Marshal(doc)
-		out, err := patch.Apply(docJSON)
+		before := portTable.doc(v, p)
+		after, err := applyPatch(before, ops)
 		if err != nil {
-			return errInvalid("Invalid JSON patch: %v", err)
-		}
-		var result map[string]any
-		dec := json.NewDecoder(bytes.NewReader(out))
-		dec.UseNumber()
-		if err := dec.Decode(&result); err != nil {
 			return err
 		}
-		result = normalizeNumbers(result).(map[string]any)
-		for _, k := range patchable {
-			if _, present := result[k]; !present {
-				if k == "address" || k == "node_uuid" {
-					return errInvalid("'%s' is a mandatory attribute and can not be removed", k)
-				}
-				result[k] = nil
+		if err := portTable.checkPatched(after); err != nil {
+			return err
+		}
+		if node, ok := after["node_uuid"].(string); ok && node != before["node_uuid"] {
+			n, err := a.cond.Store().GetNode(r.Context(), node)
+			if err != nil {
+				return fault.New(fault.Invalid, "%s", err.Error())
 			}
+			after["node_uuid"] = n.UUID
 		}
-		if n, err := a.cond.Store().GetNode(r.Context(), result["node_uuid"].(string)); err == nil {
-			result["node_uuid"] = n.UUID
-		} else {
-			return fault.New(fault.Invalid, "%s", err.Error())
-		}
-		return applyPortFields(p, result, ver)
+		return portTable.setChanged(p, before, after)
 	})
 	if err != nil {
 		return err

@@ -1,5 +1,42 @@
 package httpapi
 
+import "net/http"
+
+// apiSince is an API Ironic added at version min, and how its own
+// controllers answer below that version (not pecan's routing): 404 to GET
+// (to every method when allNotFound, a bare pecan.abort(404)) and 405 to
+// the others, with msg in the {code, title, description} body.
+type apiSince struct {
+	min         int
+	msg         string
+	allNotFound bool
+}
+
+var (
+	allocationsAPI    = apiSince{52, "The API version does not allow allocations", false}
+	nodeAllocationAPI = apiSince{52, "", true}
+	volumeRootAPI     = apiSince{32, "The API is not supported for this version", true}
+	volumeAPI         = apiSince{32, "", true}
+	templatesAPI      = apiSince{55, "The API version does not allow deploy templates", false}
+	shardsAPI         = apiSince{82, "The API version does not allow shards", false}
+)
+
+// apiRoute registers h under an API that answers as s says below its
+// version.
+func (a *API) apiRoute(method, path string, s apiSince, h handlerFunc) {
+	a.route(method, path, 1, func(w http.ResponseWriter, r *http.Request) error {
+		if versionOf(r).AtLeast(s.min) {
+			return h(w, r)
+		}
+		status := http.StatusMethodNotAllowed
+		if r.Method == http.MethodGet || s.allNotFound {
+			status = http.StatusNotFound
+		}
+		writeRaw(w, status, codeBody(status, s.msg))
+		return nil
+	})
+}
+
 // routes is the whole API surface in one table.
 func (a *API) routes() {
 	a.mux.HandleFunc("GET /{$}", a.getRoot)
@@ -93,18 +130,18 @@ func (a *API) routes() {
 
 	// Allocations (1.52), events (1.54), shards (1.82): the handlers answer
 	// Ironic's own responses below those versions.
-	a.route("GET", "/allocations", 1, a.listAllocations)
-	a.route("POST", "/allocations", 1, a.createAllocation)
-	a.route("GET", "/allocations/{ident}", 1, a.getAllocation)
-	a.route("PATCH", "/allocations/{ident}", 1, a.patchAllocation)
-	a.route("DELETE", "/allocations/{ident}", 1, a.deleteAllocation)
-	a.route("GET", "/nodes/{ident}/allocation", 1, a.getNodeAllocation)
-	a.route("DELETE", "/nodes/{ident}/allocation", 1, a.deleteNodeAllocation)
+	a.apiRoute("GET", "/allocations", allocationsAPI, a.listAllocations)
+	a.apiRoute("POST", "/allocations", allocationsAPI, a.createAllocation)
+	a.apiRoute("GET", "/allocations/{ident}", allocationsAPI, a.getAllocation)
+	a.apiRoute("PATCH", "/allocations/{ident}", allocationsAPI, a.patchAllocation)
+	a.apiRoute("DELETE", "/allocations/{ident}", allocationsAPI, a.deleteAllocation)
+	a.apiRoute("GET", "/nodes/{ident}/allocation", nodeAllocationAPI, a.getNodeAllocation)
+	a.apiRoute("DELETE", "/nodes/{ident}/allocation", nodeAllocationAPI, a.deleteNodeAllocation)
 	a.route("POST", "/events", 1, a.postEvents)
 	a.route("GET", "/events", 1, a.getEvents)
-	a.route("GET", "/shards", 1, a.listShards)
-	a.route("POST", "/shards", 1, a.postShards)
-	a.route("GET", "/shards/{name}", 1, a.getShard)
+	a.apiRoute("GET", "/shards", shardsAPI, a.listShards)
+	a.apiRoute("POST", "/shards", shardsAPI, a.postShards)
+	a.apiRoute("GET", "/shards/{name}", shardsAPI, a.getShard)
 
 	// Volume connectors and targets (1.32), deploy templates (1.55): the
 	// handlers answer Ironic's own responses below those versions.

@@ -10,26 +10,9 @@ import (
 
 // Shards (API 1.82): GET /v1/shards counts the nodes of each shard.
 
-// shardsVersionGate answers Ironic's responses below 1.82: 404 for GET,
-// 405 otherwise. It reports whether it answered.
-func shardsVersionGate(w http.ResponseWriter, r *http.Request) bool {
-	if versionOf(r).AtLeast(82) {
-		return false
-	}
-	status := http.StatusMethodNotAllowed
-	if r.Method == http.MethodGet {
-		status = http.StatusNotFound
-	}
-	writeRaw(w, status, codeBody(status, "The API version does not allow shards"))
-	return true
-}
-
 // listShards is GET /v1/shards. Nodes without a shard are counted under
 // the name "None", as Ironic (str(None)) does.
 func (a *API) listShards(w http.ResponseWriter, r *http.Request) error {
-	if shardsVersionGate(w, r) {
-		return nil
-	}
 	shards, err := a.cond.Store().ListShards(r.Context())
 	if err != nil {
 		return err
@@ -55,18 +38,12 @@ func (a *API) listShards(w http.ResponseWriter, r *http.Request) error {
 
 // getShard is GET /v1/shards/{name}, which Ironic explicitly refuses.
 func (a *API) getShard(w http.ResponseWriter, r *http.Request) error {
-	if shardsVersionGate(w, r) {
-		return nil
-	}
 	return fault.New(fault.NotFound, "The resource could not be found.")
 }
 
 // postShards answers POST /v1/shards as Ironic: 405, with the version
 // message below 1.82.
 func (a *API) postShards(w http.ResponseWriter, r *http.Request) error {
-	if shardsVersionGate(w, r) {
-		return nil
-	}
 	w.Header().Set("Allow", "GET")
 	writeRaw(w, http.StatusMethodNotAllowed, codeBody(http.StatusMethodNotAllowed, ""))
 	return nil

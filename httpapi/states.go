@@ -20,10 +20,7 @@ func (a *API) getStates(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	v := a.view(r)
-	var buf bytes.Buffer
-	v.renderNode(&buf, n, stateFields)
-	writeRaw(w, http.StatusOK, buf.Bytes())
+	nodeTable.writeOne(w, a.view(r), http.StatusOK, n, stateFields)
 	return nil
 }
 

@@ -5,10 +5,10 @@ import (
 	"context"
 	"net/http"
 	"net/url"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"castiron/fault"
 	"castiron/storage"
@@ -24,27 +24,6 @@ import (
 // volumeMinMinor is MINOR_32_VOLUME.
 const volumeMinMinor = 32
 
-// writePecanError writes the body pecan gives a webob HTTP error raised by
-// a controller ({"code", "title", "description"} inside error_message).
-func writePecanError(w http.ResponseWriter, code int, desc string) {
-	writeRaw(w, code, codeBody(code, desc))
-}
-
-// volumeGate answers, below 1.32, what Ironic answers there: GET
-// /v1/volume's version decorator says so; the sub-controllers are hidden by
-// a bare pecan.abort(404).
-func volumeGate(w http.ResponseWriter, r *http.Request, root bool) bool {
-	if versionOf(r).AtLeast(volumeMinMinor) {
-		return true
-	}
-	if root {
-		writePecanError(w, http.StatusNotFound, "The API is not supported for this version")
-	} else {
-		writePecanError(w, http.StatusNotFound, "")
-	}
-	return false
-}
-
 // errMalformedURI is Ironic's MalformedRequestURI: a write or a single
 // connector/target addressed below /v1/nodes/{ident}/volume.
 func errMalformedURI() error { return errInvalid("Malformed request URI.") }
@@ -52,9 +31,6 @@ func errMalformedURI() error { return errInvalid("Malformed request URI.") }
 // getVolume is GET /v1/volume and /v1/nodes/{ident}/volume: links only (the
 // node is not looked up, as in Ironic).
 func (a *API) getVolume(w http.ResponseWriter, r *http.Request) error {
-	if !volumeGate(w, r, true) {
-		return nil
-	}
 	base := baseURL(r)
 	prefix := "volume/"
 	if ident := r.PathValue("ident"); ident != "" {
@@ -77,103 +53,101 @@ func (a *API) getVolume(w http.ResponseWriter, r *http.Request) error {
 
 // --- Views ---
 
-type connectorField = viewField[storage.VolumeConnector]
-type targetField = viewField[storage.VolumeTarget]
+type connectorField = field[storage.VolumeConnector]
+type targetField = field[storage.VolumeTarget]
 
-func volumeLinks(v *viewCtx, res, id string) []link {
-	return []link{{Href: v.base + "/v1/" + res + "/" + id, Rel: "self"}, {Href: v.base + "/" + res + "/" + id, Rel: "bookmark"}}
+// volumeStr is a connector's or target's required string field.
+func volumeStr[T any](name string, p func(*T) *string) field[T] {
+	return field[T]{name, volumeMinMinor, fCreate | fPatch | fRequired | fSort, scTypes("string"), nil,
+		func(_ *viewCtx, x *T) any { return *p(x) },
+		func(x *T, v any) error { *p(x) = v.(string); return nil }}
 }
 
-// connectorFields is Ironic's connector view in its key order.
-var connectorFields = []connectorField{
-	{"uuid", volumeMinMinor, func(_ *viewCtx, c *storage.VolumeConnector) any { return c.UUID }},
-	{"created_at", volumeMinMinor, func(_ *viewCtx, c *storage.VolumeConnector) any { return ironicTime(c.CreatedAt) }},
-	{"updated_at", volumeMinMinor, func(_ *viewCtx, c *storage.VolumeConnector) any { return timeOrNil(c.UpdatedAt) }},
-	{"connector_id", volumeMinMinor, func(_ *viewCtx, c *storage.VolumeConnector) any { return c.ConnectorID }},
-	{"extra", volumeMinMinor, func(_ *viewCtx, c *storage.VolumeConnector) any { return c.Extra }},
-	{"type", volumeMinMinor, func(_ *viewCtx, c *storage.VolumeConnector) any { return c.Type }},
-	{"links", volumeMinMinor, func(v *viewCtx, c *storage.VolumeConnector) any { return volumeLinks(v, "volume/connectors", c.UUID) }},
-	{"node_uuid", volumeMinMinor, func(_ *viewCtx, c *storage.VolumeConnector) any { return c.NodeUUID }},
+// volumeObj is a connector's or target's JSON object field (null stores {}).
+func volumeObj[T any](name string, mask func(any) any, p func(*T) *storage.JSONObject) field[T] {
+	return field[T]{name, volumeMinMinor, fCreate | fPatch, scTypes("object", "null"), mask,
+		func(_ *viewCtx, x *T) any { return *p(x) },
+		func(x *T, v any) error { *p(x) = objectOrEmpty(v); return nil }}
 }
 
-// targetFields is Ironic's target view in its key order; properties are
-// masked as Ironic masks them (strutils.mask_dict_password).
-var targetFields = []targetField{
-	{"uuid", volumeMinMinor, func(_ *viewCtx, t *storage.VolumeTarget) any { return t.UUID }},
-	{"created_at", volumeMinMinor, func(_ *viewCtx, t *storage.VolumeTarget) any { return ironicTime(t.CreatedAt) }},
-	{"updated_at", volumeMinMinor, func(_ *viewCtx, t *storage.VolumeTarget) any { return timeOrNil(t.UpdatedAt) }},
-	{"boot_index", volumeMinMinor, func(_ *viewCtx, t *storage.VolumeTarget) any { return t.BootIndex }},
-	{"extra", volumeMinMinor, func(_ *viewCtx, t *storage.VolumeTarget) any { return t.Extra }},
-	{"properties", volumeMinMinor, func(_ *viewCtx, t *storage.VolumeTarget) any { return maskDictPassword(t.Properties) }},
-	{"volume_id", volumeMinMinor, func(_ *viewCtx, t *storage.VolumeTarget) any { return t.VolumeID }},
-	{"volume_type", volumeMinMinor, func(_ *viewCtx, t *storage.VolumeTarget) any { return t.VolumeType }},
-	{"links", volumeMinMinor, func(v *viewCtx, t *storage.VolumeTarget) any { return volumeLinks(v, "volume/targets", t.UUID) }},
-	{"node_uuid", volumeMinMinor, func(_ *viewCtx, t *storage.VolumeTarget) any { return t.NodeUUID }},
-}
-
-// sanitizeKeys are oslo.utils strutils._SANITIZE_KEYS: a dict key containing
-// one of them has its value masked.
-var sanitizeKeys = []string{
-	"adminpass", "admin_pass", "password", "admin_password", "auth_token", "new_pass", "auth_password",
-	"secret_uuid", "secret", "sys_pswd", "token", "configdrive", "chappassword", "encrypted_key",
-	"private_key", "fernetkey", "sslkey", "passphrase", "cephclusterfsid", "octaviaheartbeatkey",
-	"rabbitcookie", "cephmanilaclientkey", "pacemakerremoteauthkey", "designaterndckey", "cephadminkey",
-	"heatauthencryptionkey", "cephclientkey", "keystonecredential", "barbicansimplecryptokek",
-	"cephrgwkey", "swifthashsuffix", "migrationsshkey", "cephmdskey", "cephmonkey", "chapsecret",
-}
-
-// maskDictPassword is strutils.mask_dict_password(d, "******") for keys:
-// nested dicts are masked too.
-func maskDictPassword(d map[string]any) map[string]any {
-	if len(d) == 0 {
-		return d
+// volumeCommon are the fields both views start with (uuid, created_at,
+// updated_at) and end with (links, node_uuid).
+func volumeHead[T any](uuidOf func(*T) string, created func(*T) time.Time, updated func(*T) *time.Time) []field[T] {
+	return []field[T]{
+		{"uuid", volumeMinMinor, fCreate | fSort, scTypes("string", "null"), nil, func(_ *viewCtx, x *T) any { return uuidOf(x) }, nil},
+		{"created_at", volumeMinMinor, fSort, nil, nil, func(_ *viewCtx, x *T) any { return ironicTime(created(x)) }, nil},
+		{"updated_at", volumeMinMinor, fSort, nil, nil, func(_ *viewCtx, x *T) any { return timeOrNil(updated(x)) }, nil},
 	}
-	out := make(map[string]any, len(d))
-	for k, v := range d {
-		if m, ok := v.(map[string]any); ok {
-			out[k] = maskDictPassword(m)
-			continue
-		}
-		lk := strings.ToLower(k)
-		masked := false
-		for _, s := range sanitizeKeys {
-			if strings.Contains(lk, s) {
-				masked = true
-				break
-			}
-		}
-		if masked {
-			out[k] = "******"
-		} else {
-			out[k] = v
-		}
-	}
-	return out
 }
+
+func volumeTail[T any](collection string, uuidOf func(*T) string, node func(*T) *string) []field[T] {
+	return []field[T]{
+		{"links", volumeMinMinor, 0, nil, nil, func(v *viewCtx, x *T) any { return selfLinks(v, collection, uuidOf(x)) }, nil},
+		{"node_uuid", volumeMinMinor, fCreate | fPatch | fRequired, scTypes("string"), nil,
+			func(_ *viewCtx, x *T) any { return *node(x) },
+			func(x *T, v any) error { *node(x) = v.(string); return nil }},
+	}
+}
+
+// connectors is Ironic's volume connector table in its view order.
+var connectorTable = func() *resource[storage.VolumeConnector] {
+	uuidOf := func(c *storage.VolumeConnector) string { return c.UUID }
+	fields := volumeHead(uuidOf, func(c *storage.VolumeConnector) time.Time { return c.CreatedAt },
+		func(c *storage.VolumeConnector) *time.Time { return c.UpdatedAt })
+	fields = append(fields,
+		volumeStr("connector_id", func(c *storage.VolumeConnector) *string { return &c.ConnectorID }),
+		volumeObj("extra", nil, func(c *storage.VolumeConnector) *storage.JSONObject { return &c.Extra }),
+		volumeStr("type", func(c *storage.VolumeConnector) *string { return &c.Type }),
+	)
+	fields = append(fields, volumeTail("volume/connectors", uuidOf, func(c *storage.VolumeConnector) *string { return &c.NodeUUID })...)
+	return newResource("connector", []string{"uuid", "node_uuid", "type", "connector_id"}, fields...)
+}()
+
+// targets is Ironic's volume target table in its view order; properties
+// are masked as Ironic masks them (strutils.mask_dict_password).
+var targetTable = func() *resource[storage.VolumeTarget] {
+	uuidOf := func(t *storage.VolumeTarget) string { return t.UUID }
+	fields := volumeHead(uuidOf, func(t *storage.VolumeTarget) time.Time { return t.CreatedAt },
+		func(t *storage.VolumeTarget) *time.Time { return t.UpdatedAt })
+	fields = append(fields,
+		targetField{"boot_index", volumeMinMinor, fCreate | fPatch | fRequired | fSort, scTypes("integer"), nil,
+			func(_ *viewCtx, t *storage.VolumeTarget) any { return t.BootIndex },
+			func(t *storage.VolumeTarget, v any) error { t.BootIndex = int64(scNumber(v)); return nil }},
+		volumeObj("extra", nil, func(t *storage.VolumeTarget) *storage.JSONObject { return &t.Extra }),
+		volumeObj("properties", maskDictPassword, func(t *storage.VolumeTarget) *storage.JSONObject { return &t.Properties }),
+		volumeStr("volume_id", func(t *storage.VolumeTarget) *string { return &t.VolumeID }),
+		volumeStr("volume_type", func(t *storage.VolumeTarget) *string { return &t.VolumeType }),
+	)
+	fields = append(fields, volumeTail("volume/targets", uuidOf, func(t *storage.VolumeTarget) *string { return &t.NodeUUID })...)
+	return newResource("target", []string{"uuid", "node_uuid", "volume_type", "boot_index", "volume_id"}, fields...)
+}()
 
 // volumeKind describes one of the two collections for the shared handlers.
 type volumeKind[T any] struct {
-	name       string // "connector": body name, path parameter connector_uuid
 	plural     string // "connectors"
-	fields     []viewField[T]
-	index      map[string]int
-	defaults   []string // Ironic's _DEFAULT_RETURN_FIELDS
-	fieldEnum  []string // the request schemas' field names
-	sortable   []string // model columns besides id
+	res        *resource[T]
 	unsortable []string // invalid_sort_key_list
 	uuidOf     func(*T) string
+	setUUID    func(x *T, u any) // a POST body's uuid ("" or nil: one is made)
 	get        func(ctx context.Context, s storage.Store, uuid string) (*T, error)
 	list       func(ctx context.Context, s storage.Store, q storage.VolumeQuery) ([]*T, error)
 }
 
+// fieldEnum is the request schemas' list of field names: the view's.
+func (k *volumeKind[T]) fieldEnum() []string {
+	names := k.res.viewNames()
+	slices.Sort(names)
+	return names
+}
+
+// sortable are the model's columns besides id: the table's plus node_id.
+func (k *volumeKind[T]) sortable() []string { return append(k.res.names(fSort), "node_id") }
+
 var connectorKind = &volumeKind[storage.VolumeConnector]{
-	name: "connector", plural: "connectors",
-	fields: connectorFields, index: indexFields(connectorFields),
-	defaults:   []string{"uuid", "node_uuid", "type", "connector_id"},
-	fieldEnum:  []string{"connector_id", "created_at", "extra", "links", "node_uuid", "type", "updated_at", "uuid"},
-	sortable:   []string{"uuid", "node_id", "type", "connector_id", "created_at", "updated_at"},
+	plural: "connectors", res: connectorTable,
 	unsortable: []string{"extra"},
 	uuidOf:     func(c *storage.VolumeConnector) string { return c.UUID },
+	setUUID:    func(c *storage.VolumeConnector, u any) { c.UUID, _ = u.(string) },
 	get: func(ctx context.Context, s storage.Store, id string) (*storage.VolumeConnector, error) {
 		return s.GetVolumeConnector(ctx, id)
 	},
@@ -183,168 +157,16 @@ var connectorKind = &volumeKind[storage.VolumeConnector]{
 }
 
 var targetKind = &volumeKind[storage.VolumeTarget]{
-	name: "target", plural: "targets",
-	fields: targetFields, index: indexFields(targetFields),
-	defaults:   []string{"uuid", "node_uuid", "volume_type", "boot_index", "volume_id"},
-	fieldEnum:  []string{"boot_index", "created_at", "extra", "links", "node_uuid", "properties", "updated_at", "uuid", "volume_id", "volume_type"},
-	sortable:   []string{"uuid", "node_id", "volume_type", "boot_index", "volume_id", "created_at", "updated_at"},
+	plural: "targets", res: targetTable,
 	unsortable: []string{"extra", "properties"},
 	uuidOf:     func(t *storage.VolumeTarget) string { return t.UUID },
+	setUUID:    func(t *storage.VolumeTarget, u any) { t.UUID, _ = u.(string) },
 	get: func(ctx context.Context, s storage.Store, id string) (*storage.VolumeTarget, error) {
 		return s.GetVolumeTarget(ctx, id)
 	},
 	list: func(ctx context.Context, s storage.Store, q storage.VolumeQuery) ([]*storage.VolumeTarget, error) {
 		return s.ListVolumeTargets(ctx, q)
 	},
-}
-
-// fieldsSchema is the "fields" query schema: an array of known names.
-func fieldsSchema(names []string) *scSchema {
-	return &scSchema{types: []string{"array"}, items: &scSchema{enum: names}}
-}
-
-// volStringList is Ironic's args.string_list: comma-separated, trimmed,
-// lower-cased, without duplicates or empties.
-func volStringList(s string) []string {
-	out := []string{}
-	for _, f := range strings.Split(s, ",") {
-		f = strings.ToLower(strings.TrimSpace(f))
-		if f != "" && !slices.Contains(out, f) {
-			out = append(out, f)
-		}
-	}
-	return out
-}
-
-// canonicalFields orders requested fields as the view orders its keys
-// (Ironic removes the others from the full dict), with links last of all
-// when it is not part of the view order.
-func canonicalFields[T any](all []viewField[T], fields []string) []string {
-	if fields == nil {
-		return nil
-	}
-	out := []string{}
-	for _, f := range all {
-		if f.name == "links" || slices.Contains(fields, f.name) {
-			out = append(out, f.name)
-		}
-	}
-	return out
-}
-
-// queryArgs reads the list/show query parameters as Ironic's args.validate
-// does, in the order of the handler's arguments, and returns them typed
-// for the request schema.
-type queryArgs struct {
-	raw    url.Values
-	doc    map[string]any // what the request schema sees
-	fields []string       // nil: not given
-	detail bool
-	limit  *int
-}
-
-func readQueryArgs(q url.Values, names ...string) (*queryArgs, error) {
-	qa := &queryArgs{raw: q, doc: map[string]any{}}
-	for _, name := range names {
-		if !q.Has(name) {
-			continue
-		}
-		val := q.Get(name)
-		switch name {
-		case "node":
-			if !volUUIDOrName(val) {
-				return nil, errInvalid("Expected UUID or name for node: %s", val)
-			}
-			qa.doc[name] = val
-		case "marker":
-			if !argUUIDLike(val) {
-				return nil, errInvalid("Expected UUID for marker: %s", val)
-			}
-			qa.doc[name] = val
-		case "limit":
-			n, err := strconv.Atoi(strings.TrimSpace(val))
-			if err != nil {
-				return nil, errInvalid("Expected an integer for limit: %s", val)
-			}
-			qa.limit = &n
-			qa.doc[name] = int64(n)
-		case "fields":
-			qa.fields = volStringList(val)
-			list := make([]any, len(qa.fields))
-			for i, f := range qa.fields {
-				list[i] = f
-			}
-			qa.doc[name] = list
-		case "detail":
-			b, err := parseBoolString(strings.TrimSpace(val))
-			if err != nil {
-				return nil, invalidBool("detail", val)
-			}
-			qa.detail = b
-			qa.doc[name] = b
-		default: // sort_key, sort_dir, project: plain strings
-			qa.doc[name] = val
-		}
-	}
-	return qa, nil
-}
-
-// volUUIDOrName is args.uuid_or_name.
-func volUUIDOrName(s string) bool {
-	return argUUIDLike(s) || (len(s) <= 255 && nameRE.MatchString(s))
-}
-
-// listQuerySchema is the volume index_request_query schema.
-func listQuerySchema(fieldNames []string) *scSchema {
-	return scObject(true, nil,
-		scProp{"detail", scTypes("string", "boolean")},
-		scProp{"fields", fieldsSchema(fieldNames)},
-		scProp{"limit", scTypes("integer")},
-		scProp{"marker", scTypes("string")},
-		scProp{"node", &scSchema{}},
-		scProp{"sort_dir", &scSchema{types: []string{"string"}, enum: []string{"asc", "desc"}}},
-		scProp{"sort_key", scTypes("string")},
-	)
-}
-
-// pageOf is validate_limit and validate_sort_dir (the schema allowed only
-// asc and desc); it returns the page and the sort key asked for.
-func pageOf(qa *queryArgs) (storage.Page, string, error) {
-	p := storage.Page{Limit: MaxLimit, SortDir: storage.Asc}
-	if qa.limit != nil {
-		if *qa.limit <= 0 {
-			return p, "", errInvalid("Limit must be positive")
-		}
-		p.Limit = min(*qa.limit, MaxLimit)
-	}
-	if qa.raw.Get("sort_dir") == "desc" {
-		p.SortDir = storage.Desc
-	}
-	p.Marker = qa.raw.Get("marker")
-	key := "id"
-	if qa.raw.Has("sort_key") {
-		key = qa.raw.Get("sort_key")
-	}
-	return p, key, nil
-}
-
-// errUnsortable is the controllers' check of invalid_sort_key_list.
-func errUnsortable(key string) error {
-	return errInvalid("The sort_key value %s is an invalid field for sorting", key)
-}
-
-// sortColumn maps a sort key to its column ("" for id), or gives the
-// database layer's error for a key that is no column of the model.
-func sortColumn(key string, sortable []string) (string, error) {
-	switch {
-	case key == "id":
-		return "", nil
-	case key == "node_id":
-		return "node_uuid", nil // nodes are referenced by UUID here
-	case slices.Contains(sortable, key):
-		return key, nil
-	}
-	return "", errInvalid(`The sort_key value "%s" is an invalid field for sorting`, key)
 }
 
 // volumeNextLink is Ironic's collection.get_next for a volume list: the
@@ -369,28 +191,6 @@ func volumeNextLink(r *http.Request, path string, count int, p storage.Page, sor
 	return baseURL(r) + "/v1/" + path + "?" + q.String() + "limit=" + strconv.Itoa(p.Limit) + "&marker=" + last
 }
 
-// renderItems writes {"<key>": [...], "next": ...}.
-func renderItems[T any](w http.ResponseWriter, v *viewCtx, key string, items []*T, all []viewField[T], index map[string]int, fields []string, next string) {
-	var buf bytes.Buffer
-	buf.Grow(256 * (len(items) + 1))
-	buf.WriteString(`{`)
-	appendJSONString(&buf, key)
-	buf.WriteString(`: [`)
-	for i, x := range items {
-		if i > 0 {
-			buf.WriteString(", ")
-		}
-		renderView(&buf, v, x, all, index, fields)
-	}
-	buf.WriteByte(']')
-	if next != "" {
-		buf.WriteString(`, "next": `)
-		appendJSONString(&buf, next)
-	}
-	buf.WriteByte('}')
-	writeRaw(w, http.StatusOK, buf.Bytes())
-}
-
 // parentNodeIdent checks the {ident} of /v1/nodes/{ident}/volume/... as
 // Ironic's node controller does before handing over.
 func parentNodeIdent(r *http.Request) (string, error) {
@@ -404,9 +204,6 @@ func parentNodeIdent(r *http.Request) (string, error) {
 // volumeList is GET /v1/volume/<plural> and /v1/nodes/{ident}/volume/<plural>.
 func volumeList[T any](a *API, k *volumeKind[T]) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		if !volumeGate(w, r, false) {
-			return nil
-		}
 		parent, err := parentNodeIdent(r)
 		if err != nil {
 			return err
@@ -416,7 +213,7 @@ func volumeList[T any](a *API, k *volumeKind[T]) handlerFunc {
 		if err != nil {
 			return err
 		}
-		if err := scCheck("Schema error", listQuerySchema(k.fieldEnum), qa.doc); err != nil {
+		if err := scCheck("Schema error", listQuerySchema(k.fieldEnum()), qa.doc); err != nil {
 			return err
 		}
 		// check_volume_list_policy looks the parent up by UUID only.
@@ -430,7 +227,7 @@ func volumeList[T any](a *API, k *volumeKind[T]) handlerFunc {
 		}
 		fields := qa.fields
 		if fields == nil && !qa.detail {
-			fields = k.defaults
+			fields = k.res.summary
 		}
 		if len(fields) > 0 && qa.detail {
 			return errInvalid("Can't fetch a subset of fields with 'detail' set")
@@ -459,7 +256,7 @@ func volumeList[T any](a *API, k *volumeKind[T]) handlerFunc {
 			}
 			q.NodeUUID = &n.UUID
 		}
-		if q.SortKey, err = sortColumn(sortKey, k.sortable); err != nil {
+		if q.SortKey, err = sortColumn(sortKey, k.sortable()); err != nil {
 			return err
 		}
 		items, err := k.list(ctx, a.cond.Store(), q)
@@ -471,7 +268,7 @@ func volumeList[T any](a *API, k *volumeKind[T]) handlerFunc {
 			next = volumeNextLink(r, "volume/"+k.plural, len(items), page, sortKey, qa.detail, fields,
 				nodeIdent, k.uuidOf(items[len(items)-1]))
 		}
-		renderItems(w, a.view(r), k.plural, items, k.fields, k.index, canonicalFields(k.fields, fields), next)
+		k.res.writeList(w, a.view(r), k.plural, items, k.res.canonical(fields), next)
 		return nil
 	}
 }
@@ -479,21 +276,18 @@ func volumeList[T any](a *API, k *volumeKind[T]) handlerFunc {
 // volumeGet is GET /v1/volume/<plural>/{uuid}.
 func volumeGet[T any](a *API, k *volumeKind[T]) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		if !volumeGate(w, r, false) {
-			return nil
-		}
 		if _, err := parentNodeIdent(r); err != nil {
 			return err
 		}
 		id := r.PathValue("uuid")
 		if !argUUIDLike(id) {
-			return errInvalid("Expected UUID for %s_uuid: %s", k.name, id)
+			return errInvalid("Expected UUID for %s_uuid: %s", k.res.name, id)
 		}
 		qa, err := readQueryArgs(r.URL.Query(), "fields")
 		if err != nil {
 			return err
 		}
-		showSchema := scObject(true, nil, scProp{"detail", scTypes("string", "boolean")}, scProp{"fields", fieldsSchema(k.fieldEnum)})
+		showSchema := scObject(true, nil, scProp{"detail", scTypes("string", "boolean")}, scProp{"fields", fieldsSchema(k.fieldEnum())})
 		if err := scCheck("Schema error", showSchema, qa.doc); err != nil {
 			return err
 		}
@@ -504,48 +298,19 @@ func volumeGet[T any](a *API, k *volumeKind[T]) handlerFunc {
 		if r.PathValue("ident") != "" {
 			return errMalformedURI()
 		}
-		collWriteOne(w, a.view(r), http.StatusOK, x, k.fields, k.index, canonicalFields(k.fields, qa.fields))
+		k.res.writeOne(w, a.view(r), http.StatusOK, x, k.res.canonical(qa.fields))
 		return nil
 	}
 }
 
 // --- Writes ---
 
-// Ironic's CONNECTOR_SCHEMA and TARGET_SCHEMA (args.schema validators of
-// POST bodies and patched documents).
-var (
-	connectorSchema = scObject(true, []string{"connector_id", "node_uuid", "type"},
-		scProp{"connector_id", scTypes("string")},
-		scProp{"extra", scTypes("object", "null")},
-		scProp{"node_uuid", scTypes("string")},
-		scProp{"type", scTypes("string")},
-		scProp{"uuid", scTypes("string", "null")},
-	)
-	targetSchema = scObject(true, []string{"boot_index", "node_uuid", "volume_id", "volume_type"},
-		scProp{"boot_index", scTypes("integer")},
-		scProp{"extra", scTypes("object", "null")},
-		scProp{"node_uuid", scTypes("string")},
-		scProp{"properties", scTypes("object", "null")},
-		scProp{"volume_id", scTypes("string")},
-		scProp{"volume_type", scTypes("string")},
-		scProp{"uuid", scTypes("string", "null")},
-	)
-	// patchSchema is args.patch. Python's \w is Unicode.
-	patchSchema = &scSchema{types: []string{"array"}, items: scObject(true, []string{"op", "path"},
-		scProp{"path", &scSchema{types: []string{"string"}, pattern: regexp.MustCompile(`^(/[\p{L}\p{N}_-]+)+$`), patSrc: `^(/[\w-]+)+$`}},
-		scProp{"op", &scSchema{types: []string{"string"}, enum: []string{"add", "replace", "remove"}}},
-		scProp{"value", &scSchema{}},
-	)}
-)
-
-// checkVolumeBody is args.and_valid(args.schema(...), dict_valid(node_uuid,
-// uuid)) of a connector or target body.
-func checkVolumeBody(name string, s *scSchema, body map[string]any) error {
-	if err := scCheck("Schema error for "+name, s, body); err != nil {
-		return err
-	}
+// checkVolumeDoc is the validator of a connector's or target's body or
+// patched document after its schema: args.dict_valid(node_uuid=args.uuid,
+// uuid=args.uuid).
+func checkVolumeDoc(doc map[string]any) error {
 	for _, k := range []string{"node_uuid", "uuid"} {
-		if v, ok := body[k].(string); ok && !argUUIDLike(v) {
+		if v, ok := doc[k].(string); ok && !argUUIDLike(v) {
 			return errInvalid("Expected UUID for %s: %s", k, v)
 		}
 	}
@@ -573,119 +338,68 @@ func (a *API) nodeForBody(ctx context.Context, body map[string]any) (*storage.No
 	return n, nil
 }
 
-// volumeCreateBody runs the checks of a volume POST that come before the
-// conductor, in Ironic's order: the parent node ident, the body against
-// schema (named name in messages), its node and the URI.
-func (a *API) volumeCreateBody(r *http.Request, name string, schema *scSchema) (map[string]any, *storage.Node, error) {
-	if _, err := parentNodeIdent(r); err != nil {
-		return nil, nil, err
-	}
-	body, err := decodeObject(r, name)
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := checkVolumeBody(name, schema, body); err != nil {
-		return nil, nil, err
-	}
-	n, err := a.nodeForBody(r.Context(), body)
-	if err != nil {
-		return nil, nil, err
-	}
-	if r.PathValue("ident") != "" {
-		return nil, nil, errMalformedURI()
-	}
-	return body, n, nil
-}
-
-func (a *API) createVolumeConnector(w http.ResponseWriter, r *http.Request) error {
-	if !volumeGate(w, r, false) {
+// volumeCreate is POST /v1/volume/<plural>, with the checks that come
+// before the conductor in Ironic's order: the parent node ident, the body
+// against the table's schema, its node and the URI.
+func volumeCreate[T any](a *API, k *volumeKind[T], create func(ctx context.Context, x *T) error) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		if _, err := parentNodeIdent(r); err != nil {
+			return err
+		}
+		body, err := decodeObject(r, k.res.name)
+		if err != nil {
+			return err
+		}
+		if err := k.res.checkBody(body, versionOf(r)); err != nil {
+			return err
+		}
+		if err := checkVolumeDoc(body); err != nil {
+			return err
+		}
+		n, err := a.nodeForBody(r.Context(), body)
+		if err != nil {
+			return err
+		}
+		if r.PathValue("ident") != "" {
+			return errMalformedURI()
+		}
+		body["node_uuid"] = n.UUID
+		if u, ok := body["uuid"].(string); ok {
+			body["uuid"] = strings.ToLower(u)
+		}
+		x := new(T)
+		if err := k.res.setAll(x, body); err != nil {
+			return err
+		}
+		k.setUUID(x, body["uuid"])
+		if err := create(actorContext(r), x); err != nil {
+			return err
+		}
+		w.Header().Set("Location", baseURL(r)+"/v1/volume/"+k.plural+"/"+k.uuidOf(x))
+		k.res.writeOne(w, a.view(r), http.StatusCreated, x, nil)
 		return nil
 	}
-	body, n, err := a.volumeCreateBody(r, "connector", connectorSchema)
-	if err != nil {
-		return err
-	}
-	vc := &storage.VolumeConnector{
-		NodeUUID:    n.UUID,
-		Type:        body["type"].(string),
-		ConnectorID: body["connector_id"].(string),
-		Extra:       objectOrEmpty(body["extra"]),
-	}
-	if u, ok := body["uuid"].(string); ok {
-		vc.UUID = strings.ToLower(u)
-	}
-	if err := a.cond.CreateVolumeConnector(actorContext(r), vc); err != nil {
-		return err
-	}
-	w.Header().Set("Location", baseURL(r)+"/v1/volume/connectors/"+vc.UUID)
-	collWriteOne(w, a.view(r), http.StatusCreated, vc, connectorFields, connectorKind.index, nil)
-	return nil
-}
-
-func (a *API) createVolumeTarget(w http.ResponseWriter, r *http.Request) error {
-	if !volumeGate(w, r, false) {
-		return nil
-	}
-	body, n, err := a.volumeCreateBody(r, "target", targetSchema)
-	if err != nil {
-		return err
-	}
-	vt := &storage.VolumeTarget{
-		NodeUUID:   n.UUID,
-		VolumeType: body["volume_type"].(string),
-		Properties: objectOrEmpty(body["properties"]),
-		BootIndex:  int64(scNumber(body["boot_index"])),
-		VolumeID:   body["volume_id"].(string),
-		Extra:      objectOrEmpty(body["extra"]),
-	}
-	if u, ok := body["uuid"].(string); ok {
-		vt.UUID = strings.ToLower(u)
-	}
-	if err := a.cond.CreateVolumeTarget(actorContext(r), vt); err != nil {
-		return err
-	}
-	w.Header().Set("Location", baseURL(r)+"/v1/volume/targets/"+vt.UUID)
-	collWriteOne(w, a.view(r), http.StatusCreated, vt, targetFields, targetKind.index, nil)
-	return nil
 }
 
 // volumePatch is a PATCH body that passed Ironic's checks that need no
 // stored data: args.patch, the patchable fields and the node_uuid values.
 type volumePatch struct {
-	ops     []map[string]any
+	ops     []patchOp
 	newNode string // the first node_uuid value, "" when none
-}
-
-// readVolumePatch reads and checks the body of PATCH /v1/volume/<plural>/{uuid}
-// up to what needs the stored object.
-func readVolumePatch(r *http.Request) ([]map[string]any, error) {
-	raw, err := decodeAny(r)
-	if err != nil {
-		return nil, err
-	}
-	if err := scCheck("Schema error for patch", patchSchema, raw); err != nil {
-		return nil, err
-	}
-	list := raw.([]any)
-	ops := make([]map[string]any, len(list))
-	for i, item := range list {
-		ops[i] = item.(map[string]any)
-	}
-	return ops, nil
 }
 
 // checkVolumePatch is patch_validate_allowed_fields plus the node_uuid
 // value checks of the volume controllers.
-func checkVolumePatch(ops []map[string]any, allowed []string) (*volumePatch, error) {
-	if err := patchdocCheckFields(ops, allowed); err != nil {
+func checkVolumePatch[T any](res *resource[T], ops []patchOp, ver Version) (*volumePatch, error) {
+	if err := res.checkPatch(ops, ver); err != nil {
 		return nil, err
 	}
 	vp := &volumePatch{ops: ops}
 	for _, op := range ops {
-		if op["path"] != "/node_uuid" || op["op"] == "remove" {
+		if op.path != "/node_uuid" || op.op == "remove" {
 			continue
 		}
-		v := op["value"]
+		v := op.value
 		s, ok := v.(string)
 		if !ok || !argUUIDLike(s) {
 			str := s
@@ -726,54 +440,18 @@ func (a *API) authorizeNodeLink(ctx context.Context, cur *storage.Node, newUUID 
 	return nil
 }
 
-// applyVolumePatch is apply_jsonpatch on a connector's, target's or deploy
-// template's dict: a new root attribute is refused, operations apply one at
-// a time and a failing one is named with python-jsonpatch's reason.
-func applyVolumePatch(doc map[string]any, ops []map[string]any) (map[string]any, error) {
-	return patchdocApplyEach(doc, ops, func(op map[string]any, err error) error {
-		return errInvalid("Couldn't apply patch '%s'. Reason: %s", patchOpRepr(op), patchReason(op, err))
-	})
-}
-
-// patchOpRepr is Python's str() of a patch operation dict, keys in the
-// order clients send them.
-func patchOpRepr(op map[string]any) string {
-	parts := []string{}
-	for _, k := range []string{"op", "path", "value"} {
-		if v, has := op[k]; has {
-			parts = append(parts, scQuote(k)+": "+scRepr(v))
-		}
-	}
-	return "{" + strings.Join(parts, ", ") + "}"
-}
-
-// patchReason words a failed operation as python-jsonpatch does where it
-// is simple to tell (a missing member to remove or replace).
-func patchReason(op map[string]any, err error) string {
-	path := op["path"].(string)
-	last := path[strings.LastIndex(path, "/")+1:]
-	last = strings.ReplaceAll(strings.ReplaceAll(last, "~1", "/"), "~0", "~")
-	switch op["op"] {
-	case "remove":
-		return "can't remove a non-existent object '" + last + "'"
-	case "replace":
-		return "can't replace a non-existent object '" + last + "'"
-	}
-	return err.Error()
-}
-
 // prepareVolumePatch runs the checks of a volume PATCH that come before the
 // conductor: the path's UUID, the body, the object (404), the URI, the
 // fields and the node link.
-func prepareVolumePatch[T any](a *API, r *http.Request, k *volumeKind[T], allowed []string, nodeOf func(*T) string) (*volumePatch, error) {
+func prepareVolumePatch[T any](a *API, r *http.Request, k *volumeKind[T], nodeOf func(*T) string) (*volumePatch, error) {
 	if _, err := parentNodeIdent(r); err != nil {
 		return nil, err
 	}
 	id := r.PathValue("uuid")
 	if !argUUIDLike(id) {
-		return nil, errInvalid("Expected UUID for %s_uuid: %s", k.name, id)
+		return nil, errInvalid("Expected UUID for %s_uuid: %s", k.res.name, id)
 	}
-	ops, err := readVolumePatch(r)
+	ops, err := readPatch(r)
 	if err != nil {
 		return nil, err
 	}
@@ -784,7 +462,7 @@ func prepareVolumePatch[T any](a *API, r *http.Request, k *volumeKind[T], allowe
 	if r.PathValue("ident") != "" {
 		return nil, errMalformedURI()
 	}
-	vp, err := checkVolumePatch(ops, allowed)
+	vp, err := checkVolumePatch(k.res, ops, versionOf(r))
 	if err != nil {
 		return nil, err
 	}
@@ -813,95 +491,52 @@ func (a *API) patchedNode(ctx context.Context, vp *volumePatch, current string) 
 	return n.UUID, nil
 }
 
-func (a *API) patchVolumeConnector(w http.ResponseWriter, r *http.Request) error {
-	if !volumeGate(w, r, false) {
-		return nil
-	}
-	vp, err := prepareVolumePatch(a, r, connectorKind, []string{"connector_id", "extra", "node_uuid", "type"},
-		func(c *storage.VolumeConnector) string { return c.NodeUUID })
-	if err != nil {
-		return err
-	}
-	ctx := r.Context()
-	updated, err := a.cond.UpdateVolumeConnector(actorContext(r), r.PathValue("uuid"), func(c *storage.VolumeConnector) error {
-		doc := map[string]any{
-			"uuid": c.UUID, "type": c.Type, "connector_id": c.ConnectorID, "extra": c.Extra, "node_uuid": nil,
-		}
-		out, err := applyVolumePatch(doc, vp.ops)
+// volumePatchHandler is PATCH /v1/volume/<plural>/{uuid}: Ironic's
+// checks, then the patched document against the table's schema and
+// validators, its node resolved.
+func volumePatchHandler[T any](a *API, k *volumeKind[T], nodeOf func(*T) string,
+	update func(ctx context.Context, id string, change func(*T) error) (*T, error)) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		vp, err := prepareVolumePatch(a, r, k, nodeOf)
 		if err != nil {
 			return err
 		}
-		if out["node_uuid"], err = a.patchedNode(ctx, vp, c.NodeUUID); err != nil {
-			return err
-		}
-		if err := checkVolumeBody("patch", connectorSchema, out); err != nil {
-			return err
-		}
-		c.Type = out["type"].(string)
-		c.ConnectorID = out["connector_id"].(string)
-		c.Extra = objectOrEmpty(out["extra"])
-		c.NodeUUID = out["node_uuid"].(string)
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	collWriteOne(w, a.view(r), http.StatusOK, updated, connectorFields, connectorKind.index, nil)
-	return nil
-}
-
-func (a *API) patchVolumeTarget(w http.ResponseWriter, r *http.Request) error {
-	if !volumeGate(w, r, false) {
-		return nil
-	}
-	vp, err := prepareVolumePatch(a, r, targetKind, []string{"boot_index", "extra", "node_uuid", "properties", "volume_id", "volume_type"},
-		func(t *storage.VolumeTarget) string { return t.NodeUUID })
-	if err != nil {
-		return err
-	}
-	ctx := r.Context()
-	updated, err := a.cond.UpdateVolumeTarget(actorContext(r), r.PathValue("uuid"), func(t *storage.VolumeTarget) error {
-		doc := map[string]any{
-			"uuid": t.UUID, "volume_type": t.VolumeType, "properties": t.Properties, "boot_index": t.BootIndex,
-			"volume_id": t.VolumeID, "extra": t.Extra, "node_uuid": nil,
-		}
-		out, err := applyVolumePatch(doc, vp.ops)
+		ctx := r.Context()
+		v := a.view(r)
+		updated, err := update(actorContext(r), r.PathValue("uuid"), func(x *T) error {
+			before := k.res.doc(v, x)
+			after, err := applyPatch(before, vp.ops)
+			if err != nil {
+				return err
+			}
+			if after["node_uuid"], err = a.patchedNode(ctx, vp, nodeOf(x)); err != nil {
+				return err
+			}
+			if err := k.res.checkPatched(after); err != nil {
+				return err
+			}
+			if err := checkVolumeDoc(k.res.pruned(after)); err != nil {
+				return err
+			}
+			return k.res.setChanged(x, before, after)
+		})
 		if err != nil {
 			return err
 		}
-		if out["node_uuid"], err = a.patchedNode(ctx, vp, t.NodeUUID); err != nil {
-			return err
-		}
-		if err := checkVolumeBody("patch", targetSchema, out); err != nil {
-			return err
-		}
-		t.VolumeType = out["volume_type"].(string)
-		t.Properties = objectOrEmpty(out["properties"])
-		t.BootIndex = int64(scNumber(out["boot_index"]))
-		t.VolumeID = out["volume_id"].(string)
-		t.Extra = objectOrEmpty(out["extra"])
-		t.NodeUUID = out["node_uuid"].(string)
+		k.res.writeOne(w, a.view(r), http.StatusOK, updated, nil)
 		return nil
-	})
-	if err != nil {
-		return err
 	}
-	collWriteOne(w, a.view(r), http.StatusOK, updated, targetFields, targetKind.index, nil)
-	return nil
 }
 
 // volumeDelete is DELETE /v1/volume/<plural>/{uuid}.
 func volumeDelete[T any](a *API, k *volumeKind[T], del func(ctx context.Context, id string) error) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		if !volumeGate(w, r, false) {
-			return nil
-		}
 		if _, err := parentNodeIdent(r); err != nil {
 			return err
 		}
 		id := r.PathValue("uuid")
 		if !argUUIDLike(id) {
-			return errInvalid("Expected UUID for %s_uuid: %s", k.name, id)
+			return errInvalid("Expected UUID for %s_uuid: %s", k.res.name, id)
 		}
 		if _, err := k.get(r.Context(), a.cond.Store(), id); err != nil {
 			return err
@@ -921,16 +556,23 @@ func volumeDelete[T any](a *API, k *volumeKind[T], del func(ctx context.Context,
 // (writes answer MalformedRequestURI as in Ironic), /v1/nodes/{ident}/volume.
 func (a *API) volumeRoutes() {
 	for _, base := range []string{"/volume", "/nodes/{ident}/volume"} {
-		a.route("GET", base, 1, a.getVolume)
-		a.route("GET", base+"/connectors", 1, volumeList(a, connectorKind))
-		a.route("POST", base+"/connectors", 1, a.createVolumeConnector)
-		a.route("GET", base+"/connectors/{uuid}", 1, volumeGet(a, connectorKind))
-		a.route("PATCH", base+"/connectors/{uuid}", 1, a.patchVolumeConnector)
-		a.route("DELETE", base+"/connectors/{uuid}", 1, volumeDelete(a, connectorKind, a.cond.DeleteVolumeConnector))
-		a.route("GET", base+"/targets", 1, volumeList(a, targetKind))
-		a.route("POST", base+"/targets", 1, a.createVolumeTarget)
-		a.route("GET", base+"/targets/{uuid}", 1, volumeGet(a, targetKind))
-		a.route("PATCH", base+"/targets/{uuid}", 1, a.patchVolumeTarget)
-		a.route("DELETE", base+"/targets/{uuid}", 1, volumeDelete(a, targetKind, a.cond.DeleteVolumeTarget))
+		a.apiRoute("GET", base, volumeRootAPI, a.getVolume)
+		volumeKindRoutes(a, base, connectorKind, func(c *storage.VolumeConnector) string { return c.NodeUUID },
+			a.cond.CreateVolumeConnector, a.cond.UpdateVolumeConnector, a.cond.DeleteVolumeConnector)
+		volumeKindRoutes(a, base, targetKind, func(t *storage.VolumeTarget) string { return t.NodeUUID },
+			a.cond.CreateVolumeTarget, a.cond.UpdateVolumeTarget, a.cond.DeleteVolumeTarget)
 	}
+}
+
+// volumeKindRoutes registers one collection's five routes under base.
+func volumeKindRoutes[T any](a *API, base string, k *volumeKind[T], nodeOf func(*T) string,
+	create func(context.Context, *T) error,
+	update func(context.Context, string, func(*T) error) (*T, error),
+	del func(context.Context, string) error) {
+	coll, one := base+"/"+k.plural, base+"/"+k.plural+"/{uuid}"
+	a.apiRoute("GET", coll, volumeAPI, volumeList(a, k))
+	a.apiRoute("POST", coll, volumeAPI, volumeCreate(a, k, create))
+	a.apiRoute("GET", one, volumeAPI, volumeGet(a, k))
+	a.apiRoute("PATCH", one, volumeAPI, volumePatchHandler(a, k, nodeOf, update))
+	a.apiRoute("DELETE", one, volumeAPI, volumeDelete(a, k, del))
 }

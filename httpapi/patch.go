@@ -1,0 +1,268 @@
+package httpapi
+
+import (
+	"net/http"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"castiron/fault"
+)
+
+// JSON patch as Ironic takes it on every PATCH endpoint: the body must
+// match args.patch (a list of add/replace/remove operations on '/word'
+// paths), and apply_jsonpatch applies the operations one at a time with
+// python-jsonpatch's semantics, naming the one that failed.
+
+// patchOp is one operation of a patch that passed the patch schema.
+type patchOp struct {
+	op    string
+	path  string
+	value any
+	has   bool // value present
+}
+
+// repr is the operation as Python prints its dict.
+func (o patchOp) repr() string {
+	m := "{'op': " + scQuote(o.op) + ", 'path': " + scQuote(o.path)
+	if o.has {
+		m += ", 'value': " + scRepr(o.value)
+	}
+	return m + "}"
+}
+
+// root is the top-level field the operation targets ("/extra/a" -> "extra").
+func (o patchOp) root() string {
+	root, _, _ := strings.Cut(strings.TrimPrefix(o.path, "/"), "/")
+	return root
+}
+
+// patchPathRE is args.patch's '^(/[\w-]+)+$' with Python's Unicode \w.
+var patchPathRE = regexp.MustCompile(`^(/[\p{L}\p{N}\p{M}_-]+)+$`)
+
+// parsePatch checks a PATCH body against Ironic's patch schema, with the
+// error jsonschema's best_match picks.
+func parsePatch(raw any) ([]patchOp, error) {
+	var e jsvErrors
+	list, ok := raw.([]any)
+	if !ok {
+		e.checkType(0, raw, "array")
+		return nil, e.err("patch")
+	}
+	ops := make([]patchOp, 0, len(list))
+	for _, item := range list {
+		obj, ok := item.(map[string]any)
+		if !ok {
+			e.checkType(1, item, "object")
+			continue
+		}
+		if p, ok := obj["path"]; ok && e.checkType(2, p, "string") && !patchPathRE.MatchString(p.(string)) {
+			e.add(2, "%s does not match %s", scRepr(p), scRepr(`^(/[\w-]+)+$`))
+		}
+		if op, ok := obj["op"]; ok && e.checkType(2, op, "string") && !slices.Contains([]string{"add", "replace", "remove"}, op.(string)) {
+			e.add(2, "%s is not one of ['add', 'replace', 'remove']", scRepr(op))
+		}
+		e.checkAdditional(1, obj, []string{"path", "op", "value"})
+		e.checkRequired(1, obj, "op", "path")
+		op, _ := obj["op"].(string)
+		path, _ := obj["path"].(string)
+		v, has := obj["value"]
+		ops = append(ops, patchOp{op: op, path: path, value: v, has: has})
+	}
+	if err := e.err("patch"); err != nil {
+		return nil, err
+	}
+	return ops, nil
+}
+
+// readPatch reads a PATCH request's body and checks it against the patch
+// schema.
+func readPatch(r *http.Request) ([]patchOp, error) {
+	raw, err := decodeAny(r)
+	if err != nil {
+		return nil, err
+	}
+	return parsePatch(raw)
+}
+
+// patchTouches is Ironic's is_path_updated: whether an operation targets
+// path or something below it.
+func patchTouches(ops []patchOp, path string) bool {
+	for _, op := range ops {
+		if op.path == path || strings.HasPrefix(op.path, path+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// patchValues is Ironic's get_patch_values: the values added or replaced at
+// exactly path, in order.
+func patchValues(ops []patchOp, path string) []any {
+	var out []any
+	for _, op := range ops {
+		if op.path == path && op.op != "remove" {
+			out = append(out, op.value)
+		}
+	}
+	return out
+}
+
+// applyPatch is Ironic's apply_jsonpatch on a copy of doc: adding a root
+// attribute doc lacks is refused, then each operation applies in turn and
+// a failing one is named with python-jsonpatch's reason.
+func applyPatch(doc map[string]any, ops []patchOp) (map[string]any, error) {
+	for _, op := range ops {
+		if op.op == "add" && strings.Count(op.path, "/") == 1 {
+			if _, has := doc[op.path[1:]]; !has {
+				return nil, errInvalid("Adding a new attribute (%s) to the root of the resource is not allowed", op.path)
+			}
+		}
+	}
+	var root any = jsvCopy(doc)
+	for _, op := range ops {
+		next, reason := applyPatchOp(root, op)
+		if reason != "" {
+			return nil, fault.New(fault.Invalid, "Couldn't apply patch '%s'. Reason: %s", op.repr(), reason)
+		}
+		root = next
+	}
+	out, _ := root.(map[string]any)
+	return out, nil
+}
+
+// patchPointerPart decodes one JSON pointer token (~1 is "/", ~0 is "~").
+func patchPointerPart(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~1", "/"), "~0", "~")
+}
+
+func applyPatchOp(root any, op patchOp) (any, string) {
+	if op.op != "remove" && !op.has {
+		return nil, "The operation does not contain a 'value' member"
+	}
+	parts := strings.Split(op.path, "/")[1:]
+	for i := range parts {
+		parts[i] = patchPointerPart(parts[i])
+	}
+	parent := root
+	for _, part := range parts[:len(parts)-1] {
+		var reason string
+		if parent, reason = patchWalk(parent, part); reason != "" {
+			return nil, reason
+		}
+	}
+	last := parts[len(parts)-1]
+	switch p := parent.(type) {
+	case map[string]any:
+		_, exists := p[last]
+		switch op.op {
+		case "remove":
+			if !exists {
+				return nil, "can't remove a non-existent object '" + last + "'"
+			}
+			delete(p, last)
+		case "replace":
+			if !exists {
+				return nil, "can't replace a non-existent object '" + last + "'"
+			}
+			p[last] = jsvCopy(op.value)
+		default:
+			p[last] = jsvCopy(op.value)
+		}
+		return root, ""
+	case []any:
+		idx := len(p)
+		if last != "-" {
+			i, err := strconv.Atoi(last)
+			if err != nil || strings.HasPrefix(last, "+") {
+				return nil, "'" + last + "' is not a valid sequence index"
+			}
+			idx = i
+		} else if op.op == "replace" {
+			return nil, "'path' with '-' can't be applied to 'replace' operation"
+		}
+		var out []any
+		switch op.op {
+		case "remove":
+			if idx < 0 || idx >= len(p) {
+				return nil, "can't remove a non-existent object '" + last + "'"
+			}
+			out = slices.Delete(slices.Clone(p), idx, idx+1)
+		case "replace":
+			if idx < 0 || idx >= len(p) {
+				return nil, "can't replace outside of list"
+			}
+			out = slices.Clone(p)
+			out[idx] = jsvCopy(op.value)
+		default:
+			if idx < 0 || idx > len(p) {
+				return nil, "can't insert outside of list"
+			}
+			out = slices.Insert(slices.Clone(p), idx, jsvCopy(op.value))
+		}
+		return patchSetAt(root, parts[:len(parts)-1], out), ""
+	}
+	return nil, "unable to fully resolve json pointer " + op.path + ", part " + last
+}
+
+// patchWalk is jsonpointer's walk: one step into a mapping or a sequence.
+func patchWalk(doc any, part string) (any, string) {
+	switch d := doc.(type) {
+	case map[string]any:
+		v, ok := d[part]
+		if !ok {
+			return nil, "member '" + part + "' not found in " + scRepr(d)
+		}
+		return v, ""
+	case []any:
+		i, err := strconv.Atoi(part)
+		if err != nil {
+			return nil, "'" + part + "' is not a valid sequence index"
+		}
+		if i < 0 || i >= len(d) {
+			return nil, "index '" + part + "' is out of bounds"
+		}
+		return d[i], ""
+	}
+	return nil, "Document '" + pyTypeName(doc) + "' does not support indexing, must be mapping/sequence or support __getitem__"
+}
+
+// pyTypeName is Python's str(type(v)) of a decoded JSON value.
+func pyTypeName(v any) string {
+	switch v.(type) {
+	case string:
+		return "<class 'str'>"
+	case bool:
+		return "<class 'bool'>"
+	case int64:
+		return "<class 'int'>"
+	case float64:
+		return "<class 'float'>"
+	case nil:
+		return "<class 'NoneType'>"
+	}
+	return "<class 'object'>"
+}
+
+// patchSetAt replaces the value at parts (which exists) with v.
+func patchSetAt(root any, parts []string, v any) any {
+	if len(parts) == 0 {
+		return v
+	}
+	cur := root
+	for i, part := range parts {
+		if i == len(parts)-1 {
+			switch c := cur.(type) {
+			case map[string]any:
+				c[part] = v
+			case []any:
+				n, _ := strconv.Atoi(part)
+				c[n] = v
+			}
+			break
+		}
+		cur, _ = patchWalk(cur, part)
+	}
+	return root
+}
