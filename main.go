@@ -318,7 +318,7 @@ func states(args []string) error {
 		fmt.Print(engine.Dot())
 		return nil
 	}
-	for _, t := range engine.Machine {
+	for _, t := range engine.Transitions() {
 		fmt.Printf("%-16s --%-9s--> %s\n", t.From, t.Event, t.To)
 	}
 	return nil

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -10,8 +11,8 @@ import (
 	"castiron/storage"
 )
 
-// InterfaceKinds are the per-node hardware interfaces, in Ironic's order.
-var InterfaceKinds = []string{
+// interfaceKinds are the per-node hardware interfaces, in Ironic's order.
+var interfaceKinds = []string{
 	"bios", "boot", "console", "deploy", "firmware", "inspect", "management",
 	"network", "power", "raid", "rescue", "storage", "vendor",
 }
@@ -198,7 +199,7 @@ func InterfaceOf(n *storage.Node, kind string) string { return *InterfaceField(n
 // fillInterfaces sets every empty interface of n to the hardware type's
 // default and checks every set one is enabled (Ironic's messages).
 func fillInterfaces(n *storage.Node, hw *HardwareType, reset bool) error {
-	for _, kind := range InterfaceKinds {
+	for _, kind := range interfaceKinds {
 		f := InterfaceField(n, kind)
 		if *f == "" || reset {
 			*f = hw.Default(kind)
@@ -226,3 +227,6 @@ func unknownDriver(name, group string) error {
 func describe(n *storage.Node) string {
 	return fmt.Sprintf("%s(power=%s,deploy=%s,inspect=%s)", n.Driver, n.PowerInterface, n.DeployInterface, n.InspectInterface)
 }
+
+// InterfaceKinds lists the per-node hardware interfaces, in Ironic's order.
+func InterfaceKinds() []string { return slices.Clone(interfaceKinds) }

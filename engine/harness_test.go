@@ -58,7 +58,7 @@ func (h *harness) nodeIn(t *testing.T, st State, extra func(*storage.Node)) *sto
 	}
 	n, err := h.store.UpdateNode(ctx, n.UUID, func(n *storage.Node) (*storage.Event, error) {
 		n.ProvisionState = string(st)
-		if tgt := States[st].Target; tgt != "" {
+		if tgt := states[st].Target; tgt != "" {
 			n.TargetProvisionState = strp(string(tgt))
 		}
 		now := time.Now().UTC()

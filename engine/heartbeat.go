@@ -50,7 +50,7 @@ func (c *Conductor) AgentHeartbeat(ctx context.Context, ident string, hb protoco
 			cur.ProvisionUpdatedAt = &now
 			e := c.advanceSteps(ctx, cur, hb.Step, &instr, &after, &afterVerb)
 			return e, nil
-		case States[st].Failure:
+		case states[st].Failure:
 			instr = protocol.Instruction{Command: protocol.CmdAbort, Reason: fmt.Sprintf("node is in %s", st)}
 			return nil, nil
 		case lookupAllowed[st]:

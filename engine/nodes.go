@@ -302,7 +302,7 @@ func (c *Conductor) Validate(ctx context.Context, ident string) (map[string]Inte
 	}
 	out := map[string]InterfaceResult{}
 	dn := driverNode(n)
-	for _, kind := range InterfaceKinds {
+	for _, kind := range interfaceKinds {
 		impl := InterfaceOf(n, kind)
 		switch {
 		case impl == "no-"+kind || (impl == "noop" && kind != "network" && kind != "storage" && kind != "management"):

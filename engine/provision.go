@@ -51,7 +51,7 @@ func (c *Conductor) Provision(ctx context.Context, ident string, req ProvisionRe
 	if err != nil {
 		return err
 	}
-	ev, known := Verbs[req.Target]
+	ev, known := verbs[req.Target]
 	if !known || !Actionable(State(n.ProvisionState), ev) {
 		if n.Reservation != nil {
 			return fault.Locked(n.UUID, *n.Reservation)
@@ -104,7 +104,7 @@ func (c *Conductor) Provision(ctx context.Context, ident string, req ProvisionRe
 	case EvAbort:
 		// Aborting a wait or hold stops the ramdisk: power the node off.
 		// (service failed --abort--> active leaves a deployed node running.)
-		if States[from].WaitsForCallback || from == DeployHold || from == CleanHold || from == ServiceHold {
+		if states[from].WaitsForCallback || from == DeployHold || from == CleanHold || from == ServiceHold {
 			task = abortTask(from)
 		}
 	case EvAdopt:
@@ -226,7 +226,7 @@ func checkSteps(kind string, steps []map[string]any, priority bool) error {
 			return fault.New(fault.Invalid, "Invalid %s step %d: 'interface' and 'step' are required strings", kind, i)
 		}
 		valid := false
-		for _, k := range InterfaceKinds {
+		for _, k := range interfaceKinds {
 			valid = valid || k == iface
 		}
 		if !valid {
@@ -571,7 +571,7 @@ func (c *Conductor) AbortRunning(ctx context.Context, ident string) error {
 	if Actionable(st, EvAbort) && n.Reservation == nil {
 		return c.Provision(ctx, n.UUID, ProvisionRequest{Target: "abort"})
 	}
-	if n.Reservation != nil && *n.Reservation == c.cfg.Hostname && !States[st].Stable {
+	if n.Reservation != nil && *n.Reservation == c.cfg.Hostname && !states[st].Stable {
 		c.aborts.set(n.UUID)
 		return nil
 	}

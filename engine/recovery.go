@@ -21,7 +21,7 @@ func (c *Conductor) recover(ctx context.Context) error {
 	if len(held) > 0 {
 		c.log.Warn("released reservations left by a previous run", "count", len(held))
 	}
-	for st, info := range States {
+	for st, info := range states {
 		if !info.StuckFails {
 			continue
 		}
@@ -76,7 +76,7 @@ func (c *Conductor) failIfIn(ctx context.Context, uuid string, st State, msg str
 // CallbackTimeout (Ironic's *_callback_timeout periodic tasks).
 func (c *Conductor) checkTimeouts(ctx context.Context) error {
 	now := c.now()
-	for st, info := range States {
+	for st, info := range states {
 		if !info.WaitsForCallback {
 			continue
 		}
@@ -158,7 +158,7 @@ func (c *Conductor) takeOverDead(ctx context.Context) error {
 				continue // deleted meanwhile
 			}
 			st := State(n.ProvisionState)
-			if States[st].StuckFails {
+			if states[st].StuckFails {
 				msg := fmt.Sprintf("The conductor %s stopped heartbeating while node %s was in state %q; the operation was interrupted.", cd.Hostname, n.UUID, st)
 				if err := c.failIfIn(ctx, n.UUID, st, msg); err != nil {
 					return err

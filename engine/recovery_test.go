@@ -57,7 +57,7 @@ func TestRestartRecovery(t *testing.T) {
 		}
 		_, err := st.UpdateNode(ctx, n.UUID, func(n *storage.Node) (*storage.Event, error) {
 			n.ProvisionState = string(state)
-			n.TargetProvisionState = strp(string(States[state].Target))
+			n.TargetProvisionState = strp(string(states[state].Target))
 			n.Reservation = &host
 			past := time.Now().UTC().Add(-time.Minute).Truncate(time.Microsecond)
 			n.ProvisionUpdatedAt = &past

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -47,7 +49,7 @@ const (
 // Event is what moves the machine: an API verb or a conductor-internal event.
 type Event string
 
-// API verbs (after mapping the API target through Verbs) and internal events.
+// API verbs (after mapping the API target through verbs) and internal events.
 const (
 	EvManage   Event = "manage"
 	EvProvide  Event = "provide"
@@ -70,9 +72,9 @@ const (
 	EvHold   Event = "hold"
 )
 
-// Verbs maps the "target" of PUT /states/provision to the machine's event, as
+// verbs maps the "target" of PUT /states/provision to the machine's event, as
 // Ironic's states.VERBS does; "rebuild" passes through unchanged.
-var Verbs = map[string]Event{
+var verbs = map[string]Event{
 	"active":   EvDeploy,
 	"deploy":   EvDeploy,
 	"deleted":  EvDelete,
@@ -90,9 +92,9 @@ var Verbs = map[string]Event{
 	"rebuild":  EvRebuild,
 }
 
-// VerbMinVersion is the microversion each API target needs (Ironic's
+// verbMinVersion is the microversion each API target needs (Ironic's
 // MIN_VERB_VERSIONS plus unhold 1.85 and service 1.87).
-var VerbMinVersion = map[string]int{
+var verbMinVersion = map[string]int{
 	"manage": 4, "provide": 4, "inspect": 6, "abort": 13, "clean": 15,
 	"adopt": 17, "rescue": 38, "unrescue": 38, "deploy": 73, "undeploy": 73,
 	"unhold": 85, "service": 87,
@@ -121,8 +123,8 @@ type Transition struct {
 	To    State
 }
 
-// States is every state with its attributes (ironic/common/state_machine.py).
-var States = map[State]StateInfo{
+// states is every state with its attributes (ironic/common/state_machine.py).
+var states = map[State]StateInfo{
 	Enroll:       {Stable: true},
 	Manageable:   {Stable: true},
 	Available:    {Stable: true},
@@ -155,10 +157,10 @@ var States = map[State]StateInfo{
 	ServiceHold:  {Target: Active},
 }
 
-// Machine is the provision state machine: the single source of truth for
+// machine is the provision state machine: the single source of truth for
 // validation, the generated diagram and the edge-walking tests. Order follows
 // Ironic's state_machine.py.
-var Machine = []Transition{
+var machine = []Transition{
 	{Available, EvDeploy, Deploying},
 	{Deploying, EvFail, DeployFail},
 	{DeployFail, EvRebuild, Deploying},
@@ -259,18 +261,18 @@ type edgeKey struct {
 	ev   Event
 }
 
-// edges indexes Machine; built once at init from the table (read-only after).
+// edges indexes machine; built once at init from the table (read-only after).
 var edges = func() map[edgeKey]State {
-	m := make(map[edgeKey]State, len(Machine))
-	for _, t := range Machine {
+	m := make(map[edgeKey]State, len(machine))
+	for _, t := range machine {
 		k := edgeKey{t.From, t.Event}
 		if _, dup := m[k]; dup {
 			panic(fmt.Sprintf("state table: duplicate edge %q --%s-->", t.From, t.Event))
 		}
-		if _, ok := States[t.From]; !ok {
+		if _, ok := states[t.From]; !ok {
 			panic(fmt.Sprintf("state table: unknown state %q", t.From))
 		}
-		if _, ok := States[t.To]; !ok {
+		if _, ok := states[t.To]; !ok {
 			panic(fmt.Sprintf("state table: unknown state %q", t.To))
 		}
 		m[k] = t.To
@@ -291,7 +293,7 @@ func Actionable(s State, ev Event) bool {
 }
 
 // TargetOf is the target_provision_state a node in s shows; "" for none.
-func TargetOf(s State) State { return States[s].Target }
+func TargetOf(s State) State { return states[s].Target }
 
 // IsAPIVerb reports whether ev is an operator verb (as opposed to an event
 // only the conductor fires).
@@ -308,13 +310,13 @@ func IsAPIVerb(ev Event) bool {
 func Dot() string {
 	var b strings.Builder
 	b.WriteString("digraph castiron_provision_states {\n  rankdir=LR;\n  node [fontname=\"Helvetica\"];\n")
-	names := make([]string, 0, len(States))
-	for s := range States {
+	names := make([]string, 0, len(states))
+	for s := range states {
 		names = append(names, string(s))
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		info := States[State(n)]
+		info := states[State(n)]
 		attrs := []string{"shape=ellipse"}
 		if info.Stable {
 			attrs[0] = "shape=box"
@@ -327,7 +329,7 @@ func Dot() string {
 		}
 		fmt.Fprintf(&b, "  %q [%s];\n", n, strings.Join(attrs, ","))
 	}
-	for _, t := range Machine {
+	for _, t := range machine {
 		style := ""
 		if IsAPIVerb(t.Event) {
 			style = ",style=bold"
@@ -337,3 +339,37 @@ func Dot() string {
 	b.WriteString("}\n")
 	return b.String()
 }
+
+// The tables above are read-only; callers outside engine see them through
+// these accessors, which hand out copies.
+
+// VerbEvent maps an API provision target to its event.
+func VerbEvent(target string) (Event, bool) {
+	ev, ok := verbs[target]
+	return ev, ok
+}
+
+// VerbTargets lists every API provision target with its event.
+func VerbTargets() map[string]Event { return maps.Clone(verbs) }
+
+// VerbMinVersion is the microversion (minor part) an API target needs; ok is
+// false for targets every version accepts.
+func VerbMinVersion(target string) (minor int, ok bool) {
+	minor, ok = verbMinVersion[target]
+	return minor, ok
+}
+
+// VerbMinVersions is VerbMinVersion for every target that has one.
+func VerbMinVersions() map[string]int { return maps.Clone(verbMinVersion) }
+
+// Info returns the attributes of s; ok is false for a state engine does not know.
+func Info(s State) (StateInfo, bool) {
+	info, ok := states[s]
+	return info, ok
+}
+
+// AllStates lists every state with its attributes.
+func AllStates() map[State]StateInfo { return maps.Clone(states) }
+
+// Transitions lists the machine's edges in table order.
+func Transitions() []Transition { return slices.Clone(machine) }

@@ -10,7 +10,7 @@ import (
 )
 
 func TestMachineTableIsConsistent(t *testing.T) {
-	for _, tr := range Machine {
+	for _, tr := range machine {
 		to, ok := Next(tr.From, tr.Event)
 		if !ok || to != tr.To {
 			t.Errorf("Next(%q, %s) = %q, %v; want %q", tr.From, tr.Event, to, ok, tr.To)
@@ -21,18 +21,18 @@ func TestMachineTableIsConsistent(t *testing.T) {
 	reach := map[State]bool{Enroll: true}
 	for changed := true; changed; {
 		changed = false
-		for _, tr := range Machine {
+		for _, tr := range machine {
 			if reach[tr.From] && !reach[tr.To] {
 				reach[tr.To], changed = true, true
 			}
 		}
 	}
-	for s, info := range States {
+	for s, info := range states {
 		if !reach[s] {
 			t.Errorf("state %q unreachable from enroll", s)
 		}
 		out := 0
-		for _, tr := range Machine {
+		for _, tr := range machine {
 			if tr.From == s {
 				out++
 			}
@@ -44,8 +44,8 @@ func TestMachineTableIsConsistent(t *testing.T) {
 			t.Errorf("stable state %q has a target", s)
 		}
 	}
-	if len(States) != 30 {
-		t.Errorf("%d states, want Ironic's 30", len(States))
+	if len(states) != 30 {
+		t.Errorf("%d states, want Ironic's 30", len(states))
 	}
 	if !strings.Contains(Dot(), `"wait call-back" -> "deploy failed" [label="abort",style=bold]`) {
 		t.Error("Dot() lacks the deploy abort edge")
@@ -73,8 +73,8 @@ func verbArgs(target string) ProvisionRequest {
 func TestEveryStateVerbPair(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
-	for st := range States {
-		for target, ev := range Verbs {
+	for st := range states {
+		for target, ev := range verbs {
 			t.Run(string(st)+"/"+target, func(t *testing.T) {
 				n := h.nodeIn(t, st, nil)
 				err := h.c.Provision(ctx, n.UUID, verbArgs(target))

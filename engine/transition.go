@@ -34,10 +34,10 @@ func (c *Conductor) fire(ctx context.Context, n *storage.Node, ev Event, target 
 	}
 	n.ProvisionState = string(to)
 	switch {
-	case target != noTargetState && !States[to].Stable:
+	case target != noTargetState && !states[to].Stable:
 		n.TargetProvisionState = strp(string(target))
-	case States[to].Target != noTargetState:
-		n.TargetProvisionState = strp(string(States[to].Target))
+	case states[to].Target != noTargetState:
+		n.TargetProvisionState = strp(string(states[to].Target))
 	default:
 		n.TargetProvisionState = nil
 	}

@@ -105,7 +105,7 @@ func (a *API) driverDoc(r *http.Request, hw *engine.HardwareType, detail bool) m
 	}
 	if detail && ver.AtLeast(30) {
 		gates := map[string]int{"storage": 33, "rescue": 38, "bios": 40, "firmware": 86}
-		for _, kind := range engine.InterfaceKinds {
+		for _, kind := range engine.InterfaceKinds() {
 			if min, ok := gates[kind]; ok && !ver.AtLeast(min) {
 				continue
 			}

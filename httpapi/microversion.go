@@ -17,7 +17,7 @@ import (
 // provisionStateFilter is GET /v1/nodes?provision_state= (1.9): Ironic
 // refuses a state its machine does not know.
 func provisionStateFilter(q *storage.NodeQuery, v string) error {
-	if _, ok := engine.States[engine.State(v)]; !ok {
+	if _, ok := engine.Info(engine.State(v)); !ok {
 		return errInvalid("Provision state \"%s\" is not valid", v)
 	}
 	q.ProvisionState = &v

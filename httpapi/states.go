@@ -50,7 +50,7 @@ func (a *API) putProvision(w http.ResponseWriter, r *http.Request) error {
 			return errInvalid("Unknown argument: \"%s\"", k)
 		}
 	}
-	if min, ok := engine.VerbMinVersion[*target]; ok && !ver.AtLeast(min) {
+	if min, ok := engine.VerbMinVersion(*target); ok && !ver.AtLeast(min) {
 		return errNotAcceptable()
 	}
 	req := engine.ProvisionRequest{Target: *target}

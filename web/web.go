@@ -205,7 +205,7 @@ type StateJSON struct {
 	Deletable bool `json:"deletable"`
 }
 
-// TransitionJSON is one edge of engine.Machine.
+// TransitionJSON is one edge of the provision state machine.
 type TransitionJSON struct {
 	From  string `json:"from"`
 	Event string `json:"event"`
@@ -219,15 +219,15 @@ type TransitionJSON struct {
 var targetOrder = []string{"manage", "inspect", "provide", "clean", "deploy", "rebuild",
 	"undeploy", "abort", "unhold", "adopt", "rescue", "unrescue", "service"}
 
-// StateTable derives the UI's state JSON from engine.States and engine.Machine.
+// StateTable derives the UI's state JSON from engine.AllStates and engine.Transitions.
 func StateTable() States {
 	out := States{
 		States:         map[string]StateJSON{},
 		Verbs:          map[string]string{},
-		VerbMinVersion: engine.VerbMinVersion,
+		VerbMinVersion: engine.VerbMinVersions(),
 		Actions:        map[string][]string{},
 	}
-	for s, info := range engine.States {
+	for s, info := range engine.AllStates() {
 		out.States[string(s)] = StateJSON{Stable: info.Stable, Failure: info.Failure,
 			WaitsForCallback: info.WaitsForCallback, Target: string(info.Target), Deletable: engine.Deletable(s)}
 		acts := []string{}
@@ -238,16 +238,16 @@ func StateTable() States {
 			if info.StuckFails {
 				break
 			}
-			if ev, ok := engine.Verbs[t]; ok && engine.Actionable(s, ev) {
+			if ev, ok := engine.VerbEvent(t); ok && engine.Actionable(s, ev) {
 				acts = append(acts, t)
 			}
 		}
 		out.Actions[string(s)] = acts
 	}
-	for t, ev := range engine.Verbs {
+	for t, ev := range engine.VerbTargets() {
 		out.Verbs[t] = string(ev)
 	}
-	for _, t := range engine.Machine {
+	for _, t := range engine.Transitions() {
 		out.Transitions = append(out.Transitions, TransitionJSON{From: string(t.From), Event: string(t.Event),
 			To: string(t.To), Verb: engine.IsAPIVerb(t.Event)})
 	}

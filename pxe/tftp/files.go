@@ -6,17 +6,18 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
 // DefaultDir is where Debian's ipxe package installs the iPXE binaries.
 const DefaultDir = "/usr/lib/ipxe"
 
-// DefaultFiles are the iPXE binaries a PXE firmware is pointed at: BIOS
+// defaultFiles are the iPXE binaries a PXE firmware is pointed at: BIOS
 // (undionly.kpxe), UEFI x86-64 (snponly.efi uses the firmware's NIC driver,
 // ipxe.efi brings its own) and their arm64 builds where installed. Names not
 // present on disk are simply answered "file not found".
-var DefaultFiles = []string{
+var defaultFiles = []string{
 	"undionly.kpxe",
 	"snponly.efi",
 	"ipxe.efi",
@@ -34,7 +35,7 @@ type allowList map[string]bool
 
 func newAllowList(names []string) (allowList, error) {
 	if len(names) == 0 {
-		names = DefaultFiles
+		names = defaultFiles
 	}
 	allowed := make(allowList, len(names))
 	for _, name := range names {
@@ -64,3 +65,6 @@ func (d symlinkFS) Open(name string) (fs.File, error) {
 	}
 	return os.Open(filepath.Join(d.dir, name))
 }
+
+// DefaultFiles lists the basenames served when Config.Files is empty.
+func DefaultFiles() []string { return slices.Clone(defaultFiles) }

@@ -45,7 +45,7 @@ type Config struct {
 	// FS, when set, is served instead of Dir (e.g. binaries embedded at
 	// build time).
 	FS fs.FS
-	// Files is the allow-list of plain basenames; default DefaultFiles.
+	// Files is the allow-list of plain basenames; default DefaultFiles().
 	Files []string
 	// Recorder gets tftp_served / tftp_refused events; nil keeps nothing.
 	Recorder boot.Recorder
