@@ -4,28 +4,20 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"time"
 
 	"castiron/engine"
-	"castiron/engine/driver/fake"
-	"castiron/engine/driver/ipmi"
 	"castiron/httpapi"
 	"castiron/httpapi/client/workflow"
-	"castiron/storage"
-	"castiron/web"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -176,111 +168,14 @@ func serve(args []string) error {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	slog.SetDefault(log)
 
-	auth, err := authFor(c)
-	if err != nil {
-		return err
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-
-	store, err := storage.Open(ctx, filepath.Join(c.dataDir, "castiron.db"))
-	if err != nil {
-		return fmt.Errorf("open database: %w", err)
-	}
-	defer store.Close()
-
-	fakeDriver := fake.New()
-	ipmiDriver := ipmi.New(ipmi.Config{Logger: log})
-	hw := engine.NewRegistry(
-		engine.NewFakeHardware(fakeDriver),
-		engine.NewIPMIHardware(ipmiDriver, ipmiDriver, ipmi.Properties()),
-		engine.NewManualManagement(fakeDriver),
-	)
-	prov, err := newProvisioning(c, store, log)
+	a, err := newApp(ctx, c, log)
 	if err != nil {
 		return err
 	}
-	imageBase := ""
-	if prov.publicURL != "" {
-		imageBase = strings.TrimRight(prov.publicURL, "/") + "/images"
-	}
-	cond := engine.New(store, hw, engine.Config{
-		Hostname:          c.conductorName,
-		ConductorGroup:    strings.ToLower(c.conductorGroup),
-		CallbackTimeout:   c.callbackTimeout,
-		PowerSyncInterval: c.powerSync,
-		AutomatedClean:    c.automatedClean,
-		Discovery:         c.pxe.discovery,
-		InspectOverwrite:  c.inspectOverwrite,
-		CleanFullErase:    c.cleanFullErase,
-		ImageBaseURL:      imageBase,
-		Logger:            log,
-	})
-	prov.gate.cond = cond
-	if err := cond.Start(ctx); err != nil {
-		return fmt.Errorf("start conductor: %w", err)
-	}
-	ui := web.Handler(web.Options{Auth: auth})
-	mounts := web.Mounts(ui)
-	for pattern, h := range prov.mounts {
-		mounts[pattern] = h
-	}
-	var apiUp atomic.Bool
-	for pattern, h := range readiness(store, cond, &apiUp, prov).Mounts() {
-		mounts[pattern] = h
-	}
-	api := httpapi.New(cond, httpapi.Options{Auth: auth, Logger: log, HTML: ui, Extra: mounts, BootRecorder: prov.recorder})
-	provCtx, stopProv := context.WithCancel(ctx)
-	provErr := make(chan error, 1)
-	go func() { provErr <- prov.run(provCtx, agentOnly(api)) }()
-	defer func() { stopProv(); <-provErr }()
-	srv := &http.Server{
-		Handler:           api,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       60 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
-	ln, err := net.Listen("tcp", c.listen)
-	if err != nil {
-		_ = cond.Stop(context.Background())
-		return err
-	}
-	if c.tlsCert != "" || c.tlsKey != "" {
-		cert, err := tls.LoadX509KeyPair(c.tlsCert, c.tlsKey)
-		if err != nil {
-			_ = cond.Stop(context.Background())
-			return fmt.Errorf("--tls-cert/--tls-key: %w", err)
-		}
-		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-		ln = tls.NewListener(ln, srv.TLSConfig)
-	}
-	log.Info("castiron serving", "listen", ln.Addr().String(), "data_dir", c.dataDir,
-		"conductor", c.conductorName, "auth", authName(auth), "version", version)
-	errc := make(chan error, 1)
-	apiUp.Store(true)
-	go func() { errc <- srv.Serve(ln); apiUp.Store(false) }()
-	select {
-	case err := <-errc:
-		_ = cond.Stop(context.Background())
-		return err
-	case err := <-provErr:
-		provErr <- nil // for the deferred wait
-		_ = srv.Close()
-		_ = cond.Stop(context.Background())
-		return fmt.Errorf("provisioning network: %w", err)
-	case <-ctx.Done():
-	}
-	log.Info("shutting down")
-	shutCtx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(shutCtx); err != nil {
-		log.Warn("http shutdown", "err", err)
-	}
-	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		log.Warn("http server", "err", err)
-	}
-	return cond.Stop(shutCtx)
+	defer a.close()
+	return a.run(ctx)
 }
 
 // authFor picks the auth strategy: http_basic with --htpasswd; noauth on

@@ -41,7 +41,7 @@ type provisioning struct {
 	cfg       pxeConfig
 	log       *slog.Logger
 	store     *storage.SQLite
-	gate      *gateAdapter
+	gate      gateAdapter
 	serverIP  netip.Addr
 	publicURL string
 	recorder  *boot.BatchRecorder
@@ -73,7 +73,7 @@ func (p *provisioning) listenerChecks() []health.Check {
 // gateAdapter answers pxe's question with engine's decision.
 type gateAdapter struct{ cond *engine.Conductor }
 
-func (g *gateAdapter) Allow(ctx context.Context, mac net.HardwareAddr) (boot.Decision, bool) {
+func (g gateAdapter) Allow(ctx context.Context, mac net.HardwareAddr) (boot.Decision, bool) {
 	d, ok := g.cond.BootTarget(ctx, mac)
 	return boot.Decision{NodeUUID: d.NodeUUID, Purpose: d.Purpose}, ok
 }
@@ -121,41 +121,61 @@ func (d dhcpLeases) DeleteLease(ctx context.Context, mac string) error {
 	return d.store.DeleteLease(ctx, mac)
 }
 
-// newProvisioning prepares everything; nothing listens until run.
-// The gate answers once gate.cond is set (the conductor is made after, since
-// it needs the public URL).
-func newProvisioning(c *serveConfig, store *storage.SQLite, log *slog.Logger) (*provisioning, error) {
-	p := &provisioning{cfg: c.pxe, log: log, store: store, mounts: map[string]http.Handler{}, gate: &gateAdapter{}}
-	p.recorder = boot.NewBatchRecorder(timelineSink(store), log)
-	p.mounts["/images/"] = images.Handler(c.pxe.imagesDir, log)
+// provisioningSite is where the provisioning network is and how booting
+// machines reach castiron: worked out from the flags before anything is
+// built, since both the conductor and the boot servers need the public URL.
+type provisioningSite struct {
+	iface     *net.Interface // nil without --pxe-interface
+	serverIP  netip.Addr
+	subnet    *net.IPNet
+	publicURL string
+	// agentAddr, when set, is an extra listener on the provisioning network
+	// for the agent-facing endpoints only (the API listens elsewhere).
+	agentAddr string
+}
+
+func siteOf(c *serveConfig) (provisioningSite, error) {
+	site := provisioningSite{publicURL: c.pxe.publicURL}
 	if c.pxe.iface == "" {
-		p.publicURL = c.pxe.publicURL
-		return p, nil
+		return site, nil
 	}
 	ifc, err := net.InterfaceByName(c.pxe.iface)
 	if err != nil {
-		return nil, fmt.Errorf("--pxe-interface %s: %w", c.pxe.iface, err)
+		return site, fmt.Errorf("--pxe-interface %s: %w", c.pxe.iface, err)
 	}
 	ip, ipnet, err := ifaceIPv4(ifc)
 	if err != nil {
-		return nil, fmt.Errorf("--pxe-interface %s: %w", c.pxe.iface, err)
+		return site, fmt.Errorf("--pxe-interface %s: %w", c.pxe.iface, err)
 	}
-	p.serverIP = ip
+	site.iface, site.serverIP, site.subnet = ifc, ip, ipnet
 	_, apiPort, err := net.SplitHostPort(c.listen)
 	if err != nil {
-		return nil, fmt.Errorf("--listen %q: %w", c.listen, err)
+		return site, fmt.Errorf("--listen %q: %w", c.listen, err)
 	}
-	p.publicURL = c.pxe.publicURL
-	if p.publicURL == "" {
-		p.publicURL = "http://" + net.JoinHostPort(ip.String(), apiPort)
+	if site.publicURL == "" {
+		site.publicURL = "http://" + net.JoinHostPort(ip.String(), apiPort)
 	}
-	pub, err := url.Parse(p.publicURL)
+	pub, err := url.Parse(site.publicURL)
 	if err != nil || pub.Host == "" {
-		return nil, fmt.Errorf("--public-url %q: not a URL", p.publicURL)
+		return site, fmt.Errorf("--public-url %q: not a URL", site.publicURL)
 	}
 	if !listenCovers(c.listen, ip) {
-		p.agentAddr = net.JoinHostPort(ip.String(), portOf(pub, apiPort))
+		site.agentAddr = net.JoinHostPort(ip.String(), portOf(pub, apiPort))
 	}
+	return site, nil
+}
+
+// newProvisioning prepares everything; nothing listens until run.
+func newProvisioning(c *serveConfig, site provisioningSite, store *storage.SQLite, cond *engine.Conductor, log *slog.Logger) (*provisioning, error) {
+	p := &provisioning{cfg: c.pxe, log: log, store: store, mounts: map[string]http.Handler{}, gate: gateAdapter{cond},
+		serverIP: site.serverIP, publicURL: site.publicURL, agentAddr: site.agentAddr}
+	p.recorder = boot.NewBatchRecorder(timelineSink(store), log)
+	p.mounts["/images/"] = images.Handler(c.pxe.imagesDir, log)
+	if site.iface == nil {
+		return p, nil
+	}
+	ip, ipnet := site.serverIP, site.subnet
+	var err error
 	gate := p.gate
 	p.mounts["/boot/"] = httpboot.New(httpboot.Config{
 		PublicURL:     p.publicURL,

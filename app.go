@@ -1,0 +1,189 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"castiron/engine"
+	"castiron/engine/driver/fake"
+	"castiron/engine/driver/ipmi"
+	"castiron/httpapi"
+	"castiron/storage"
+	"castiron/web"
+)
+
+// shutdownTimeout bounds a clean stop: in-flight requests, then the
+// conductor's background work.
+const shutdownTimeout = 20 * time.Second
+
+// app is one `castiron serve`: newApp builds every part (nothing listens
+// yet), run starts them and stops them again, close releases what newApp
+// opened.
+type app struct {
+	cfg   *serveConfig
+	log   *slog.Logger
+	auth  httpapi.Authenticator
+	store *storage.SQLite
+	cond  *engine.Conductor
+	prov  *provisioning
+	api   http.Handler
+	apiUp atomic.Bool
+}
+
+func newApp(ctx context.Context, c *serveConfig, log *slog.Logger) (*app, error) {
+	auth, err := authFor(c)
+	if err != nil {
+		return nil, err
+	}
+	site, err := siteOf(c)
+	if err != nil {
+		return nil, err
+	}
+	store, err := storage.Open(ctx, filepath.Join(c.dataDir, "castiron.db"))
+	if err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	a := &app{cfg: c, log: log, auth: auth, store: store}
+	a.cond = engine.New(store, hardwareTypes(log), conductorConfig(c, site, log))
+	if a.prov, err = newProvisioning(c, site, store, a.cond, log); err != nil {
+		a.close()
+		return nil, err
+	}
+	ui := web.Handler(web.Options{Auth: auth})
+	mounts := web.Mounts(ui)
+	for pattern, h := range a.prov.mounts {
+		mounts[pattern] = h
+	}
+	for pattern, h := range readiness(store, a.cond, &a.apiUp, a.prov).Mounts() {
+		mounts[pattern] = h
+	}
+	a.api = httpapi.New(a.cond, httpapi.Options{Auth: auth, Logger: log, HTML: ui, Extra: mounts, BootRecorder: a.prov.recorder})
+	return a, nil
+}
+
+func hardwareTypes(log *slog.Logger) *engine.Registry {
+	fakeDriver := fake.New()
+	ipmiDriver := ipmi.New(ipmi.Config{Logger: log})
+	return engine.NewRegistry(
+		engine.NewFakeHardware(fakeDriver),
+		engine.NewIPMIHardware(ipmiDriver, ipmiDriver, ipmi.Properties()),
+		engine.NewManualManagement(fakeDriver),
+	)
+}
+
+func conductorConfig(c *serveConfig, site provisioningSite, log *slog.Logger) engine.Config {
+	imageBase := ""
+	if site.publicURL != "" {
+		imageBase = strings.TrimRight(site.publicURL, "/") + "/images"
+	}
+	return engine.Config{
+		Hostname:          c.conductorName,
+		ConductorGroup:    strings.ToLower(c.conductorGroup),
+		CallbackTimeout:   c.callbackTimeout,
+		PowerSyncInterval: c.powerSync,
+		AutomatedClean:    c.automatedClean,
+		Discovery:         c.pxe.discovery,
+		InspectOverwrite:  c.inspectOverwrite,
+		CleanFullErase:    c.cleanFullErase,
+		ImageBaseURL:      imageBase,
+		Logger:            log,
+	}
+}
+
+// close releases what newApp opened.
+func (a *app) close() {
+	if err := a.store.Close(); err != nil {
+		a.log.Warn("closing the database", "err", err)
+	}
+}
+
+// run starts the conductor, serves until ctx ends or a part fails, and
+// stops the conductor last: one place, whatever ended the run.
+func (a *app) run(ctx context.Context) error {
+	if err := a.cond.Start(ctx); err != nil {
+		return fmt.Errorf("start conductor: %w", err)
+	}
+	err := a.serve(ctx)
+	stopCtx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	return errors.Join(err, a.cond.Stop(stopCtx))
+}
+
+// serve runs the provisioning network and the API until ctx ends or one of
+// them fails, then shuts both down.
+func (a *app) serve(ctx context.Context) error {
+	srv, ln, err := a.listen()
+	if err != nil {
+		return err
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	provErr := make(chan error, 1)
+	go func() { provErr <- a.prov.run(runCtx, agentOnly(a.api)) }()
+	apiErr := make(chan error, 1)
+	a.apiUp.Store(true)
+	go func() { apiErr <- srv.Serve(ln); a.apiUp.Store(false) }()
+	a.log.Info("castiron serving", "listen", ln.Addr().String(), "data_dir", a.cfg.dataDir,
+		"conductor", a.cfg.conductorName, "auth", authName(a.auth), "version", version)
+
+	select {
+	case err = <-apiErr:
+		apiErr <- nil // for the wait below
+	case err = <-provErr:
+		provErr <- nil
+		if err != nil {
+			err = fmt.Errorf("provisioning network: %w", err)
+		}
+	case <-ctx.Done():
+		a.log.Info("shutting down")
+	}
+	shutCtx, cancelShut := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancelShut()
+	if shutErr := srv.Shutdown(shutCtx); shutErr != nil {
+		a.log.Warn("http shutdown", "err", shutErr)
+	}
+	if serveErr := <-apiErr; serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) && err == nil {
+		err = serveErr
+	}
+	cancel()
+	<-provErr
+	return err
+}
+
+// listen opens the API listener (with TLS when configured).
+func (a *app) listen() (*http.Server, net.Listener, error) {
+	srv := &http.Server{
+		Handler:           a.api,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),
+	}
+	c := a.cfg
+	var tlsConfig *tls.Config
+	if c.tlsCert != "" || c.tlsKey != "" {
+		cert, err := tls.LoadX509KeyPair(c.tlsCert, c.tlsKey)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--tls-cert/--tls-key: %w", err)
+		}
+		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	ln, err := net.Listen("tcp", c.listen)
+	if err != nil {
+		return nil, nil, err
+	}
+	if tlsConfig != nil {
+		srv.TLSConfig = tlsConfig
+		ln = tls.NewListener(ln, tlsConfig)
+	}
+	return srv, ln, nil
+}
