@@ -60,21 +60,33 @@ func (c *Conductor) AgentLookup(ctx context.Context, macs []string, nodeUUID str
 	return c.issueToken(ctx, n.UUID)
 }
 
-// issueToken stores a new agent token on the node unless one is there.
+// WithheldToken is what a lookup answers in place of the agent token when
+// one was already issued for this boot (Ironic's get_node_with_token): the
+// agent that has it keeps it, a second one cannot heartbeat.
+const WithheldToken = "******"
+
+// issueToken stores a new agent token on the node unless one is there, in
+// which case the answer carries WithheldToken.
 func (c *Conductor) issueToken(ctx context.Context, uuid string) (*storage.Node, string, error) {
 	token, err := newToken()
 	if err != nil {
 		return nil, "", err
 	}
+	issued := true
 	n, err := c.store.UpdateNode(ctx, uuid, func(n *storage.Node) (*storage.Event, error) {
 		if t, _ := n.DriverInternalInfo[diiAgentToken].(string); t != "" {
-			return nil, fault.New(fault.Conflict, "An agent token is already present.")
+			issued = false
+			return nil, nil
 		}
 		n.DriverInternalInfo[diiAgentToken] = token
 		return nil, nil
 	})
 	if err != nil {
 		return nil, "", err
+	}
+	if !issued {
+		c.log.Warn("agent token already issued; the lookup gets it withheld", "node", n.UUID, "state", n.ProvisionState)
+		return n, WithheldToken, nil
 	}
 	return n, token, nil
 }

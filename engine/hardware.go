@@ -41,6 +41,41 @@ func (h *HardwareType) Enabled(kind, impl string) bool {
 	return false
 }
 
+// interfaceProperties are the driver_info keys an interface implementation
+// reads, by "kind:implementation". A hardware type's properties (GET
+// /v1/drivers/{name}/properties) are its own keys plus those of its
+// default interfaces, as Ironic's get_properties.
+var interfaceProperties = map[string][]driver.Property{
+	"inspect:agent": {
+		{Name: "inspect_wait_timeout", Description: "Seconds to wait for the ramdisk's inspection data before the node goes to inspect failed; default is the conductor's callback timeout. Optional."},
+		{Name: "inspect_overwrite", Description: "Whether inspection overwrites properties that are already set (cpus, memory_mb, local_gb, cpu_arch); default is the conductor's setting. Optional."},
+	},
+	// Ironic's fake vendor interface (FakeVendorB) documents two made-up
+	// keys; clients and tempest expect fake-hardware to list them.
+	"vendor:fake": {
+		{Name: "B1", Description: "B1 description. Required."},
+		{Name: "B2", Description: "B2 description. Required."},
+	},
+}
+
+// DriverProperties are the driver_info keys the type documents: its own
+// and those of its default interfaces.
+func (h *HardwareType) DriverProperties() map[string]string {
+	out := map[string]string{}
+	for _, p := range h.Properties {
+		out[p.Name] = p.Description
+	}
+	for _, kind := range InterfaceKinds {
+		if len(h.Interfaces[kind]) == 0 {
+			continue
+		}
+		for _, p := range interfaceProperties[kind+":"+h.Default(kind)] {
+			out[p.Name] = p.Description
+		}
+	}
+	return out
+}
+
 // Interfaces that need the ramdisk agent: a node using one of these waits in
 // a *wait state for the agent's callback.
 var agentDriven = map[string]bool{

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"slices"
 
 	"castiron/engine/driver"
 	"castiron/fault"
@@ -10,33 +9,20 @@ import (
 )
 
 // Volume connectors and targets (API 1.32). As in Ironic, creating one needs
-// only an existing node; changing one needs its node (the new one, when the
-// change moves it) unlocked and powered off; deleting one needs its node
-// unlocked and either powered off or in a state where the node itself may be
-// deleted (conductor/manager.py update_volume_* and destroy_volume_*).
+// only an existing node; changing or deleting one needs its node (the new
+// one, when the change moves it) unlocked and powered off
+// (conductor/manager.py update_volume_* and destroy_volume_*). Ironic since
+// 2025 also deletes them in enroll, manageable and adopt failed whatever the
+// power state; castiron keeps the rule of Ironic 21.4, which the stock
+// ironic-tempest-plugin checks (a powered-on enroll node refuses).
 
-// volumeDeleteStates are Ironic's DELETE_ALLOWED_STATES, in which a volume
-// connector or target goes whatever the node's power state.
-var volumeDeleteStates = []State{Manageable, Enroll, AdoptFail}
-
-// volumeUpdatable is the conductor-side check of an update: the node's lock
-// (NodeLocked) and its power state (InvalidStateRequested).
-func volumeUpdatable(n *storage.Node, action string) error {
+// volumeChangeable is the conductor-side check of an update or deletion:
+// the node's lock (NodeLocked) and its power state (InvalidStateRequested).
+func volumeChangeable(n *storage.Node, action string) error {
 	if n.Reservation != nil {
 		return fault.Locked(n.UUID, *n.Reservation)
 	}
 	if deref(n.PowerState) != driver.PowerOff {
-		return fault.InvalidState(action, n.UUID, powerStateWord(n))
-	}
-	return nil
-}
-
-// volumeDeletable is the check of a deletion.
-func volumeDeletable(n *storage.Node, action string) error {
-	if n.Reservation != nil {
-		return fault.Locked(n.UUID, *n.Reservation)
-	}
-	if !slices.Contains(volumeDeleteStates, State(n.ProvisionState)) && deref(n.PowerState) != driver.PowerOff {
 		return fault.InvalidState(action, n.UUID, powerStateWord(n))
 	}
 	return nil
@@ -76,7 +62,7 @@ func (c *Conductor) UpdateVolumeConnector(ctx context.Context, connUUID string, 
 		if vc.Extra == nil {
 			vc.Extra = storage.JSONObject{}
 		}
-		return volumeUpdatable(n, "volume connector update")
+		return volumeChangeable(n, "volume connector update")
 	})
 	if err != nil {
 		return nil, err
@@ -95,7 +81,7 @@ func (c *Conductor) DeleteVolumeConnector(ctx context.Context, connUUID string) 
 	if err != nil {
 		return err
 	}
-	if err := volumeDeletable(n, "volume connector deletion"); err != nil {
+	if err := volumeChangeable(n, "volume connector deletion"); err != nil {
 		return err
 	}
 	if err := c.store.DeleteVolumeConnector(ctx, vc.UUID); err != nil {
@@ -142,7 +128,7 @@ func (c *Conductor) UpdateVolumeTarget(ctx context.Context, targetUUID string, c
 				*m = storage.JSONObject{}
 			}
 		}
-		return volumeUpdatable(n, "volume target update")
+		return volumeChangeable(n, "volume target update")
 	})
 	if err != nil {
 		return nil, err
@@ -161,7 +147,7 @@ func (c *Conductor) DeleteVolumeTarget(ctx context.Context, targetUUID string) e
 	if err != nil {
 		return err
 	}
-	if err := volumeDeletable(n, "volume target deletion"); err != nil {
+	if err := volumeChangeable(n, "volume target deletion"); err != nil {
 		return err
 	}
 	if err := c.store.DeleteVolumeTarget(ctx, vt.UUID); err != nil {

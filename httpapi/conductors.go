@@ -220,9 +220,5 @@ func (a *API) getDriverProperties(w http.ResponseWriter, r *http.Request) error 
 	if !ok {
 		return errDriverNotFound(r.PathValue("name"))
 	}
-	props := map[string]string{}
-	for _, p := range hw.Properties {
-		props[p.Name] = p.Description
-	}
-	return writeJSON(w, http.StatusOK, props)
+	return writeJSON(w, http.StatusOK, hw.DriverProperties())
 }

@@ -54,6 +54,10 @@ func TestPowerMaintenanceBootDeviceValidateTraits(t *testing.T) {
 		t.Fatalf("maintenance off: %v %v", n["maintenance"], n["maintenance_reason"])
 	}
 
+	// Before any set, fake management answers as Ironic's: pxe, not persistent.
+	if bd := h.expect(200, "GET", base+"/management/boot_device", latest, nil).json(t); bd["boot_device"] != "pxe" || bd["persistent"] != false {
+		t.Fatalf("boot device before a set: %v", bd)
+	}
 	h.expect(204, "PUT", base+"/management/boot_device", latest, map[string]any{"boot_device": "pxe", "persistent": true})
 	bd := h.expect(200, "GET", base+"/management/boot_device", latest, nil).json(t)
 	if bd["boot_device"] != "pxe" || bd["persistent"] != true {
@@ -85,7 +89,12 @@ func TestPowerMaintenanceBootDeviceValidateTraits(t *testing.T) {
 	h.expect(204, "DELETE", base+"/traits/CUSTOM_GPU", latest, nil)
 	h.expect(404, "DELETE", base+"/traits/CUSTOM_GPU", latest, nil)
 	h.expect(204, "DELETE", base+"/traits", latest, nil)
-	h.expect(404, "GET", base+"/traits", "1.36", nil)
+	// Below 1.37, as Ironic (the tempest plugin's TestNodesTraitsOldApi).
+	h.expect(406, "GET", base+"/traits", "1.36", nil)
+	h.expect(405, "PUT", base+"/traits/CUSTOM_GPU", "1.36", nil)
+	h.expect(405, "PUT", base+"/traits", "1.36", map[string]any{"traits": []string{"CUSTOM_GPU"}})
+	h.expect(404, "DELETE", base+"/traits/CUSTOM_GPU", "1.36", nil)
+	h.expect(404, "DELETE", base+"/traits", "1.36", nil)
 }
 
 func TestPorts(t *testing.T) {
@@ -165,7 +174,16 @@ func TestConductorsAndDrivers(t *testing.T) {
 		t.Fatalf("driver %v", d)
 	}
 	h.expect(404, "GET", "/v1/drivers/nope", latest, nil)
-	h.expect(200, "GET", "/v1/drivers/fake-hardware/properties", latest, nil)
+	// Every hardware type lists the driver_info keys of its interfaces.
+	for name, keys := range map[string][]string{"fake-hardware": {"B1", "B2"}, "manual-management": {"inspect_wait_timeout"}} {
+		props := h.expect(200, "GET", "/v1/drivers/"+name+"/properties", latest, nil).json(t)
+		for _, k := range keys {
+			if _, ok := props[k]; !ok {
+				t.Errorf("%s properties %v lack %s", name, props, k)
+			}
+		}
+	}
+	h.expect(404, "GET", "/v1/drivers/nope/properties", latest, nil)
 }
 
 func TestHTTPBasicAuth(t *testing.T) {

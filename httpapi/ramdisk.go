@@ -60,31 +60,37 @@ func (a *API) lookup(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusOK, a.lookupView(r, n, token))
 }
 
+// lookupView is Ironic's lookup answer: the node's uuid, properties and
+// instance_info and driver_internal_info as every view masks them (the
+// agent token too: the agent gets it in config once), and the agent
+// configuration with Ironic's keys. The values are castiron's: it checks
+// sha256/sha512 only (no md5), writes raw and qcow2 images, has no statsd
+// or container steps.
 func (a *API) lookupView(r *http.Request, n *storage.Node, token string) map[string]any {
 	dii := map[string]any{}
 	for k, v := range n.DriverInternalInfo {
-		if k != "agent_secret_token" && k != engine.InventoryKey {
+		if k != engine.InventoryKey {
 			dii[k] = v
 		}
 	}
-	ii := map[string]any{}
-	for k, v := range n.InstanceInfo {
-		if k == "configdrive" || k == "rescue_password" {
-			v = "******"
-		}
-		ii[k] = v
-	}
-	base := baseURL(r)
+	v := a.view(r)
+	skipBMC := engine.InterfaceOf(n, "management") == "redfish"
 	return map[string]any{
 		"node": map[string]any{
-			"uuid": n.UUID, "properties": n.Properties, "instance_info": ii, "driver_internal_info": dii,
-			"links": []link{{Href: base + "/v1/nodes/" + n.UUID, Rel: "self"}, {Href: base + "/nodes/" + n.UUID, Rel: "bookmark"}},
+			"uuid": n.UUID, "properties": n.Properties, "instance_info": maskInstanceInfo(n.InstanceInfo),
+			"driver_internal_info": maskDictPassword(dii), "links": selfLinks(v, "nodes", n.UUID),
 		},
-		"config": map[string]any{
-			"heartbeat_timeout":    300,
-			"agent_token":          token,
-			"agent_token_required": true,
-			"metrics":              map[string]any{"backend": "noop"},
+		"config": protocol.LookupConfig{
+			Metrics:          protocol.MetricsConfig{Backend: "noop", PrependHostReverse: true},
+			MetricsStatsd:    protocol.StatsdConfig{Host: "localhost", Port: 8125},
+			HeartbeatTimeout: 300,
+			AgentContainers: protocol.ContainerConfig{Allowed: []string{}, ContainerStepsFile: "/etc/ironic-python-agent.d/mysteps.yaml",
+				Runner: "podman", PullOptions: []string{}, RunOptions: []string{"--rm", "--network=host"}},
+			AgentToken:            token,
+			AgentTokenRequired:    true,
+			PermittedImageFormats: []string{"raw", "qcow2"},
+			AgentSkipBMCDetect:    skipBMC,
+			TLSMinVersion:         "1.2",
 		},
 	}
 }

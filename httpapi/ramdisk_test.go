@@ -270,8 +270,27 @@ func TestAgentCleaningThroughHeartbeats(t *testing.T) {
 	h.expect(http.StatusNotFound, "GET", "/v1/lookup?addresses="+mac, "1.21", nil)
 	a := &agent{h: h}
 	a.lookup(mac)
-	// The token is issued once per boot.
-	h.expect(http.StatusConflict, "GET", "/v1/lookup?addresses="+mac, "1.84", nil)
+	// The token is issued once per boot: a second lookup gets the node with
+	// the token withheld, as Ironic's get_node_with_token answers.
+	again := h.expect(http.StatusOK, "GET", "/v1/lookup?addresses="+mac, "1.84", nil).json(t)
+	cfg := again["config"].(map[string]any)
+	if cfg["agent_token"] != "******" || again["node"].(map[string]any)["uuid"] != id {
+		t.Errorf("second lookup: %v", again)
+	}
+	if dii := again["node"].(map[string]any)["driver_internal_info"].(map[string]any); dii["agent_secret_token"] != "******" {
+		t.Errorf("lookup driver_internal_info shows the token: %v", dii)
+	}
+	// Every key Ironic's lookup config has, so agents need no defaults.
+	for _, k := range []string{"metrics", "metrics_statsd", "heartbeat_timeout", "agent_containers", "agent_token", "agent_token_required",
+		"agent_md5_checksum_enable", "disable_deep_image_inspection", "permitted_image_formats", "agent_skip_bmc_detect",
+		"enable_bios_bootloader_install", "tls_min_version", "tls_cipher_suites"} {
+		if _, ok := cfg[k]; !ok {
+			t.Errorf("lookup config lacks %s: %v", k, cfg)
+		}
+	}
+	if n := h.expect(http.StatusOK, "GET", "/v1/nodes/"+id, latest, nil).json(t); n["driver_internal_info"].(map[string]any)["agent_secret_token"] != "******" {
+		t.Errorf("node view shows the agent token: %v", n["driver_internal_info"])
+	}
 	h.expect(http.StatusBadRequest, "POST", "/v1/heartbeat/"+id, "1.84", protocol.Heartbeat{AgentToken: "wrong"})
 	h.expect(http.StatusBadRequest, "POST", "/v1/heartbeat/"+id, "1.84", protocol.Heartbeat{})
 	h.expect(http.StatusBadRequest, "POST", "/v1/heartbeat/"+id, "1.30", protocol.Heartbeat{AgentToken: a.token, AgentVersion: "x"})

@@ -37,6 +37,26 @@ func (a *API) apiRoute(method, path string, s apiSince, h handlerFunc) {
 	})
 }
 
+// traitsBelow37 answers /v1/nodes/{ident}/traits below 1.37 as Ironic does:
+// its node controller has no traits sub-controller there, so GET reads
+// "traits" as get_one's fields argument (406, traits is a 1.37 field), PUT
+// finds no handler (405) and DELETE refuses the extra path part (404).
+func traitsBelow37(h handlerFunc) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		if versionOf(r).AtLeast(37) {
+			return h(w, r)
+		}
+		switch r.Method {
+		case http.MethodGet:
+			return errNotAcceptable()
+		case http.MethodPut:
+			writeRaw(w, http.StatusMethodNotAllowed, codeBody(http.StatusMethodNotAllowed, ""))
+			return nil
+		}
+		return notFoundResource()
+	}
+}
+
 // routes is the whole API surface in one table.
 func (a *API) routes() {
 	a.mux.HandleFunc("GET /{$}", a.getRoot)
@@ -67,11 +87,11 @@ func (a *API) routes() {
 	a.route("PUT", "/nodes/{ident}/states/boot_mode", 1, a.putBootMode)                   // 1.76, gated after the node lookup
 	a.route("PUT", "/nodes/{ident}/states/secure_boot", 1, a.putSecureBoot)               // 1.76, gated after the node lookup
 	a.route("GET", "/nodes/{ident}/validate", 1, a.getValidate)
-	a.route("GET", "/nodes/{ident}/traits", 37, a.getTraits)
-	a.route("PUT", "/nodes/{ident}/traits", 37, a.putTraits)
-	a.route("PUT", "/nodes/{ident}/traits/{trait}", 37, a.putTraits)
-	a.route("DELETE", "/nodes/{ident}/traits", 37, a.deleteTraits)
-	a.route("DELETE", "/nodes/{ident}/traits/{trait}", 37, a.deleteTraits)
+	a.route("GET", "/nodes/{ident}/traits", 1, traitsBelow37(a.getTraits))
+	a.route("PUT", "/nodes/{ident}/traits", 1, traitsBelow37(a.putTraits))
+	a.route("PUT", "/nodes/{ident}/traits/{trait}", 1, traitsBelow37(a.putTraits))
+	a.route("DELETE", "/nodes/{ident}/traits", 1, traitsBelow37(a.deleteTraits))
+	a.route("DELETE", "/nodes/{ident}/traits/{trait}", 1, traitsBelow37(a.deleteTraits))
 	a.route("GET", "/nodes/{ident}/conductor", 49, a.getNodeConductor)
 	a.route("GET", "/nodes/{ident}/ports", 1, a.listPorts(false))
 	a.route("GET", "/nodes/{ident}/ports/detail", 1, a.listPorts(true))

@@ -6,6 +6,7 @@ package httpapi
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -106,11 +107,16 @@ func (a *API) versionedAuth(minMinor int, auth bool, h handlerFunc) http.Handler
 			return
 		}
 		r = r.WithContext(withVersion(r.Context(), v))
+		var capped *cappedBody
 		if r.Body != nil {
-			r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+			capped = &cappedBody{orig: r.Body, ReadCloser: http.MaxBytesReader(w, r.Body, MaxBodyBytes)}
+			r.Body = capped
 		}
 		if err := h(w, r); err != nil {
 			writeError(w, r, err)
+		}
+		if capped != nil && capped.over {
+			lingerDrain(w, capped.orig)
 		}
 	})
 }
@@ -154,6 +160,39 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a.mux.ServeHTTP(rec, r)
+}
+
+// cappedBody is a request body behind http.MaxBytesReader that remembers
+// whether the cap was hit.
+type cappedBody struct {
+	io.ReadCloser
+	orig io.ReadCloser
+	over bool
+}
+
+func (c *cappedBody) Read(p []byte) (int, error) {
+	n, err := c.ReadCloser.Read(p)
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		c.over = true
+	}
+	return n, err
+}
+
+// Lingering close, as nginx does it: after a 413 the rest of the body is
+// read and dropped for a bounded time, so that a client that writes its
+// whole body before reading (Python's http.client does) sees the answer
+// instead of a connection reset.
+const (
+	lingerTime  = 30 * time.Second
+	lingerBytes = 256 << 20
+)
+
+func lingerDrain(w http.ResponseWriter, body io.Reader) {
+	rc := http.NewResponseController(w)
+	_ = rc.Flush()
+	_ = rc.SetReadDeadline(time.Now().Add(lingerTime))
+	_, _ = io.CopyN(io.Discard, body, lingerBytes)
 }
 
 type statusRecorder struct {

@@ -298,7 +298,13 @@ func TestVolumeConnectors(t *testing.T) {
 		t.Fatalf("moved: %v", moved)
 	}
 
-	// Delete: allowed in enroll whatever the power; else only powered off.
+	// Delete: only powered off, in enroll too (Ironic 21.4, which the stock
+	// tempest plugin checks).
+	c2node := c2["node_uuid"].(string)
+	volPower(h, c2node, "power on")
+	volFault(t, h.expect(400, "DELETE", "/v1/volume/connectors/"+c2["uuid"].(string), latest, nil),
+		fmt.Sprintf(`The requested action "volume connector deletion" can not be performed on node "%s" while it is in state "power on".`, c2node))
+	volPower(h, c2node, "power off")
 	h.expect(204, "DELETE", "/v1/volume/connectors/"+c2["uuid"].(string), latest, nil)
 	volFault(t, h.expect(404, "DELETE", "/v1/volume/connectors/"+c2["uuid"].(string), latest, nil),
 		"Volume connector "+c2["uuid"].(string)+" could not be found.")
@@ -382,8 +388,12 @@ func TestVolumeTargets(t *testing.T) {
 		t.Fatalf("patched: %v", up)
 	}
 	volPower(h, id, "power on")
-	// The node is in enroll: deleting is allowed although it is powered on.
+	// Powered on: no deletion, in enroll too.
+	volFault(t, h.expect(400, "DELETE", "/v1/volume/targets/"+tid, latest, nil),
+		fmt.Sprintf(`The requested action "volume target deletion" can not be performed on node "%s" while it is in state "power on".`, id))
+	volPower(h, id, "power off")
 	h.expect(204, "DELETE", "/v1/volume/targets/"+tid, latest, nil)
+	volPower(h, id, "power on")
 	volFault(t, h.expect(404, "DELETE", "/v1/volume/targets/"+tid, latest, nil), "Volume target "+tid+" could not be found.")
 	volFault(t, h.expect(400, "PATCH", "/v1/volume/targets/"+second["uuid"].(string), latest, p),
 		fmt.Sprintf(`The requested action "volume target update" can not be performed on node "%s" while it is in state "power on".`, id))

@@ -132,11 +132,48 @@ type LookupNode struct {
 	DriverInternalInfo map[string]any `json:"driver_internal_info"`
 }
 
-// LookupConfig is the agent configuration returned with a lookup.
+// LookupConfig is the agent configuration returned with a lookup, with
+// every key Ironic's ramdisk.config sends (an agent missing one falls back
+// to its own default).
 type LookupConfig struct {
-	HeartbeatTimeout   int    `json:"heartbeat_timeout"`
-	AgentToken         string `json:"agent_token"`
-	AgentTokenRequired bool   `json:"agent_token_required"`
+	Metrics                     MetricsConfig   `json:"metrics"`
+	MetricsStatsd               StatsdConfig    `json:"metrics_statsd"`
+	HeartbeatTimeout            int             `json:"heartbeat_timeout"`
+	AgentContainers             ContainerConfig `json:"agent_containers"`
+	AgentToken                  string          `json:"agent_token"`
+	AgentTokenRequired          bool            `json:"agent_token_required"`
+	AgentMD5ChecksumEnable      bool            `json:"agent_md5_checksum_enable"`
+	DisableDeepImageInspection  bool            `json:"disable_deep_image_inspection"`
+	PermittedImageFormats       []string        `json:"permitted_image_formats"`
+	AgentSkipBMCDetect          bool            `json:"agent_skip_bmc_detect"`
+	EnableBIOSBootloaderInstall bool            `json:"enable_bios_bootloader_install"`
+	TLSMinVersion               string          `json:"tls_min_version"`
+	TLSCipherSuites             *string         `json:"tls_cipher_suites"`
+}
+
+// MetricsConfig is lookup's "metrics": where the agent sends its metrics.
+type MetricsConfig struct {
+	Backend            string  `json:"backend"`
+	PrependHost        bool    `json:"prepend_host"`
+	PrependUUID        bool    `json:"prepend_uuid"`
+	PrependHostReverse bool    `json:"prepend_host_reverse"`
+	GlobalPrefix       *string `json:"global_prefix"`
+}
+
+// StatsdConfig is lookup's "metrics_statsd".
+type StatsdConfig struct {
+	Host string `json:"statsd_host"`
+	Port int    `json:"statsd_port"`
+}
+
+// ContainerConfig is lookup's "agent_containers": container steps.
+type ContainerConfig struct {
+	AllowArbitrary     bool     `json:"allow_arbitrary_containers"`
+	Allowed            []string `json:"allowed_containers"`
+	ContainerStepsFile string   `json:"container_steps_file"`
+	Runner             string   `json:"runner"`
+	PullOptions        []string `json:"pull_options"`
+	RunOptions         []string `json:"run_options"`
 }
 
 // Heartbeat is the body of POST /v1/heartbeat/{node}. The first fields are

@@ -63,14 +63,16 @@ func (d *Driver) SetBootDevice(ctx context.Context, n driver.Node, device string
 	return ctx.Err()
 }
 
-// BootDevice returns the recorded device; unknown before the first set.
+// BootDevice returns the recorded device; before the first set, what
+// Ironic's fake management always answers: pxe, not persistent.
 func (d *Driver) BootDevice(ctx context.Context, n driver.Node) (driver.BootDevice, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if b, ok := d.boot[n.UUID]; ok {
 		return b, ctx.Err()
 	}
-	return driver.BootDevice{}, ctx.Err()
+	persistent := false
+	return driver.BootDevice{BootDevice: driver.BootPXE, Persistent: &persistent}, ctx.Err()
 }
 
 // SupportedBootDevices are those of Ironic's fake management interface.
