@@ -394,6 +394,20 @@ func TestBrowserFleetAndNode(t *testing.T) {
 			t.Errorf("deleted node: GET %d", r.status)
 		}
 	})
+
+	b.sub(t, "secrets are masked on the node page", func(t *testing.T) {
+		const secret = "s3cr3t-ui-value"
+		n := s.expect(http.StatusCreated, "POST", "/v1/nodes", map[string]any{"name": "masked-ui", "driver": "fake-hardware",
+			"driver_info":   map[string]any{"ipmi_password": secret, "fake_key": "shown-value"},
+			"instance_info": map[string]any{"configdrive": secret, "image_source": "http://img"}})
+		b.run(chromedp.Navigate(s.srv.URL + "/#/node/" + n["uuid"].(string)))
+		b.waitJS("driver info card", `(document.querySelector('.c-dinfo') || document.body).innerText.includes('shown-value')`)
+		var page string
+		b.eval(`document.documentElement.outerHTML`, &page)
+		if strings.Contains(page, secret) || !strings.Contains(page, "******") {
+			t.Errorf("node page shows the secret or no mask")
+		}
+	})
 	b.checkErrors()
 }
 
