@@ -65,7 +65,7 @@ func (h *HardwareType) DriverProperties() map[string]string {
 	for _, p := range h.Properties {
 		out[p.Name] = p.Description
 	}
-	for _, kind := range InterfaceKinds {
+	for _, kind := range interfaceKinds {
 		if len(h.Interfaces[kind]) == 0 {
 			continue
 		}
