@@ -216,7 +216,7 @@ func newProvisioning(c *serveConfig, site provisioningSite, store *storage.SQLit
 	}
 	// iPXE waits ~13 s for IPv6 autoconfiguration unless a router
 	// advertisement says there is nothing to configure (lab NOTES gotcha 1).
-	if p.ra, err = ra.New(c.pxe.iface, log.With("component", "ra")); err != nil {
+	if p.ra, err = ra.New(c.pxe.iface, ra.Advert{}, log.With("component", "ra")); err != nil {
 		return nil, fmt.Errorf("router advertisements: %w", err)
 	}
 	return p, nil

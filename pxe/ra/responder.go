@@ -1,12 +1,18 @@
 // Package ra answers IPv6 Router Solicitations on the provisioning
-// interface with a Router Advertisement that configures nothing.
+// interface with a Router Advertisement.
 //
-// Why: iPXE configures IPv4 (DHCP) and IPv6 (router discovery) together and
-// finishes only when both are done; on an IPv4-only provisioning network
-// with no router the IPv6 side times out after ~13 s on every iPXE start
-// (lab NOTES gotcha 1). An RA with router lifetime 0, M=0, O=0 and no prefix
-// ("no router here, nothing to configure") ends that wait at once and hands
-// out no address or route.
+// On an IPv4-only provisioning network the RA configures nothing: iPXE
+// configures IPv4 (DHCP) and IPv6 (router discovery) together and finishes
+// only when both are done, so without a router the IPv6 side times out after
+// ~13 s on every iPXE start (lab NOTES gotcha 1). An RA with router lifetime
+// 0, M=0, O=0 and no prefix ("no router here, nothing to configure") ends
+// that wait at once and hands out no address or route.
+//
+// On an IPv6 provisioning network where castiron is the only router-ish
+// thing, the RA says M=1 (addresses by DHCPv6), O=1, and carries the
+// on-link prefix, so hosts reach castiron's address directly; router
+// lifetime stays 0 (castiron routes nothing). Where the site has a router,
+// that router's RAs do this and castiron's responder is off.
 package ra
 
 import (
@@ -36,6 +42,12 @@ const (
 	sendTries = 20
 )
 
+// periodic is the interval of unsolicited RAs when the RA configures
+// something (RFC 4861 MaxRtrAdvInterval is 600 s by default; hosts that
+// sent no solicitation learn of a prefix sooner, and its lifetimes are
+// refreshed long before they end).
+const periodic = 200 * time.Second
+
 var (
 	allNodes   = net.ParseIP("ff02::1")
 	allRouters = net.ParseIP("ff02::2")
@@ -44,6 +56,7 @@ var (
 // Responder answers Router Solicitations on one interface.
 type Responder struct {
 	ifi *net.Interface
+	adv Advert
 	log *slog.Logger
 	// listening is true while Run holds its socket (readiness).
 	listening atomic.Bool
@@ -52,8 +65,9 @@ type Responder struct {
 // Listening reports whether Run has opened its socket and is answering.
 func (r *Responder) Listening() bool { return r.listening.Load() }
 
-// New looks the interface up; Run starts answering.
-func New(iface string, log *slog.Logger) (*Responder, error) {
+// New looks the interface up; Run starts answering with adv (its zero value
+// is the empty RA).
+func New(iface string, adv Advert, log *slog.Logger) (*Responder, error) {
 	ifi, err := net.InterfaceByName(iface)
 	if err != nil {
 		return nil, fmt.Errorf("ra: interface %q: %w", iface, err)
@@ -61,17 +75,21 @@ func New(iface string, log *slog.Logger) (*Responder, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Responder{ifi: ifi, log: log.With("iface", iface)}, nil
+	if _, err := adv.marshal(ifi.HardwareAddr); err != nil {
+		return nil, err
+	}
+	return &Responder{ifi: ifi, adv: adv, log: log.With("iface", iface)}, nil
 }
 
-// Run sends one unsolicited RA, then answers solicitations until ctx ends.
+// Run sends one unsolicited RA, then answers solicitations until ctx ends
+// (and repeats the RA every periodic when it configures something).
 // Socket errors (e.g. not permitted without CAP_NET_RAW) return at once.
 func (r *Responder) Run(ctx context.Context) error {
 	pc, err := r.listen(ctx)
 	if err != nil {
 		return err
 	}
-	ra, err := emptyRA(r.ifi.HardwareAddr)
+	ra, err := r.adv.marshal(r.ifi.HardwareAddr)
 	if err != nil {
 		return err
 	}
@@ -89,13 +107,24 @@ func (r *Responder) Run(ctx context.Context) error {
 		timer    = time.NewTimer(0)
 	)
 	defer timer.Stop()
-	r.log.Info("router advertisement responder running")
+	var tick <-chan time.Time
+	if r.adv.configures() {
+		t := time.NewTicker(periodic)
+		defer t.Stop()
+		tick = t.C
+	}
+	r.log.Info("router advertisement responder running", "managed", r.adv.Managed, "other", r.adv.Other, "prefixes", r.adv.Prefixes)
 	r.listening.Store(true)
 	defer r.listening.Store(false)
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-tick:
+			if !pending {
+				pending = true
+				timer.Reset(0)
+			}
 		case from := <-solicited:
 			r.log.Debug("router solicitation", "from", from.String())
 			if !pending {

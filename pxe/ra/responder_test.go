@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"runtime"
@@ -53,41 +54,7 @@ func TestResponderOverVeth(t *testing.T) {
 	host := inNetns(t, nsH, func() (*hostSide, error) { return newHostSide("vh") })
 	t.Cleanup(func() { host.pc.Close() })
 
-	ctx, cancel := context.WithCancel(context.Background())
-	runErr := make(chan error, 1)
-	var respMAC net.HardwareAddr
-	started := make(chan error, 1)
-	go func() {
-		// This goroutine's thread stays in nsR and is discarded when it
-		// ends (never unlocked); Run's own goroutine only uses the socket.
-		runtime.LockOSThread()
-		if err := enterNetns(nsR); err != nil {
-			started <- err
-			return
-		}
-		r, err := New("vr", log)
-		if err != nil {
-			started <- err
-			return
-		}
-		respMAC = r.ifi.HardwareAddr
-		started <- nil
-		runErr <- r.Run(ctx)
-	}()
-	if err := <-started; err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-runErr:
-			if err != nil {
-				t.Errorf("Run: %v", err)
-			}
-		case <-time.After(5 * time.Second):
-			t.Error("Run did not stop")
-		}
-	})
+	respMAC, ctx := startResponder(t, nsR, Advert{}, log)
 
 	check := func(t *testing.T, got received) {
 		t.Helper()
@@ -165,8 +132,118 @@ func TestResponderOverVeth(t *testing.T) {
 	})
 }
 
+// startResponder runs a responder for adv on "vr" in nsR until the test
+// ends; it returns the responder's MAC and a context ended at cleanup.
+func startResponder(t *testing.T, nsR string, adv Advert, log *slog.Logger) (net.HardwareAddr, context.Context) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	runErr := make(chan error, 1)
+	var respMAC net.HardwareAddr
+	started := make(chan error, 1)
+	go func() {
+		// This goroutine's thread stays in nsR and is discarded when it
+		// ends (never unlocked); Run's own goroutine only uses the socket.
+		runtime.LockOSThread()
+		if err := enterNetns(nsR); err != nil {
+			started <- err
+			return
+		}
+		r, err := New("vr", adv, log)
+		if err != nil {
+			started <- err
+			return
+		}
+		respMAC = r.ifi.HardwareAddr
+		started <- nil
+		runErr <- r.Run(ctx)
+	}()
+	if err := <-started; err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-runErr:
+			if err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Error("Run did not stop")
+		}
+	})
+	return respMAC, ctx
+}
+
+func TestManagedRAEncoding(t *testing.T) {
+	mac := net.HardwareAddr{0x52, 0x54, 0, 0x20, 0x20, 1}
+	pfx := netip.MustParsePrefix("fd51:0:0:7::/64")
+	b, err := Advert{Managed: true, Other: true, Prefixes: []netip.Prefix{pfx}, Autonomous: true}.marshal(mac)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ra, err := parseRA(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ra.Managed || !ra.Other || ra.RouterLifetime != 0 || len(ra.Prefixes) != 1 {
+		t.Fatalf("decoded %+v", ra)
+	}
+	p := ra.Prefixes[0]
+	if p.Prefix != pfx || !p.OnLink || !p.Autonomous || p.Valid != 86400 || p.Preferred != 14400 {
+		t.Fatalf("prefix %+v", p)
+	}
+	// A=1 only where SLAAC can work (/64).
+	b, _ = Advert{Prefixes: []netip.Prefix{netip.MustParsePrefix("fd51::/48")}, Autonomous: true}.marshal(mac)
+	if ra, _ = parseRA(b); ra.Prefixes[0].Autonomous || !ra.Prefixes[0].OnLink {
+		t.Fatalf("/48 prefix %+v", ra.Prefixes[0])
+	}
+	if _, err := (Advert{Prefixes: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}}).marshal(mac); err == nil {
+		t.Fatal("an IPv4 prefix was accepted")
+	}
+}
+
+// TestManagedRAOverVeth: a host whose kernel accepts RAs learns the prefix
+// as on-link (and forms a SLAAC address in it), and rdisc6 reads M=1, O=1.
+func TestManagedRAOverVeth(t *testing.T) {
+	nsR, nsH := vethPair(t)
+	pfx := netip.MustParsePrefix("fd51:0:0:9::/64")
+	adv := Advert{Managed: true, Other: true, Prefixes: []netip.Prefix{pfx}, Autonomous: true}
+	run(t, "ip", "netns", "exec", nsH, "sysctl", "-qw", "net.ipv6.conf.vh.accept_ra=2", "net.ipv6.conf.vh.router_solicitations=1")
+	startResponder(t, nsR, adv, slog.New(slog.DiscardHandler))
+	deadline := time.Now().Add(10 * time.Second)
+	var route, addr []byte
+	for {
+		route, _ = exec.Command("ip", "-n", nsH, "-6", "route", "show", pfx.String()).CombinedOutput()
+		addr, _ = exec.Command("ip", "-n", nsH, "-6", "addr", "show", "dev", "vh", "scope", "global").CombinedOutput()
+		// The on-link route comes with the prefix's lifetime ("expires"),
+		// the SLAAC address is the prefix plus an interface identifier.
+		if strings.Contains(string(route), "expires") && strings.Contains(string(addr), "inet6 fd51::9:") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("host did not take the RA's prefix:\nroute: %s\naddr: %s", route, addr)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("host route: %s", strings.TrimSpace(string(route)))
+	if rdisc6, err := exec.LookPath("rdisc6"); err == nil {
+		out, err := exec.Command("ip", "netns", "exec", nsH, rdisc6, "-1", "-w", "2000", "vh").CombinedOutput()
+		if err != nil {
+			t.Fatalf("rdisc6: %v\n%s", err, out)
+		}
+		for _, want := range []string{"Stateful address conf.    :          Yes", "Stateful other conf.      :          Yes", "Prefix                   : fd51:0:0:9::/64", "Router lifetime           :            0"} {
+			if !strings.Contains(string(out), want) {
+				t.Errorf("rdisc6 output lacks %q:\n%s", want, out)
+			}
+		}
+	} else {
+		skipOrFail(t, "rdisc6 not installed (Debian package ndisc6)")
+	}
+}
+
 func TestNewUnknownInterface(t *testing.T) {
-	if _, err := New("castiron-nope0", nil); err == nil {
+	if _, err := New("castiron-nope0", Advert{}, nil); err == nil {
 		t.Fatal("New accepted a missing interface")
 	}
 }
