@@ -186,13 +186,15 @@ func newProvisioning(c *serveConfig, site provisioningSite, store *storage.SQLit
 		Logger:        log,
 	})
 	dcfg := dhcp.Config{
-		Interface:    c.pxe.iface,
-		Mode:         dhcp.Mode(c.pxe.dhcpMode),
-		ServerIP:     ip,
-		Netmask:      ipnet.Mask,
-		HTTPBootBase: p.publicURL + "/boot/",
-		ScriptURL: func(mac net.HardwareAddr) string {
-			return p.publicURL + "/boot/ipxe?mac=" + mac.String()
+		Interface: c.pxe.iface,
+		Mode:      dhcp.Mode(c.pxe.dhcpMode),
+		ServerIP:  ip,
+		Netmask:   ipnet.Mask,
+		BootFiles: dhcp.BootFiles{
+			HTTPBootBase: p.publicURL + "/boot/",
+			ScriptURL: func(mac net.HardwareAddr, _ string) string {
+				return p.publicURL + "/boot/ipxe?mac=" + mac.String()
+			},
 		},
 	}
 	if dcfg.Mode == dhcp.ModeFull {

@@ -12,11 +12,11 @@ import (
 )
 
 // Lease is one DHCP address binding (pxe/dhcp). It is keyed on the client's
-// hardware address (chaddr), never on option 61, so a machine keeps its
-// address from firmware PXE through iPXE to the ramdisk.
+// hardware address (chaddr), never on option 61 or a DHCPv6 DUID, so a
+// machine keeps its address from firmware PXE through iPXE to the ramdisk.
 type Lease struct {
 	MAC string     // aa:bb:cc:dd:ee:ff, lower case
-	IP  netip.Addr // IPv4
+	IP  netip.Addr // IPv4 (the SQLite store's own methods), IPv6 (Leases6)
 	// Expires is when the lease ends. An expired lease still ties the
 	// address to the MAC until another MAC takes the address over.
 	Expires   time.Time
@@ -57,28 +57,47 @@ type LeaseStore interface {
 	PruneLeases(ctx context.Context, before time.Time) (int64, error)
 }
 
-var _ LeaseStore = (*SQLite)(nil)
-
-const (
-	upsertLease = `INSERT INTO dhcp_leases (mac, ip, expires_at, node_uuid, updated_at) VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT (mac) DO UPDATE SET ip = excluded.ip, expires_at = excluded.expires_at,
-		node_uuid = excluded.node_uuid, updated_at = excluded.updated_at`
-	takeOverLease = `DELETE FROM dhcp_leases WHERE ip = ? AND mac <> ? AND expires_at <= ?`
-	leaseColumns  = `SELECT mac, ip, expires_at, node_uuid, updated_at FROM dhcp_leases`
+var (
+	_ LeaseStore = (*SQLite)(nil)
+	_ LeaseStore = (*leaseTable)(nil)
 )
 
-// normalLease validates l and returns it in its stored form.
-func normalLease(l Lease) (Lease, error) {
+// leaseTable is one lease table: dhcp_leases (IPv4) or dhcp6_leases (IPv6).
+// The SQLite store's own LeaseStore methods are those of its IPv4 table.
+type leaseTable struct {
+	s    *SQLite
+	name string
+	v6   bool
+}
+
+func (s *SQLite) leases4() *leaseTable { return &leaseTable{s: s, name: "dhcp_leases"} }
+
+// Leases6 is the store of DHCPv6 leases: the same contract as the IPv4
+// LeaseStore methods, for IPv6 addresses, in a table of its own.
+func (s *SQLite) Leases6() LeaseStore { return &leaseTable{s: s, name: "dhcp6_leases", v6: true} }
+
+func (t *leaseTable) upsert() string {
+	return `INSERT INTO ` + t.name + ` (mac, ip, expires_at, node_uuid, updated_at) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (mac) DO UPDATE SET ip = excluded.ip, expires_at = excluded.expires_at,
+		node_uuid = excluded.node_uuid, updated_at = excluded.updated_at`
+}
+
+func (t *leaseTable) columns() string {
+	return `SELECT mac, ip, expires_at, node_uuid, updated_at FROM ` + t.name
+}
+
+// normal validates l and returns it in its stored form.
+func (t *leaseTable) normal(l Lease) (Lease, error) {
 	hw, err := net.ParseMAC(l.MAC)
 	if err != nil || len(hw) != 6 {
 		return l, fault.New(fault.Invalid, "invalid lease MAC %q", l.MAC)
 	}
 	l.MAC = hw.String()
-	if !l.IP.Is4() {
-		if !l.IP.Is4In6() {
-			return l, fault.New(fault.Invalid, "invalid lease address %q", l.IP)
-		}
+	if l.IP.Is4In6() {
 		l.IP = l.IP.Unmap()
+	}
+	if !l.IP.IsValid() || l.IP.Is6() != t.v6 || l.IP.Zone() != "" {
+		return l, fault.New(fault.Invalid, "invalid lease address %q", l.IP)
 	}
 	if l.UpdatedAt.IsZero() {
 		l.UpdatedAt = time.Now()
@@ -88,8 +107,34 @@ func normalLease(l Lease) (Lease, error) {
 }
 
 // PutLease implements LeaseStore.
-func (s *SQLite) PutLease(ctx context.Context, l Lease) error {
-	errs, err := s.PutLeases(ctx, []Lease{l})
+func (s *SQLite) PutLease(ctx context.Context, l Lease) error { return s.leases4().PutLease(ctx, l) }
+
+// PutLeases implements LeaseStore.
+func (s *SQLite) PutLeases(ctx context.Context, ls []Lease) ([]error, error) {
+	return s.leases4().PutLeases(ctx, ls)
+}
+
+// GetLease implements LeaseStore.
+func (s *SQLite) GetLease(ctx context.Context, mac string) (Lease, error) {
+	return s.leases4().GetLease(ctx, mac)
+}
+
+// ListLeases implements LeaseStore.
+func (s *SQLite) ListLeases(ctx context.Context) ([]Lease, error) { return s.leases4().ListLeases(ctx) }
+
+// DeleteLease implements LeaseStore.
+func (s *SQLite) DeleteLease(ctx context.Context, mac string) error {
+	return s.leases4().DeleteLease(ctx, mac)
+}
+
+// PruneLeases implements LeaseStore.
+func (s *SQLite) PruneLeases(ctx context.Context, before time.Time) (int64, error) {
+	return s.leases4().PruneLeases(ctx, before)
+}
+
+// PutLease implements LeaseStore.
+func (t *leaseTable) PutLease(ctx context.Context, l Lease) error {
+	errs, err := t.PutLeases(ctx, []Lease{l})
 	if err != nil {
 		return err
 	}
@@ -100,24 +145,24 @@ func (s *SQLite) PutLease(ctx context.Context, l Lease) error {
 // group commit, no savepoint per lease) for many leases. A lease that fails
 // (conflict, invalid) fails alone: SQLite's default ABORT undoes only the
 // failing statement, the rest of the transaction stands.
-func (s *SQLite) PutLeases(ctx context.Context, ls []Lease) ([]error, error) {
+func (t *leaseTable) PutLeases(ctx context.Context, ls []Lease) ([]error, error) {
 	errs := make([]error, len(ls))
 	norm := make([]Lease, len(ls))
 	valid := 0
 	for i, l := range ls {
-		if norm[i], errs[i] = normalLease(l); errs[i] == nil {
+		if norm[i], errs[i] = t.normal(l); errs[i] == nil {
 			valid++
 		}
 	}
 	if valid == 0 {
 		return errs, nil
 	}
-	err := s.writeTx(ctx, func(r runner) error {
+	err := t.s.writeTx(ctx, func(r runner) error {
 		for i, l := range norm {
 			if errs[i] != nil {
 				continue
 			}
-			if err := putLease(ctx, r, l); err != nil {
+			if err := t.put(ctx, r, l); err != nil {
 				if !fault.Is(err, fault.Conflict) {
 					return err // the database failed: nothing of the batch stands
 				}
@@ -132,43 +177,43 @@ func (s *SQLite) PutLeases(ctx context.Context, ls []Lease) ([]error, error) {
 	return errs, nil
 }
 
-// putLease writes one lease. The usual write (a MAC renewing, or taking a
+// put writes one lease. The usual write (a MAC renewing, or taking a
 // never-used address) is one statement; only when the address is still
 // stored for another MAC does it check whether that lease expired.
-func putLease(ctx context.Context, r runner, l Lease) error {
+func (t *leaseTable) put(ctx context.Context, r runner, l Lease) error {
 	args := []any{l.MAC, l.IP.String(), formatTime(l.Expires), l.NodeUUID, formatTime(l.UpdatedAt)}
-	_, err := r.exec(ctx, upsertLease, args...)
+	_, err := r.exec(ctx, t.upsert(), args...)
 	if err == nil {
 		return nil
 	}
-	if v, ok := violationOf(err); !ok || v.unique != "dhcp_leases.ip" {
+	if v, ok := violationOf(err); !ok || v.unique != t.name+".ip" {
 		return fmt.Errorf("storage: put lease: %w", err)
 	}
-	res, err := r.exec(ctx, takeOverLease, l.IP.String(), l.MAC, formatTime(l.UpdatedAt))
+	res, err := r.exec(ctx, `DELETE FROM `+t.name+` WHERE ip = ? AND mac <> ? AND expires_at <= ?`, l.IP.String(), l.MAC, formatTime(l.UpdatedAt))
 	if err != nil {
 		return fmt.Errorf("storage: put lease: %w", err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
 		var holder string
-		if err := r.queryRow(ctx, "SELECT mac FROM dhcp_leases WHERE ip = ?", l.IP.String()).Scan(&holder); err != nil {
+		if err := r.queryRow(ctx, "SELECT mac FROM "+t.name+" WHERE ip = ?", l.IP.String()).Scan(&holder); err != nil {
 			return fmt.Errorf("storage: put lease: %w", err)
 		}
 		c := &LeaseConflictError{IP: l.IP, HeldBy: holder}
 		return fault.Wrap(fault.Conflict, c, "%s", c.Error())
 	}
-	if _, err := r.exec(ctx, upsertLease, args...); err != nil {
+	if _, err := r.exec(ctx, t.upsert(), args...); err != nil {
 		return fmt.Errorf("storage: put lease: %w", err)
 	}
 	return nil
 }
 
 // GetLease implements LeaseStore.
-func (s *SQLite) GetLease(ctx context.Context, mac string) (Lease, error) {
+func (t *leaseTable) GetLease(ctx context.Context, mac string) (Lease, error) {
 	hw, err := net.ParseMAC(mac)
 	if err != nil {
 		return Lease{}, fault.New(fault.NotFound, "no DHCP lease for %q", mac)
 	}
-	rows, err := s.reader().query(ctx, leaseColumns+" WHERE mac = ?", hw.String())
+	rows, err := t.s.reader().query(ctx, t.columns()+" WHERE mac = ?", hw.String())
 	if err != nil {
 		return Lease{}, fmt.Errorf("storage: get lease: %w", err)
 	}
@@ -183,8 +228,8 @@ func (s *SQLite) GetLease(ctx context.Context, mac string) (Lease, error) {
 }
 
 // ListLeases implements LeaseStore.
-func (s *SQLite) ListLeases(ctx context.Context) ([]Lease, error) {
-	rows, err := s.reader().query(ctx, leaseColumns+" ORDER BY mac")
+func (t *leaseTable) ListLeases(ctx context.Context) ([]Lease, error) {
+	rows, err := t.s.reader().query(ctx, t.columns()+" ORDER BY mac")
 	if err != nil {
 		return nil, fmt.Errorf("storage: list leases: %w", err)
 	}
@@ -192,13 +237,13 @@ func (s *SQLite) ListLeases(ctx context.Context) ([]Lease, error) {
 }
 
 // DeleteLease implements LeaseStore.
-func (s *SQLite) DeleteLease(ctx context.Context, mac string) error {
+func (t *leaseTable) DeleteLease(ctx context.Context, mac string) error {
 	hw, err := net.ParseMAC(mac)
 	if err != nil {
 		return nil // such a MAC can hold no lease
 	}
-	return s.writeTx(ctx, func(r runner) error {
-		if _, err := r.exec(ctx, "DELETE FROM dhcp_leases WHERE mac = ?", hw.String()); err != nil {
+	return t.s.writeTx(ctx, func(r runner) error {
+		if _, err := r.exec(ctx, "DELETE FROM "+t.name+" WHERE mac = ?", hw.String()); err != nil {
 			return fmt.Errorf("storage: delete lease: %w", err)
 		}
 		return nil
@@ -206,10 +251,10 @@ func (s *SQLite) DeleteLease(ctx context.Context, mac string) error {
 }
 
 // PruneLeases implements LeaseStore.
-func (s *SQLite) PruneLeases(ctx context.Context, before time.Time) (int64, error) {
+func (t *leaseTable) PruneLeases(ctx context.Context, before time.Time) (int64, error) {
 	var n int64
-	err := s.writeTx(ctx, func(r runner) error {
-		res, err := r.exec(ctx, "DELETE FROM dhcp_leases WHERE expires_at < ?", formatTime(before))
+	err := t.s.writeTx(ctx, func(r runner) error {
+		res, err := r.exec(ctx, "DELETE FROM "+t.name+" WHERE expires_at < ?", formatTime(before))
 		if err != nil {
 			return fmt.Errorf("storage: prune leases: %w", err)
 		}

@@ -194,3 +194,51 @@ func BenchmarkPutLeaseParallel(b *testing.B) {
 		}
 	})
 }
+
+// TestLeases6: the DHCPv6 table keeps its own leases, keyed on the MAC like
+// the IPv4 one: one machine holds one lease of each family, an IPv6 address
+// held by a live lease is refused to another MAC, the wrong family is
+// invalid, and the leases survive a reopen.
+func TestLeases6(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "castiron.db")
+	ctx := context.Background()
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v6 := s.Leases6()
+	now := time.Now()
+	a, b := "52:54:00:c9:06:01", "52:54:00:c9:06:02"
+	mustPutLease(t, s, lease(a, "10.201.6.10", now.Add(time.Hour)))
+	if err := v6.PutLease(ctx, lease(a, "fd51::1000", now.Add(time.Hour))); err != nil {
+		t.Fatal(err)
+	}
+	var conflict *LeaseConflictError
+	if err := v6.PutLease(ctx, lease(b, "fd51::1000", now.Add(time.Hour))); !errors.As(err, &conflict) || conflict.HeldBy != a {
+		t.Fatalf("live IPv6 address taken: %v", err)
+	}
+	for _, bad := range []Lease{lease(b, "10.201.6.11", now), {MAC: b, IP: netip.MustParseAddr("fe80::1%eth0")}} {
+		if err := v6.PutLease(ctx, bad); !fault.Is(err, fault.Invalid) {
+			t.Errorf("PutLease6(%v) = %v, want Invalid", bad.IP, err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	l4, err4 := s.GetLease(ctx, a)
+	l6, err6 := s.Leases6().GetLease(ctx, a)
+	if err4 != nil || err6 != nil || l4.IP.String() != "10.201.6.10" || l6.IP.String() != "fd51::1000" {
+		t.Fatalf("after reopen: v4 %+v %v, v6 %+v %v", l4, err4, l6, err6)
+	}
+	if n, err := s.Leases6().PruneLeases(ctx, now.Add(2*time.Hour)); err != nil || n != 1 {
+		t.Fatalf("pruned %d, %v", n, err)
+	}
+	if ls, _ := s.ListLeases(ctx); len(ls) != 1 {
+		t.Fatalf("pruning IPv6 leases touched IPv4 ones: %+v", ls)
+	}
+}

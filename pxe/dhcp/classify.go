@@ -36,9 +36,10 @@ type client struct {
 	prl67 bool
 }
 
-func classify(req *dhcpv4.DHCPv4) client {
-	var c client
-	vc := req.ClassIdentifier()
+// vendorClass reads a vendor class (DHCPv4 option 60, a DHCPv6 option 16
+// entry): castiron's agent, PXE or UEFI HTTP boot firmware, and the
+// architecture in "PXEClient:Arch:00007:UNDI:003000" unless one is known.
+func (c *client) vendorClass(vc string) {
 	switch {
 	case strings.HasPrefix(vc, AgentVendorClass):
 		c.agent = true
@@ -47,14 +48,31 @@ func classify(req *dhcpv4.DHCPv4) client {
 	case strings.HasPrefix(vc, "HTTPClient"):
 		c.http = true
 	}
-	if a := req.GetOneOption(dhcpv4.OptionClientSystemArchitectureType); len(a) >= 2 {
-		// The first listed architecture is the one the firmware runs.
-		c.arch, c.hasArch = binary.BigEndian.Uint16(a), true
-	} else if a, ok := archFromVendorClass(vc); ok {
+	if a, ok := archFromVendorClass(vc); ok && !c.hasArch {
 		c.arch, c.hasArch = a, true
+	}
+}
+
+// archOption sets the architecture a client's architecture option names
+// (the first listed is the one the firmware runs), then what it implies:
+// HTTP boot architectures are UEFI HTTP boot clients.
+func (c *client) archOption(arch uint16, ok bool) {
+	if ok {
+		c.arch, c.hasArch = arch, true
 	}
 	if c.hasArch && (c.arch == archHTTPx64 || c.arch == archHTTPArm64) && !c.agent {
 		c.http, c.pxe = true, false
+	}
+}
+
+func classify(req *dhcpv4.DHCPv4) client {
+	var c client
+	c.vendorClass(req.ClassIdentifier())
+	a := req.GetOneOption(dhcpv4.OptionClientSystemArchitectureType)
+	if len(a) >= 2 {
+		c.archOption(binary.BigEndian.Uint16(a), true)
+	} else {
+		c.archOption(0, false)
 	}
 	// Every iPXE (ROM, undionly.kpxe, snponly.efi, ipxe.efi) sends option 77
 	// as the raw bytes "iPXE" (not RFC 3004 length-prefixed; accept both)
@@ -101,33 +119,54 @@ func archFromVendorClass(vc string) (uint16, bool) {
 	return uint16(n), true
 }
 
-// bootFile is what c should load next; "" for none (the agent, unknown
-// firmware). The bool says the file is a UEFI HTTP boot URL.
-func (s *Server) bootFile(c client, mac []byte) (string, bool) {
+// cpuArch names the CPU architecture of a firmware architecture code the
+// way Ironic's cpu_arch does; "" for codes castiron has no ramdisk for.
+func cpuArch(code uint16) string {
+	switch code {
+	case archBIOS, archEFIBC, archEFIx64, archHTTPx64:
+		return "x86_64"
+	case archEFIArm64, archHTTPArm64:
+		return "aarch64"
+	}
+	return ""
+}
+
+// arch is c's CPU architecture, "" when it named none.
+func (c client) cpuArch() string {
+	if !c.hasArch {
+		return ""
+	}
+	return cpuArch(c.arch)
+}
+
+// file is what c should load next; "" for none (the agent, unknown
+// firmware). The bool says the file is a UEFI HTTP boot URL; a file that is
+// neither that nor the iPXE script is a TFTP path.
+func (b *BootFiles) file(c client, mac []byte) (string, bool) {
 	switch {
 	case c.agent:
 		return "", false
 	case c.ipxe:
-		return s.cfg.ScriptURL(mac), false
+		return b.ScriptURL(mac, c.cpuArch()), false
 	case c.http:
-		if s.cfg.HTTPBootBase == "" {
+		if b.HTTPBootBase == "" {
 			return "", false
 		}
 		switch c.arch {
 		case archHTTPx64:
-			return s.cfg.HTTPBootBase + s.cfg.EFIx64File, true
+			return b.HTTPBootBase + b.EFIx64File, true
 		case archHTTPArm64:
-			return s.cfg.HTTPBootBase + s.cfg.EFIArm64File, true
+			return b.HTTPBootBase + b.EFIArm64File, true
 		}
 		return "", false
 	case c.pxe:
 		switch c.arch {
 		case archBIOS:
-			return s.cfg.BIOSFile, false
+			return b.BIOSFile, false
 		case archEFIBC, archEFIx64:
-			return s.cfg.EFIx64File, false
+			return b.EFIx64File, false
 		case archEFIArm64:
-			return s.cfg.EFIArm64File, false
+			return b.EFIArm64File, false
 		}
 	}
 	return "", false

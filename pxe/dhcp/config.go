@@ -56,6 +56,19 @@ type Config struct {
 	// OfferHold is how long an OFFER reserves its address (in memory only).
 	OfferHold time.Duration
 
+	// BootFiles says what each firmware loads next.
+	BootFiles
+
+	// Workers is how many goroutines read and handle packets on port 67
+	// (default 8). They wait for nothing but the boot gate: an ACK waiting
+	// for its lease's commit holds none of them.
+	Workers int
+}
+
+// BootFiles says what each firmware loads next: the first-stage iPXE (or
+// GRUB) binaries by architecture, and the iPXE script. The DHCPv4 and DHCPv6
+// servers share it.
+type BootFiles struct {
 	// Boot files (TFTP paths) of iPXE per firmware.
 	BIOSFile     string // option 93 = 0; default undionly.kpxe
 	EFIx64File   string // 7, 9; default snponly.efi (ipxe.efi brings its own drivers)
@@ -65,14 +78,22 @@ type Config struct {
 	// "http://10.201.0.1:8080/boot/"; the file name above is appended.
 	// Empty: HTTP boot clients get no boot file.
 	HTTPBootBase string
-	// ScriptURL gives the iPXE script URL for a MAC. Required: iPXE gets it
-	// instead of iPXE again.
-	ScriptURL func(mac net.HardwareAddr) string
+	// ScriptURL gives the iPXE script URL for a MAC and the CPU architecture
+	// the firmware reported ("x86_64", "aarch64"; "" when it said none).
+	// Required: iPXE gets it instead of iPXE again.
+	ScriptURL func(mac net.HardwareAddr, arch string) string
+}
 
-	// Workers is how many goroutines read and handle packets on port 67
-	// (default 8). They wait for nothing but the boot gate: an ACK waiting
-	// for its lease's commit holds none of them.
-	Workers int
+func (b *BootFiles) setDefaults() {
+	if b.BIOSFile == "" {
+		b.BIOSFile = DefaultBIOSFile
+	}
+	if b.EFIx64File == "" {
+		b.EFIx64File = DefaultEFIx64
+	}
+	if b.EFIArm64File == "" {
+		b.EFIArm64File = DefaultEFIArm64
+	}
 }
 
 // subnet is the provisioning subnet in host order.
@@ -100,15 +121,7 @@ func (c *Config) setDefaults() {
 	if c.OfferHold <= 0 {
 		c.OfferHold = DefaultOfferHold
 	}
-	if c.BIOSFile == "" {
-		c.BIOSFile = DefaultBIOSFile
-	}
-	if c.EFIx64File == "" {
-		c.EFIx64File = DefaultEFIx64
-	}
-	if c.EFIArm64File == "" {
-		c.EFIArm64File = DefaultEFIArm64
-	}
+	c.BootFiles.setDefaults()
 	if c.Workers <= 0 {
 		c.Workers = DefaultWorkers
 	}

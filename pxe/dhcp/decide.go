@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"strconv"
 
 	"github.com/insomniacslk/dhcp/dhcpv4"
@@ -81,7 +82,7 @@ func (s *Server) decide(ctx context.Context, req *dhcpv4.DHCPv4, port int) (resp
 		if gi := u32IP(req.GatewayIPAddr); gi != 0 && !s.sn.contains(gi) {
 			return nil, nil, nil
 		}
-		if err := s.ensureLoaded(ctx); err != nil {
+		if err := s.ensureLoaded(ctx, s.log, s.now()); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -129,7 +130,7 @@ func (s *Server) discover(ctx context.Context, req *dhcpv4.DHCPv4, c client, dec
 	resp := s.newReply(req, dhcpv4.MessageTypeOffer)
 	resp.YourIPAddr = ipOf(ip)
 	s.addLease(resp)
-	file, httpBoot := s.bootFile(c, hw)
+	file, httpBoot := s.cfg.BootFiles.file(c, hw)
 	s.addBoot(resp, c, file, httpBoot)
 	s.record(ctx, hw, dec, boot.DHCPOffer, ip, c, file)
 	return resp
@@ -190,7 +191,7 @@ func (s *Server) finish(ctx context.Context, a *ackLater, err error) (*dhcpv4.DH
 	resp.ClientIPAddr = a.req.ClientIPAddr
 	resp.YourIPAddr = ipOf(ip)
 	s.addLease(resp)
-	file, httpBoot := s.bootFile(a.c, a.hw)
+	file, httpBoot := s.cfg.BootFiles.file(a.c, a.hw)
 	s.addBoot(resp, a.c, file, httpBoot)
 	s.record(ctx, a.hw, a.dec, boot.DHCPAck, ip, a.c, file)
 	return resp, nil
@@ -222,7 +223,7 @@ func (s *Server) decline(ctx context.Context, req *dhcpv4.DHCPv4, mac hwaddr, hw
 		return nil
 	}
 	s.log.Warn("dhcp decline: address in use by another host", "mac", hw, "ip", addrOf(ip))
-	return s.leases.DeleteLease(ctx, hw.String())
+	return s.store.DeleteLease(ctx, hw.String())
 }
 
 // inform answers DHCPINFORM: configuration and boot options, no address.
@@ -233,7 +234,7 @@ func (s *Server) inform(ctx context.Context, req *dhcpv4.DHCPv4, c client, dec b
 	if s.sn.router != 0 {
 		resp.Options.Update(dhcpv4.OptRouter(ipOf(s.sn.router)))
 	}
-	file, httpBoot := s.bootFile(c, hw)
+	file, httpBoot := s.cfg.BootFiles.file(c, hw)
 	s.addBoot(resp, c, file, httpBoot)
 	s.record(ctx, hw, dec, boot.DHCPAck, u32IP(req.ClientIPAddr), c, file)
 	return resp
@@ -257,7 +258,7 @@ func (s *Server) proxy(ctx context.Context, req *dhcpv4.DHCPv4, c client, dec bo
 	default:
 		return nil
 	}
-	file, httpBoot := s.bootFile(c, hw)
+	file, httpBoot := s.cfg.BootFiles.file(c, hw)
 	if file == "" {
 		return nil
 	}
@@ -275,14 +276,23 @@ func (s *Server) proxy(ctx context.Context, req *dhcpv4.DHCPv4, c client, dec bo
 	return resp
 }
 
-// record adds a timeline event: "ip=.. arch=.. ipxe=.. file=..".
+// record adds a timeline event (recordEvent).
 func (s *Server) record(ctx context.Context, hw net.HardwareAddr, dec boot.Decision, kind string, ip uint32, c client, file string) {
-	if _, off := s.rec.(boot.Discard); off {
+	var addr netip.Addr
+	if ip != 0 {
+		addr = addrOf(ip)
+	}
+	recordEvent(ctx, s.rec, hw, dec, kind, addr, c, file, "")
+}
+
+// recordEvent adds a timeline event: "[dhcp6 ]ip=.. arch=.. ipxe=.. file=..".
+func recordEvent(ctx context.Context, rec boot.Recorder, hw net.HardwareAddr, dec boot.Decision, kind string, ip netip.Addr, c client, file, prefix string) {
+	if _, off := rec.(boot.Discard); off {
 		return
 	}
 	addr := "-"
-	if ip != 0 {
-		addr = addrOf(ip).String()
+	if ip.IsValid() {
+		addr = ip.String()
 	}
 	arch := "-"
 	switch {
@@ -291,11 +301,11 @@ func (s *Server) record(ctx context.Context, hw net.HardwareAddr, dec boot.Decis
 	case c.hasArch:
 		arch = strconv.Itoa(int(c.arch))
 	}
-	detail := "ip=" + addr + " arch=" + arch + " ipxe=" + strconv.FormatBool(c.ipxe)
+	detail := prefix + "ip=" + addr + " arch=" + arch + " ipxe=" + strconv.FormatBool(c.ipxe)
 	if kind == boot.DHCPOffer || kind == boot.DHCPAck {
 		detail += " file=" + file
 	}
-	s.rec.Record(ctx, boot.Event{MAC: hw.String(), NodeUUID: dec.NodeUUID, Kind: kind, Detail: detail})
+	rec.Record(ctx, boot.Event{MAC: hw.String(), NodeUUID: dec.NodeUUID, Kind: kind, Detail: detail})
 }
 
 // ignored records, at most once a minute per MAC, that the gate refused it.

@@ -115,11 +115,11 @@ func TestReplyGolden(t *testing.T) {
 		w     expect
 	}{
 		{name: "iPXE BIOS ROM", mac: "52:54:00:c9:00:01", p: ipxeBIOS,
-			w: expect{opt67: scriptURL(mustMAC("52:54:00:c9:00:01")), ipxe: true, dest: bcast68}},
+			w: expect{opt67: scriptURL(mustMAC("52:54:00:c9:00:01"), "x86_64"), ipxe: true, dest: bcast68}},
 		{name: "EDK2 PXEv4, no option 61, broadcast flag", mac: "52:54:00:c9:00:02", p: edk2PXE,
 			w: expect{opt67: "snponly.efi", dest: bcast68, bcFlag: true}},
 		{name: "iPXE snponly.efi", mac: "52:54:00:c9:00:03", p: ipxeEFI,
-			w: expect{opt67: scriptURL(mustMAC("52:54:00:c9:00:03")), ipxe: true, dest: bcast68}},
+			w: expect{opt67: scriptURL(mustMAC("52:54:00:c9:00:03"), "x86_64"), ipxe: true, dest: bcast68}},
 		{name: "EDK2 HTTP boot", mac: "52:54:00:c9:00:04", p: edk2HTTP,
 			w: expect{opt67: "http://10.201.0.1:8080/boot/snponly.efi", opt60: "HTTPClient", dest: bcast68, bcFlag: true}},
 		{name: "ramdisk agent", mac: "52:54:00:c9:00:05", p: agent, w: expect{dest: bcast68}},
@@ -142,13 +142,13 @@ func TestReplyGolden(t *testing.T) {
 			w: expect{opt67: long, ipxe: true, dest: bcast68}},
 		{name: "iPXE without PRL, short URL in the file field", mac: "52:54:00:c9:00:0c",
 			p: func(net.HardwareAddr) []dhcpv4.Modifier { return []dhcpv4.Modifier{gen(175, []byte{0x13, 1, 1})} },
-			w: expect{file: scriptURL(mustMAC("52:54:00:c9:00:0c")), ipxe: true, dest: bcast68}},
+			w: expect{file: scriptURL(mustMAC("52:54:00:c9:00:0c"), ""), ipxe: true, dest: bcast68}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			cfg := fullConfig("10.201.0.10", "10.201.0.200")
 			if tc.url != "" {
-				cfg.ScriptURL = func(net.HardwareAddr) string { return tc.url }
+				cfg.ScriptURL = func(net.HardwareAddr, string) string { return tc.url }
 			}
 			rec := &events{}
 			gate := gateFor("52:54:00:c9:00:01", "52:54:00:c9:00:02", "52:54:00:c9:00:03", "52:54:00:c9:00:04",

@@ -103,7 +103,21 @@ func openStore(tb testing.TB, path string) *sqliteLeases {
 type sqliteLeases struct{ *storage.SQLite }
 
 func (s *sqliteLeases) ListLeases(ctx context.Context) ([]Lease, error) {
-	ls, err := s.SQLite.ListLeases(ctx)
+	return storeLeases{s.SQLite}.ListLeases(ctx)
+}
+
+func (s *sqliteLeases) PutLeases(ctx context.Context, ls []Lease) ([]error, error) {
+	return storeLeases{s.SQLite}.PutLeases(ctx, ls)
+}
+
+// Leases6 is the store's DHCPv6 table through the same adapter.
+func (s *sqliteLeases) Leases6() storeLeases { return storeLeases{s.SQLite.Leases6()} }
+
+// storeLeases adapts a storage.LeaseStore (either table) to LeaseStore.
+type storeLeases struct{ storage.LeaseStore }
+
+func (s storeLeases) ListLeases(ctx context.Context) ([]Lease, error) {
+	ls, err := s.LeaseStore.ListLeases(ctx)
 	out := make([]Lease, len(ls))
 	for i, l := range ls {
 		out[i] = Lease(l)
@@ -111,12 +125,12 @@ func (s *sqliteLeases) ListLeases(ctx context.Context) ([]Lease, error) {
 	return out, err
 }
 
-func (s *sqliteLeases) PutLeases(ctx context.Context, ls []Lease) ([]error, error) {
+func (s storeLeases) PutLeases(ctx context.Context, ls []Lease) ([]error, error) {
 	in := make([]storage.Lease, len(ls))
 	for i, l := range ls {
 		in[i] = storage.Lease(l)
 	}
-	errs, err := s.SQLite.PutLeases(ctx, in)
+	errs, err := s.LeaseStore.PutLeases(ctx, in)
 	for i, e := range errs {
 		var conflict *storage.LeaseConflictError
 		if errors.As(e, &conflict) {
@@ -126,20 +140,19 @@ func (s *sqliteLeases) PutLeases(ctx context.Context, ls []Lease) ([]error, erro
 	return errs, err
 }
 
-func scriptURL(mac net.HardwareAddr) string {
-	return "http://10.201.0.1:8080/boot/" + mac.String() + ".ipxe"
+func scriptURL(mac net.HardwareAddr, arch string) string {
+	return "http://10.201.0.1:8080/boot/" + mac.String() + ".ipxe?arch=" + arch
 }
 
 func fullConfig(start, end string) Config {
 	return Config{
-		Interface:    "test0",
-		ServerIP:     testServer,
-		RangeStart:   netip.MustParseAddr(start),
-		RangeEnd:     netip.MustParseAddr(end),
-		Netmask:      net.CIDRMask(16, 32),
-		Router:       testRouter,
-		HTTPBootBase: "http://10.201.0.1:8080/boot/",
-		ScriptURL:    scriptURL,
+		Interface:  "test0",
+		ServerIP:   testServer,
+		RangeStart: netip.MustParseAddr(start),
+		RangeEnd:   netip.MustParseAddr(end),
+		Netmask:    net.CIDRMask(16, 32),
+		Router:     testRouter,
+		BootFiles:  BootFiles{HTTPBootBase: "http://10.201.0.1:8080/boot/", ScriptURL: scriptURL},
 	}
 }
 

@@ -8,12 +8,24 @@ import (
 // hwaddr is an Ethernet MAC as a map key.
 type hwaddr [6]byte
 
+// addrKey is an address as the index keeps it: an IPv4 address in host
+// order (uint32), or the low 64 bits of an IPv6 address whose pool lies in
+// one /64 (uint64).
+type addrKey interface{ ~uint32 | ~uint64 }
+
+// pool is the range of addresses an index hands out, and the addresses in
+// it that are never handed out (the server's own, the router's; 0 = none).
+type pool[K addrKey] struct {
+	first, last K
+	reserved    [2]K
+}
+
 // binding ties a MAC to an address. expires is the durable lease's end (zero
 // when the binding was never committed: an offer's reservation); hold is an
 // in-memory reservation (an OFFER, or a REQUEST whose commit is running).
-type binding struct {
+type binding[K addrKey] struct {
 	mac     hwaddr
-	ip      uint32
+	ip      K
 	expires time.Time
 	hold    time.Time
 }
@@ -21,7 +33,7 @@ type binding struct {
 // free reports whether b no longer keeps its address from others: no
 // reservation and no live lease. Its MAC still gets the address back first
 // (sticky), as long as nobody else took it.
-func (b *binding) free(now time.Time) bool {
+func (b *binding[K]) free(now time.Time) bool {
 	return !now.Before(b.hold) && !now.Before(b.expires)
 }
 
@@ -29,43 +41,43 @@ func (b *binding) free(now time.Time) bool {
 // OFFER needs no database read. The database is written only for committed
 // leases (REQUEST, RELEASE, DECLINE), and the index is the authority that
 // serialises concurrent claims on one address.
-type index struct {
-	sn       subnet
+type index[K addrKey] struct {
+	sn       pool[K]
 	hold     time.Duration
 	mu       sync.Mutex
-	byMAC    map[hwaddr]*binding
-	byIP     map[uint32]*binding
-	declined map[uint32]time.Time // addresses a client found in use (DECLINE)
-	cursor   uint32               // next-fit start of the never-used scan
+	byMAC    map[hwaddr]*binding[K]
+	byIP     map[K]*binding[K]
+	declined map[K]time.Time // addresses a client found in use (DECLINE)
+	cursor   K               // next-fit start of the never-used scan
 }
 
 // declineQuarantine is how long a declined address is not offered again.
 const declineQuarantine = 10 * time.Minute
 
-func newIndex(sn subnet, hold time.Duration) *index {
-	return &index{sn: sn, hold: hold, byMAC: map[hwaddr]*binding{}, byIP: map[uint32]*binding{},
-		declined: map[uint32]time.Time{}, cursor: sn.first}
+func newIndex[K addrKey](sn pool[K], hold time.Duration) *index[K] {
+	return &index[K]{sn: sn, hold: hold, byMAC: map[hwaddr]*binding[K]{}, byIP: map[K]*binding[K]{},
+		declined: map[K]time.Time{}, cursor: sn.first}
 }
 
 // inRange reports whether ip may be handed out.
-func (x *index) inRange(ip uint32) bool {
-	return ip >= x.sn.first && ip <= x.sn.last && ip != x.sn.server && ip != x.sn.router
+func (x *index[K]) inRange(ip K) bool {
+	return ip >= x.sn.first && ip <= x.sn.last && ip != x.sn.reserved[0] && ip != x.sn.reserved[1]
 }
 
 // load adds a stored lease (start-up); addresses outside the range are
 // ignored (the range changed).
-func (x *index) load(mac hwaddr, ip uint32, expires time.Time) {
+func (x *index[K]) load(mac hwaddr, ip K, expires time.Time) {
 	if !x.inRange(ip) {
 		return
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	b := &binding{mac: mac, ip: ip, expires: expires}
+	b := &binding[K]{mac: mac, ip: ip, expires: expires}
 	x.byMAC[mac], x.byIP[ip] = b, b
 }
 
 // available reports whether mac may take ip now. Caller holds mu.
-func (x *index) available(mac hwaddr, ip uint32, now time.Time) bool {
+func (x *index[K]) available(mac hwaddr, ip K, now time.Time) bool {
 	if !x.inRange(ip) {
 		return false
 	}
@@ -82,7 +94,7 @@ func (x *index) available(mac hwaddr, ip uint32, now time.Time) bool {
 // bind moves mac's binding to ip, evicting whatever free binding of another
 // MAC held ip, and reserves it until now+hold. Caller holds mu and checked
 // available.
-func (x *index) bind(mac hwaddr, ip uint32, now time.Time) *binding {
+func (x *index[K]) bind(mac hwaddr, ip K, now time.Time) *binding[K] {
 	if old := x.byIP[ip]; old != nil && old.mac != mac {
 		delete(x.byMAC, old.mac)
 		delete(x.byIP, ip)
@@ -90,7 +102,7 @@ func (x *index) bind(mac hwaddr, ip uint32, now time.Time) *binding {
 	b := x.byMAC[mac]
 	switch {
 	case b == nil:
-		b = &binding{mac: mac, ip: ip}
+		b = &binding[K]{mac: mac, ip: ip}
 		x.byMAC[mac] = b
 	case b.ip != ip:
 		delete(x.byIP, b.ip)
@@ -107,7 +119,7 @@ func (x *index) bind(mac hwaddr, ip uint32, now time.Time) *binding {
 // same machine keeps its address), else the requested one if available, else
 // a never-used address, else the one whose lease expired longest ago. ok is
 // false when the pool is exhausted.
-func (x *index) offer(mac hwaddr, requested uint32, now time.Time) (ip uint32, ok bool) {
+func (x *index[K]) offer(mac hwaddr, requested K, now time.Time) (ip K, ok bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if b := x.byMAC[mac]; b != nil && x.available(mac, b.ip, now) {
@@ -127,13 +139,13 @@ func (x *index) offer(mac hwaddr, requested uint32, now time.Time) (ip uint32, o
 }
 
 // neverUsed scans next-fit for an address no binding holds. Caller holds mu.
-func (x *index) neverUsed(now time.Time) (uint32, bool) {
+func (x *index[K]) neverUsed(now time.Time) (K, bool) {
 	if len(x.byIP) > int(x.sn.last-x.sn.first) {
 		return 0, false // every address is bound (the range may include the server's own)
 	}
 	n := x.sn.last - x.sn.first + 1
 	ip := x.cursor
-	for i := uint32(0); i < n; i++ {
+	for i := K(0); i < n; i++ {
 		if ip > x.sn.last || ip < x.sn.first {
 			ip = x.sn.first
 		}
@@ -152,8 +164,8 @@ func (x *index) neverUsed(now time.Time) (uint32, bool) {
 
 // oldestFree finds the free binding whose lease ended first (linear: only
 // reached when every address has been used once). Caller holds mu.
-func (x *index) oldestFree(mac hwaddr, now time.Time) (uint32, bool) {
-	var best *binding
+func (x *index[K]) oldestFree(mac hwaddr, now time.Time) (K, bool) {
+	var best *binding[K]
 	for _, b := range x.byIP {
 		if b.mac == mac || !b.free(now) || !x.available(mac, b.ip, now) {
 			continue
@@ -170,7 +182,7 @@ func (x *index) oldestFree(mac hwaddr, now time.Time) (uint32, bool) {
 
 // claim reserves ip for mac for a REQUEST; false when it is not available
 // to mac (held by another MAC, out of range, declined).
-func (x *index) claim(mac hwaddr, ip uint32, now time.Time) bool {
+func (x *index[K]) claim(mac hwaddr, ip K, now time.Time) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if !x.available(mac, ip, now) {
@@ -181,7 +193,7 @@ func (x *index) claim(mac hwaddr, ip uint32, now time.Time) bool {
 }
 
 // committed records that mac's lease on ip is durable until expires.
-func (x *index) committed(mac hwaddr, ip uint32, expires, now time.Time) {
+func (x *index[K]) committed(mac hwaddr, ip K, expires, now time.Time) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if b := x.byMAC[mac]; b != nil && b.ip == ip {
@@ -192,7 +204,7 @@ func (x *index) committed(mac hwaddr, ip uint32, expires, now time.Time) {
 
 // lookup returns mac's binding: address, whether a lease was ever committed
 // and whether it is live.
-func (x *index) lookup(mac hwaddr, now time.Time) (ip uint32, leased, live bool) {
+func (x *index[K]) lookup(mac hwaddr, now time.Time) (ip K, leased, live bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	b := x.byMAC[mac]
@@ -204,7 +216,7 @@ func (x *index) lookup(mac hwaddr, now time.Time) (ip uint32, leased, live bool)
 
 // unhold drops mac's offer reservation (the client chose another server).
 // A binding that was never committed is forgotten.
-func (x *index) unhold(mac hwaddr, now time.Time) {
+func (x *index[K]) unhold(mac hwaddr, now time.Time) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	b := x.byMAC[mac]
@@ -219,7 +231,7 @@ func (x *index) unhold(mac hwaddr, now time.Time) {
 }
 
 // release ends mac's lease on ip now, keeping the binding (sticky address).
-func (x *index) release(mac hwaddr, ip uint32, now time.Time) bool {
+func (x *index[K]) release(mac hwaddr, ip K, now time.Time) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	b := x.byMAC[mac]
@@ -232,7 +244,7 @@ func (x *index) release(mac hwaddr, ip uint32, now time.Time) bool {
 
 // decline forgets mac's binding on ip and quarantines ip: something else on
 // the network answers on it. It reports whether mac held ip.
-func (x *index) decline(mac hwaddr, ip uint32, now time.Time) bool {
+func (x *index[K]) decline(mac hwaddr, ip K, now time.Time) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	b := x.byMAC[mac]
@@ -246,7 +258,7 @@ func (x *index) decline(mac hwaddr, ip uint32, now time.Time) bool {
 }
 
 // counts reports bindings and live leases (tests, metrics).
-func (x *index) counts(now time.Time) (bound, live int) {
+func (x *index[K]) counts(now time.Time) (bound, live int) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	for _, b := range x.byIP {

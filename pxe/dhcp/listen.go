@@ -22,6 +22,11 @@ const receiveQueue = 4 << 20
 // castiron, a dnsmasq) must be a bind error, not a silent split of the
 // traffic between two lease databases.
 func listen(ctx context.Context, iface string, port int) (*net.UDPConn, error) {
+	return listenOn(ctx, iface, "udp4", fmt.Sprintf("0.0.0.0:%d", port))
+}
+
+// listenOn is listen for network ("udp4", "udp6") and address.
+func listenOn(ctx context.Context, iface, network, address string) (*net.UDPConn, error) {
 	lc := net.ListenConfig{Control: func(_, _ string, rc syscall.RawConn) error {
 		var err error
 		cerr := rc.Control(func(fd uintptr) {
@@ -29,8 +34,10 @@ func listen(ctx context.Context, iface string, port int) (*net.UDPConn, error) {
 				err = fmt.Errorf("bind to interface %s: %w", iface, err)
 				return
 			}
-			if err = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_BROADCAST, 1); err != nil {
-				return
+			if network == "udp4" {
+				if err = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_BROADCAST, 1); err != nil {
+					return
+				}
 			}
 			// Beyond net.core.rmem_max as root; else up to it (best effort).
 			if unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, receiveQueue) != nil {
@@ -42,7 +49,7 @@ func listen(ctx context.Context, iface string, port int) (*net.UDPConn, error) {
 		}
 		return err
 	}}
-	pc, err := lc.ListenPacket(ctx, "udp4", fmt.Sprintf("0.0.0.0:%d", port))
+	pc, err := lc.ListenPacket(ctx, network, address)
 	if err != nil {
 		return nil, err
 	}

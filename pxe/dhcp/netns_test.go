@@ -281,7 +281,7 @@ func TestNetnsFullMode(t *testing.T) {
 	gate := gateFor(macDH.String(), mac2.String(), mac3.String(), mac4.String())
 	cfg := Config{
 		RangeStart: netip.MustParseAddr("10.201.50.100"), RangeEnd: netip.MustParseAddr("10.201.50.102"),
-		Netmask: net.CIDRMask(24, 32), Router: netip.MustParseAddr("10.201.50.1"), ScriptURL: scriptURL,
+		Netmask: net.CIDRMask(24, 32), Router: netip.MustParseAddr("10.201.50.1"), BootFiles: BootFiles{ScriptURL: scriptURL},
 		LeaseTime: 4 * time.Second, // short: dhclient renews at T1 = 2 s
 	}
 
@@ -301,7 +301,7 @@ func TestNetnsFullMode(t *testing.T) {
 		t.Fatalf("nclient4 DORA: %v\n%s", err, srv.log.String())
 	}
 	ip2 := lease2.ACK.YourIPAddr
-	if f := lease2.ACK.GetOneOption(dhcpv4.OptionBootfileName); string(f) != scriptURL(mac2)+"\x00" {
+	if f := lease2.ACK.GetOneOption(dhcpv4.OptionBootfileName); string(f) != scriptURL(mac2, "x86_64")+"\x00" {
 		t.Fatalf("iPXE boot file %q", f)
 	}
 	if string(lease2.ACK.GetOneOption(dhcpv4.GenericOptionCode(175))) != "\xb0\x01\x01" {
@@ -395,7 +395,7 @@ func TestNetnsFullMode(t *testing.T) {
 
 	// Phase 3: ProxyDHCP on the same link.
 	rec = &events{}
-	l.start(t, Config{Mode: ModeProxy, ScriptURL: scriptURL}, gate, nil, rec)
+	l.start(t, Config{Mode: ModeProxy, BootFiles: BootFiles{ScriptURL: scriptURL}}, gate, nil, rec)
 	offer, err = l.client(t, mac2, 2*time.Second).DiscoverOffer(ctx, edk2PXE(mac2)...)
 	if err != nil {
 		t.Fatal(err)
@@ -418,7 +418,7 @@ func TestNetnsFullMode(t *testing.T) {
 	req := packet(t, dhcpv4.MessageTypeRequest, mac2, ipxeEFI, dhcpv4.WithClientIP(net.IPv4(10, 201, 50, 9)))
 	ack := exchange(t, pxe, req, "10.201.50.1:4011")
 	if ack.MessageType() != dhcpv4.MessageTypeAck || u32IP(ack.YourIPAddr) != 0 ||
-		string(ack.GetOneOption(dhcpv4.OptionBootfileName)) != scriptURL(mac2)+"\x00" {
+		string(ack.GetOneOption(dhcpv4.OptionBootfileName)) != scriptURL(mac2, "x86_64")+"\x00" {
 		t.Fatalf("boot server ACK: %s", ack.Summary())
 	}
 }
@@ -456,7 +456,7 @@ func TestNetnsPerfdhcpRelay(t *testing.T) {
 	st := openStore(t, filepath.Join(l.dir, "castiron.db"))
 	l.start(t, Config{
 		RangeStart: netip.MustParseAddr("10.201.50.10"), RangeEnd: netip.MustParseAddr("10.201.50.250"),
-		Netmask: net.CIDRMask(24, 32), ScriptURL: scriptURL,
+		Netmask: net.CIDRMask(24, 32), BootFiles: BootFiles{ScriptURL: scriptURL},
 	}, &allowGate{all: true}, st, boot.Discard{})
 	out, err := exec.Command("ip", "netns", "exec", l.cliNS, "perfdhcp", "-4", "-l", "10.201.50.2",
 		"-r", "200", "-R", "100", "-p", "2", "-o", "60,"+hex.EncodeToString([]byte("PXEClient:Arch:00000:UNDI:002001")),
@@ -514,7 +514,7 @@ func BenchmarkNetnsPerfdhcp(b *testing.B) {
 		cfg := Config{
 			Interface: l.srvIf, ServerIP: netip.MustParseAddr("10.201.0.1"),
 			RangeStart: netip.MustParseAddr("10.201.1.0"), RangeEnd: netip.MustParseAddr("10.201.255.254"),
-			Netmask: net.CIDRMask(16, 32), ScriptURL: scriptURL,
+			Netmask: net.CIDRMask(16, 32), BootFiles: BootFiles{ScriptURL: scriptURL},
 		}
 		fmt.Sscan(os.Getenv("PERFDHCP_WORKERS"), &cfg.Workers)
 		s := newTestServer(b, cfg, &allowGate{all: true}, st, boot.Discard{}, nil)
@@ -588,7 +588,7 @@ func TestRunBindErrors(t *testing.T) {
 
 	needRoot(t, "ip")
 	l := newLab(t)
-	first := l.start(t, Config{Mode: ModeProxy, ScriptURL: scriptURL}, gateFor(), nil, nil)
+	first := l.start(t, Config{Mode: ModeProxy, BootFiles: BootFiles{ScriptURL: scriptURL}}, gateFor(), nil, nil)
 	second := newTestServer(t, first.s.cfg, gateFor(), nil, nil, nil)
 	err := inNetns(l.srvNS, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -10,7 +10,7 @@ import (
 )
 
 func proxyConfig() Config {
-	return Config{Interface: "test0", Mode: ModeProxy, ServerIP: testServer, ScriptURL: scriptURL}
+	return Config{Interface: "test0", Mode: ModeProxy, ServerIP: testServer, BootFiles: BootFiles{ScriptURL: scriptURL}}
 }
 
 // TestProxyMode: ProxyDHCP answers only PXEClient, with boot options and
@@ -25,9 +25,9 @@ func TestProxyMode(t *testing.T) {
 		file string // "" = no answer
 		ipxe bool
 	}{
-		{"iPXE BIOS ROM", ipxeBIOS, scriptURL(mac), true},
+		{"iPXE BIOS ROM", ipxeBIOS, scriptURL(mac, "x86_64"), true},
 		{"EDK2 PXEv4", edk2PXE, "snponly.efi", false},
-		{"iPXE snponly.efi", ipxeEFI, scriptURL(mac), true},
+		{"iPXE snponly.efi", ipxeEFI, scriptURL(mac, "x86_64"), true},
 		{"EDK2 HTTP boot (not PXEClient)", edk2HTTP, "", false},
 		{"agent", agent, "", false},
 		{"plain client", plain, "", false},

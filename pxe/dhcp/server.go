@@ -18,25 +18,21 @@ import (
 
 // Server is the DHCP server. Make it with New, start it with Run.
 type Server struct {
-	cfg      Config
-	sn       subnet
-	server   uint32 // ServerIP
-	serverIP net.IP
-	netmask  net.IPMask
-	gate     boot.Gate
-	leases   LeaseStore
-	writer   *leaseWriter
-	rec      boot.Recorder
-	log      *slog.Logger
-	idx      *index
-	quiet    *throttle // timeline events, per MAC
-	loud     *throttle // error log lines, server-wide
+	cfg                Config
+	sn                 subnet
+	server             uint32 // ServerIP
+	serverIP           net.IP
+	netmask            net.IPMask
+	gate               boot.Gate
+	rec                boot.Recorder
+	log                *slog.Logger
+	leaseState[uint32]           // full mode only (idx nil in proxy mode)
+	quiet              *throttle // timeline events, per MAC
+	loud               *throttle // error log lines, server-wide
 	// exhaustedCount counts DISCOVERs refused for lack of an address.
 	exhaustedCount atomic.Int64
 	now            func() time.Time
 
-	loadMu sync.Mutex
-	loaded atomic.Bool
 	// listening is true while Run holds its sockets (readiness).
 	listening atomic.Bool
 }
@@ -58,59 +54,36 @@ func New(cfg Config, gate boot.Gate, leases LeaseStore, rec boot.Recorder, log *
 	if cfg.Mode == ModeFull && leases == nil {
 		return nil, errors.New("dhcp: full mode needs a lease store")
 	}
+	rec, log = orDefaults(rec, log)
+	s := &Server{
+		cfg: cfg, sn: sn, server: u32(cfg.ServerIP), serverIP: ipOf(u32(cfg.ServerIP)),
+		gate: gate, rec: rec, log: log.With("component", "dhcp", "mode", string(cfg.Mode)),
+		quiet: newThrottle(time.Minute, 16384), loud: newThrottle(10*time.Second, 16), now: time.Now,
+	}
+	if cfg.Mode == ModeFull {
+		s.netmask = net.IPMask(ipOf(sn.mask))
+		p := pool[uint32]{first: sn.first, last: sn.last, reserved: [2]uint32{sn.server, sn.router}}
+		s.leaseState = newLeaseState(p, cfg.OfferHold, leases, func(a netip.Addr) (uint32, bool) { return u32(a), a.Is4() })
+	}
+	return s, nil
+}
+
+// orDefaults: no recorder keeps nothing, no logger is slog's default.
+func orDefaults(rec boot.Recorder, log *slog.Logger) (boot.Recorder, *slog.Logger) {
 	if rec == nil {
 		rec = boot.Discard{}
 	}
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &Server{
-		cfg: cfg, sn: sn, server: u32(cfg.ServerIP), serverIP: ipOf(u32(cfg.ServerIP)),
-		gate: gate, leases: leases, rec: rec, log: log.With("component", "dhcp", "mode", string(cfg.Mode)),
-		quiet: newThrottle(time.Minute, 16384), loud: newThrottle(10*time.Second, 16), now: time.Now,
-	}
-	if cfg.Mode == ModeFull {
-		s.netmask = net.IPMask(ipOf(sn.mask))
-		s.idx = newIndex(sn, cfg.OfferHold)
-		s.writer = &leaseWriter{store: leases}
-	}
-	return s, nil
-}
-
-// ensureLoaded fills the lease index from the store once.
-func (s *Server) ensureLoaded(ctx context.Context) error {
-	if s.loaded.Load() || s.idx == nil {
-		return nil
-	}
-	s.loadMu.Lock()
-	defer s.loadMu.Unlock()
-	if s.loaded.Load() {
-		return nil
-	}
-	ls, err := s.leases.ListLeases(ctx)
-	if err != nil {
-		return fmt.Errorf("dhcp: load leases: %w", err)
-	}
-	for _, l := range ls {
-		hw, err := net.ParseMAC(l.MAC)
-		if err != nil || len(hw) != 6 {
-			continue
-		}
-		var mac hwaddr
-		copy(mac[:], hw)
-		s.idx.load(mac, u32(l.IP), l.Expires)
-	}
-	s.loaded.Store(true)
-	bound, live := s.idx.counts(s.now())
-	s.log.Info("dhcp leases loaded", "bound", bound, "live", live)
-	return nil
+	return rec, log
 }
 
 // Run serves until ctx is cancelled, then sends the ACKs still waiting for
 // their commit, closes its sockets and returns. Socket and load errors are
 // returned at once.
 func (s *Server) Run(ctx context.Context) error {
-	if err := s.ensureLoaded(ctx); err != nil {
+	if err := s.ensureLoaded(ctx, s.log, s.now()); err != nil {
 		return err
 	}
 	ports := []int{portDHCP}
@@ -167,6 +140,12 @@ func (s *Server) Run(ctx context.Context) error {
 // socket is closed. Readers share the socket; an ACK waiting for its commit
 // holds no reader (see handle).
 func (s *Server) serve(ctx context.Context, conn *net.UDPConn, port int) {
+	readLoop(ctx, conn, s.log, func(pkt []byte, peer netip.AddrPort) { s.handle(ctx, conn, port, pkt, peer) })
+}
+
+// readLoop hands each packet read from conn to handle until the socket is
+// closed (or ctx ends and reads fail). pkt is reused by the next read.
+func readLoop(ctx context.Context, conn *net.UDPConn, log *slog.Logger, handle func(pkt []byte, peer netip.AddrPort)) {
 	buf := make([]byte, 4096)
 	for {
 		n, peer, err := conn.ReadFromUDPAddrPort(buf)
@@ -174,11 +153,11 @@ func (s *Server) serve(ctx context.Context, conn *net.UDPConn, port int) {
 			if errors.Is(err, net.ErrClosed) || ctx.Err() != nil {
 				return
 			}
-			s.log.Warn("dhcp: read", "err", err)
+			log.Warn("dhcp: read", "err", err)
 			time.Sleep(10 * time.Millisecond) // don't spin on a persistent error
 			continue
 		}
-		s.handle(ctx, conn, port, buf[:n], peer)
+		handle(buf[:n], peer)
 	}
 }
 
@@ -255,17 +234,9 @@ func destination(req, resp *dhcpv4.DHCPv4, peer netip.AddrPort, port int) netip.
 // MACForIP names the machine holding ip (leased or offered), for the TFTP
 // timeline: TFTP requests carry no MAC. "" when unknown or in proxy mode.
 func (s *Server) MACForIP(ip net.IP) string {
-	if s.idx == nil {
-		return ""
-	}
 	a, ok := netip.AddrFromSlice(ip.To4())
 	if !ok {
 		return ""
 	}
-	s.idx.mu.Lock()
-	defer s.idx.mu.Unlock()
-	if b := s.idx.byIP[u32(a)]; b != nil {
-		return net.HardwareAddr(b.mac[:]).String()
-	}
-	return ""
+	return s.macFor(u32(a))
 }
