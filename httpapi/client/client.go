@@ -7,13 +7,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
-	"time"
+
+	"github.com/gophercloud/gophercloud/v2"
 )
 
 // MaxMinor is the newest microversion this client speaks (1.MaxMinor).
@@ -24,39 +26,27 @@ const (
 	hdrMaxVersion = "X-OpenStack-Ironic-API-Maximum-Version"
 )
 
-// Config says where the API is and how to authenticate.
-type Config struct {
-	URL      string // e.g. http://127.0.0.1:6385 (with or without /v1)
-	User     string // http_basic user; empty: no auth (noauth)
-	Password string
-	HTTP     *http.Client // nil: a client with a 60 s timeout
-}
-
-// Client talks to one Ironic endpoint at a negotiated microversion.
+// Client talks to one Ironic endpoint at a negotiated microversion. Every
+// request goes through a gophercloud service client, which adds the
+// credentials (a Keystone token, renewed when it expires, or HTTP basic).
 type Client struct {
+	sc    *gophercloud.ServiceClient
 	base  string // scheme://host[:port][/prefix], no trailing /v1
-	user  string
-	pass  string
-	http  *http.Client
 	minor int
 }
 
-// New negotiates the microversion with the server: min(server max, MaxMinor).
+// New connects (authenticating first for Keystone auth types) and
+// negotiates the microversion with the server: min(server max, MaxMinor).
 func New(ctx context.Context, cfg Config) (*Client, error) {
-	base := strings.TrimRight(cfg.URL, "/")
-	base = strings.TrimSuffix(base, "/v1")
-	if _, err := url.Parse(base); err != nil || base == "" {
-		return nil, fmt.Errorf("invalid API URL %q", cfg.URL)
+	sc, err := serviceClient(ctx, cfg)
+	if err != nil {
+		return nil, err
 	}
-	hc := cfg.HTTP
-	if hc == nil {
-		hc = &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{
-			Proxy:               http.ProxyFromEnvironment,
-			MaxIdleConnsPerHost: 64,
-			IdleConnTimeout:     90 * time.Second,
-		}}
+	base := strings.TrimSuffix(strings.TrimRight(sc.Endpoint, "/"), "/v1")
+	if u, err := url.Parse(base); err != nil || u.Host == "" {
+		return nil, fmt.Errorf("invalid API URL %q", sc.Endpoint)
 	}
-	c := &Client{base: base, user: cfg.User, pass: cfg.Password, http: hc, minor: 1}
+	c := &Client{sc: sc, base: base, minor: 1}
 	max, err := c.serverMaxMinor(ctx)
 	if err != nil {
 		return nil, err
@@ -102,39 +92,31 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) (ht
 }
 
 func (c *Client) doVersion(ctx context.Context, method, path, ver string, body, out any) (http.Header, error) {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return nil, err
-		}
-		rd = bytes.NewReader(b)
+	opts := &gophercloud.RequestOpts{
+		// Ironic answers 200, 201, 202 or 204 as the verb goes; anything
+		// else is an *Error below.
+		OkCodes:          []int{200, 201, 202, 204},
+		KeepResponseBody: true,
+		MoreHeaders:      map[string]string{},
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
-	if err != nil {
-		return nil, err
+	if body != nil {
+		opts.JSONBody = body
 	}
 	if ver != "" {
-		req.Header.Set(hdrVersion, ver)
+		opts.MoreHeaders[hdrVersion] = ver
 	}
-	req.Header.Set("Accept", "application/json")
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if c.user != "" {
-		req.SetBasicAuth(c.user, c.pass)
-	}
-	res, err := c.http.Do(req)
+	res, err := c.sc.Request(ctx, method, c.base+path, opts)
 	if err != nil {
+		var ue gophercloud.ErrUnexpectedResponseCode
+		if errors.As(err, &ue) {
+			return ue.ResponseHeader, decodeError(method, path, ue.Actual, ue.Body)
+		}
 		return nil, err
 	}
 	defer res.Body.Close()
 	b, err := io.ReadAll(res.Body)
 	if err != nil {
 		return res.Header, err
-	}
-	if res.StatusCode >= 300 {
-		return res.Header, decodeError(method, path, res.StatusCode, b)
 	}
 	if out != nil && len(bytes.TrimSpace(b)) > 0 {
 		if err := json.Unmarshal(b, out); err != nil {

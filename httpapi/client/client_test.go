@@ -21,8 +21,12 @@ func ironic21(t *testing.T, h http.HandlerFunc) (*httptest.Server, *[]string) {
 		mu.Unlock()
 		w.Header().Set("X-OpenStack-Ironic-API-Minimum-Version", "1.1")
 		w.Header().Set("X-OpenStack-Ironic-API-Maximum-Version", "1.82")
-		if r.URL.Path == "/v1" {
+		switch r.URL.Path {
+		case "/v1":
 			w.Write([]byte(`{"id":"v1","version":{"version":"1.82","min_version":"1.1","status":"CURRENT"}}`))
+			return
+		case "/": // the root document gophercloud reads when it takes the endpoint from a catalog
+			w.Write([]byte(`{"name":"OpenStack Ironic API","versions":[{"id":"v1","status":"CURRENT","version":"1.82","min_version":"1.1","links":[{"href":"http://` + r.Host + `/v1/","rel":"self"}]}]}`))
 			return
 		}
 		h(w, r)

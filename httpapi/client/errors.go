@@ -30,7 +30,9 @@ func StatusOf(err error) int {
 
 // decodeError reads the three error bodies Ironic sends: the usual
 // {"error_message": "<JSON string with faultstring>"}, the same with an object
-// instead of a string, and the version middleware's {"errors":[{...}]}.
+// instead of a string, and the version middleware's {"errors":[{...}]}; and
+// Keystone's {"error": {"message": ...}}, which keystonemiddleware in front
+// of Ironic also answers.
 func decodeError(method, path string, status int, body []byte) error {
 	e := &Error{Method: method, Path: path, Status: status, Fault: strings.TrimSpace(string(body))}
 	var outer struct {
@@ -39,8 +41,15 @@ func decodeError(method, path string, status int, body []byte) error {
 			Title       string `json:"title"`
 			Description string `json:"description"`
 		} `json:"errors"`
+		Keystone *struct {
+			Message string `json:"message"`
+		} `json:"error"`
 	}
 	if json.Unmarshal(body, &outer) != nil {
+		return e
+	}
+	if outer.Keystone != nil && outer.Keystone.Message != "" {
+		e.Fault = outer.Keystone.Message
 		return e
 	}
 	if len(outer.Errors) > 0 {

@@ -251,3 +251,18 @@ func newTokenID() string {
 	}
 	return "gAAAAA" + hex.EncodeToString(b)
 }
+
+// RevokeTokens revokes every token of a user, as Keystone does when a user
+// is disabled, and returns how many were live (tests of token renewal).
+func (s *Server) RevokeTokens(userID string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, t := range s.tokens {
+		if t.userID == userID && !t.revoked {
+			t.revoked = true
+			n++
+		}
+	}
+	return n
+}

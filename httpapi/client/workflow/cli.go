@@ -17,6 +17,7 @@ import (
 	"golang.org/x/term"
 
 	"castiron/httpapi/client"
+	"castiron/httpapi/client/cloudconfig"
 )
 
 // Commands are the client subcommands Main serves.
@@ -33,8 +34,11 @@ client commands (public Ironic API only; work against any Ironic):
   configure    set boot defaults on manageable nodes: --boot-mode, --root-device, --deploy-image
   node         node list | node show NODE  [-o table|json]
   conductor    conductor list [-o table|json]
-  Client commands speak the public Ironic API at --url (CASTIRON_URL, default
-  http://127.0.0.1:6385) with --user/--password (CASTIRON_USER/CASTIRON_PASSWORD).`
+  Client commands authenticate as the openstack CLI does: --os-cloud/OS_CLOUD
+  (clouds.yaml), OS_* variables and --os-* options (Keystone password,
+  application credential or token; http_basic; none). Without any, they speak
+  to http://127.0.0.1:6385 with no auth. --url/--user/--password
+  (CASTIRON_URL/CASTIRON_USER/CASTIRON_PASSWORD) still work; -h lists all.`
 
 // Exit codes.
 const (
@@ -89,27 +93,18 @@ var errNodesFailed = errors.New("some nodes failed")
 
 // common holds the flags every client command takes.
 type common struct {
-	fs                  *flag.FlagSet
-	url, user, password string
-	concurrency         int
-	timeout             time.Duration
-	output              string
-	all                 bool
-}
-
-func getenv(k, def string) string {
-	if v, ok := os.LookupEnv(k); ok {
-		return v
-	}
-	return def
+	fs          *flag.FlagSet
+	auth        *cloudconfig.Options
+	concurrency int
+	timeout     time.Duration
+	output      string
+	all         bool
 }
 
 func (e *env) flags(name string) *common {
 	c := &common{fs: flag.NewFlagSet(name, flag.ContinueOnError)}
 	c.fs.SetOutput(e.stderr)
-	c.fs.StringVar(&c.url, "url", getenv("CASTIRON_URL", "http://127.0.0.1:6385"), "Ironic API endpoint (CASTIRON_URL)")
-	c.fs.StringVar(&c.user, "user", getenv("CASTIRON_USER", ""), "http_basic user (CASTIRON_USER)")
-	c.fs.StringVar(&c.password, "password", getenv("CASTIRON_PASSWORD", ""), "http_basic password (CASTIRON_PASSWORD)")
+	c.auth = cloudconfig.Register(c.fs)
 	return c
 }
 
@@ -148,8 +143,14 @@ func (c *common) parse(args []string) ([]string, error) {
 	return pos, nil
 }
 
+// connect resolves the auth settings (a bad setting is a usage error) and
+// connects; a refused credential is an API error.
 func (c *common) connect(ctx context.Context) (*client.Client, error) {
-	return client.New(ctx, client.Config{URL: c.url, User: c.user, Password: c.password})
+	cfg, err := c.auth.Resolve()
+	if err != nil {
+		return nil, usageError{msg: err.Error()}
+	}
+	return client.New(ctx, cfg)
 }
 
 func (e *env) runner(c *common, cl *client.Client) *Runner {
