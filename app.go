@@ -16,6 +16,7 @@ import (
 	"castiron/engine"
 	"castiron/engine/driver/fake"
 	"castiron/engine/driver/ipmi"
+	"castiron/engine/driver/redfish"
 	"castiron/httpapi"
 	"castiron/storage"
 	"castiron/web"
@@ -35,6 +36,8 @@ type app struct {
 	store *storage.SQLite
 	cond  *engine.Conductor
 	prov  *provisioning
+	// redfish holds BMC sessions, deleted once the conductor has stopped.
+	redfish *redfish.Driver
 	api   http.Handler
 	apiUp atomic.Bool
 }
@@ -53,7 +56,9 @@ func newApp(ctx context.Context, c *serveConfig, log *slog.Logger) (*app, error)
 		return nil, fmt.Errorf("open database: %w", err)
 	}
 	a := &app{cfg: c, log: log, auth: auth, store: store}
-	a.cond = engine.New(store, hardwareTypes(log), conductorConfig(c, site, log))
+	hw, rf := hardwareTypes(log)
+	a.redfish = rf
+	a.cond = engine.New(store, hw, conductorConfig(c, site, log))
 	if a.prov, err = newProvisioning(c, site, store, a.cond, log); err != nil {
 		a.close()
 		return nil, err
@@ -70,14 +75,18 @@ func newApp(ctx context.Context, c *serveConfig, log *slog.Logger) (*app, error)
 	return a, nil
 }
 
-func hardwareTypes(log *slog.Logger) *engine.Registry {
+// hardwareTypes is the enabled hardware types, and the redfish driver whose
+// BMC sessions the app deletes at the end.
+func hardwareTypes(log *slog.Logger) (*engine.Registry, *redfish.Driver) {
 	fakeDriver := fake.New()
 	ipmiDriver := ipmi.New(ipmi.Config{Logger: log})
+	redfishDriver := redfish.New(redfish.Config{Logger: log})
 	return engine.NewRegistry(
 		engine.NewFakeHardware(fakeDriver),
 		engine.NewIPMIHardware(ipmiDriver, ipmiDriver, ipmi.Properties()),
+		engine.NewRedfishHardware(redfishDriver, redfish.Properties()),
 		engine.NewManualManagement(fakeDriver),
-	)
+	), redfishDriver
 }
 
 func conductorConfig(c *serveConfig, site provisioningSite, log *slog.Logger) engine.Config {
@@ -115,7 +124,9 @@ func (a *app) run(ctx context.Context) error {
 	err := a.serve(ctx)
 	stopCtx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
-	return errors.Join(err, a.cond.Stop(stopCtx))
+	err = errors.Join(err, a.cond.Stop(stopCtx))
+	// No task uses a BMC any more: log out of every Redfish session.
+	return errors.Join(err, a.redfish.Close(stopCtx))
 }
 
 // serve runs the provisioning network and the API until ctx ends or one of

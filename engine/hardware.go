@@ -25,6 +25,9 @@ type HardwareType struct {
 	Interfaces map[string][]string // kind -> enabled implementations, default first
 	Power      driver.Power
 	Management driver.Management
+	// Inspector runs the out-of-band inspect interfaces (outOfBand); nil
+	// for types that have none.
+	Inspector  driver.Inspector
 	Properties []driver.Property // driver_info keys, for /drivers/{name}/properties
 }
 
@@ -83,6 +86,10 @@ var agentDriven = map[string]bool{
 	"inspect:agent": true, "rescue:agent": true,
 }
 
+// Inspect interfaces that read the hardware from the BMC: the node does not
+// boot, inspection ends in the same task.
+var outOfBand = map[string]bool{"inspect:redfish": true}
+
 // NewFakeHardware is the fake-hardware type: instant power, boot, inspect and
 // deploy; agent-driven interfaces may be chosen to exercise the wait states.
 func NewFakeHardware(d interface {
@@ -133,6 +140,43 @@ func NewIPMIHardware(p driver.Power, m driver.Management, props []driver.Propert
 		},
 		Power:      p,
 		Management: m,
+		Properties: props,
+	}
+}
+
+// RedfishDriver is what the redfish hardware type is made of: power,
+// management (with its optional features) and out-of-band inspection.
+type RedfishDriver interface {
+	driver.Power
+	driver.Management
+	driver.Inspector
+}
+
+// NewRedfishHardware is the redfish type, with Ironic's interface names:
+// power, management and inspect "redfish"; boot by iPXE/PXE as the other
+// types (and by virtual media where the redfish-virtual-media boot
+// interface is enabled).
+func NewRedfishHardware(d RedfishDriver, props []driver.Property) *HardwareType {
+	return &HardwareType{
+		Name: "redfish",
+		Interfaces: map[string][]string{
+			"bios":       {"no-bios"},
+			"boot":       {"ipxe", "pxe", "http"},
+			"console":    {"no-console"},
+			"deploy":     {"direct", "ramdisk", "custom-agent"},
+			"firmware":   {"no-firmware"},
+			"inspect":    {"redfish", "agent", "no-inspect"},
+			"management": {"redfish"},
+			"network":    {"noop", "flat"},
+			"power":      {"redfish"},
+			"raid":       {"no-raid", "agent"},
+			"rescue":     {"no-rescue", "agent"},
+			"storage":    {"noop"},
+			"vendor":     {"no-vendor"},
+		},
+		Power:      d,
+		Management: d,
+		Inspector:  d,
 		Properties: props,
 	}
 }

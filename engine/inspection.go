@@ -198,12 +198,19 @@ func bootMAC(d protocol.InspectionData) string {
 // portsFromInventory creates a port for every NIC whose MAC no port has yet;
 // existing ports are kept as they are. pxe_enabled marks the booting NIC.
 func (c *Conductor) portsFromInventory(ctx context.Context, n *storage.Node, inv protocol.Inventory, pxeMAC string) ([]string, error) {
-	var created []string
+	var macs []string
 	for _, i := range inv.Interfaces {
-		mac, err := NormalizeMAC(i.MACAddress)
-		if err != nil {
-			continue
+		if mac, err := NormalizeMAC(i.MACAddress); err == nil {
+			macs = append(macs, mac)
 		}
+	}
+	return c.createPorts(ctx, n, macs, pxeMAC)
+}
+
+// createPorts creates a port for every (normalized) MAC no port has yet.
+func (c *Conductor) createPorts(ctx context.Context, n *storage.Node, macs []string, pxeMAC string) ([]string, error) {
+	var created []string
+	for _, mac := range macs {
 		if _, err := c.store.GetPortByAddress(ctx, mac); err == nil {
 			continue
 		} else if !fault.Is(err, fault.NotFound) {
@@ -247,16 +254,23 @@ func setInspectedProperties(n *storage.Node, inv protocol.Inventory, overwrite b
 		}
 		set("local_gb", gb)
 	}
-	if mode := inv.Boot.CurrentBootMode; mode == "uefi" || mode == "bios" {
-		caps, _ := n.Properties["capabilities"].(string)
-		if !strings.Contains(caps, "boot_mode:") {
-			if caps != "" {
-				caps += ","
-			}
-			n.Properties["capabilities"] = caps + "boot_mode:" + mode
-		} else if overwrite {
-			n.Properties["capabilities"] = replaceCapability(caps, "boot_mode", mode)
+	setBootModeCapability(n, inv.Boot.CurrentBootMode, overwrite)
+}
+
+// setBootModeCapability records mode ("uefi" or "bios") as the boot_mode
+// capability unless the node has one (and overwrite is false).
+func setBootModeCapability(n *storage.Node, mode string, overwrite bool) {
+	if mode != "uefi" && mode != "bios" {
+		return
+	}
+	caps, _ := n.Properties["capabilities"].(string)
+	if !strings.Contains(caps, "boot_mode:") {
+		if caps != "" {
+			caps += ","
 		}
+		n.Properties["capabilities"] = caps + "boot_mode:" + mode
+	} else if overwrite {
+		n.Properties["capabilities"] = replaceCapability(caps, "boot_mode", mode)
 	}
 }
 

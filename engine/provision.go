@@ -469,6 +469,9 @@ func cleanTask(manual bool, steps []map[string]any) work {
 }
 
 func inspectTask(ctx context.Context, c *Conductor, n *storage.Node) outcome {
+	if outOfBand["inspect:"+n.InspectInterface] {
+		return inspectOutOfBand(ctx, c, n)
+	}
 	if needsAgent(n, "inspect") {
 		if err := bootAgent(ctx, c, n); err != nil {
 			return failed(err)

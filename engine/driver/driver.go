@@ -25,6 +25,8 @@ const (
 	BootCDROM = "cdrom"
 	BootBIOS  = "bios"
 	BootSafe  = "safe"
+	// BootUEFIHTTP is UEFI HTTP boot (Redfish target UefiHttp).
+	BootUEFIHTTP = "uefi-http"
 )
 
 // Node is what a driver may know of a node: who it is and how to reach it.

@@ -2,6 +2,8 @@ package ipmi
 
 import (
 	"context"
+
+	"castiron/engine/driver"
 	"errors"
 	"fmt"
 	"strings"
@@ -17,7 +19,7 @@ var (
 	ErrAuthentication = errors.New("IPMI authentication failed")
 	// ErrPowerTimeout means the node did not reach the requested power state
 	// in time.
-	ErrPowerTimeout = errors.New("timed out waiting for power state")
+	ErrPowerTimeout = driver.ErrPowerTimeout
 )
 
 // bmcError is a failed BMC exchange: a one-line message for operators that

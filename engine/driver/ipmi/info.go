@@ -79,7 +79,7 @@ func netipJoin(host string, port int) string {
 // with Ironic's wording.
 func parseInfo(n driver.Node) (*info, error) {
 	di := n.DriverInfo
-	if isEmpty(di["ipmi_address"]) {
+	if driver.IsEmpty(di["ipmi_address"]) {
 		return nil, fault.New(fault.Invalid, "Missing the following IPMI credentials in node's driver_info: ipmi_address.")
 	}
 	inf := &info{uuid: n.UUID, port: defaultPort, priv: types.PrivilegeLevelAdministrator, suite: -1,
@@ -117,7 +117,7 @@ func parseInfo(n driver.Node) (*info, error) {
 
 	proto := protocol20
 	if v, ok := di["ipmi_protocol_version"]; ok && v != nil {
-		proto = scalarString(v)
+		proto = driver.ScalarString(v)
 		if f, ok := v.(float64); ok { // JSON 2.0 arrives as float64(2)
 			proto = strconv.FormatFloat(f, 'f', 1, 64)
 		}
@@ -131,7 +131,7 @@ func parseInfo(n driver.Node) (*info, error) {
 	}
 
 	if v, ok := di["ipmi_password"]; ok && v != nil {
-		inf.password = scalarString(v) // Ironic str()s it: numbers are fine
+		inf.password = driver.ScalarString(v) // Ironic str()s it: numbers are fine
 	}
 	maxPass := maxPassLen20
 	if inf.v15 {
@@ -159,7 +159,7 @@ func parseInfo(n driver.Node) (*info, error) {
 		}
 	}
 
-	if v, ok := di["ipmi_hex_kg_key"]; ok && !isEmpty(v) {
+	if v, ok := di["ipmi_hex_kg_key"]; ok && !driver.IsEmpty(v) {
 		s, _ := v.(string)
 		if len(s)%2 != 0 {
 			return nil, fault.New(fault.Invalid, "Number of ipmi_hex_kg_key characters is not even")
@@ -198,42 +198,6 @@ func parseInfo(n driver.Node) (*info, error) {
 		inf.vendor = strings.ToLower(v)
 	}
 	return inf, nil
-}
-
-// isEmpty is Python's "not value" for what JSON can hold.
-func isEmpty(v any) bool {
-	switch v := v.(type) {
-	case nil:
-		return true
-	case string:
-		return v == ""
-	case bool:
-		return !v
-	case float64:
-		return v == 0
-	case int:
-		return v == 0
-	}
-	return false
-}
-
-// scalarString renders a JSON scalar the way Python's str() would for the
-// values operators actually send ("2.0", 2.0, "secret", 1234).
-func scalarString(v any) string {
-	switch v := v.(type) {
-	case string:
-		return v
-	case float64:
-		if v == math.Trunc(v) && math.Abs(v) < 1e15 {
-			return strconv.FormatInt(int64(v), 10)
-		}
-		return strconv.FormatFloat(v, 'f', -1, 64)
-	case int:
-		return strconv.Itoa(v)
-	case int64:
-		return strconv.FormatInt(v, 10)
-	}
-	return fmt.Sprint(v)
 }
 
 // intValue accepts an integer or a string holding one (JSON numbers arrive as
@@ -275,24 +239,8 @@ func boolValue(di map[string]any, key string, def bool) (bool, error) {
 	if !ok || v == nil {
 		return def, nil
 	}
-	switch v := v.(type) {
-	case bool:
-		return v, nil
-	case float64:
-		if v == 0 || v == 1 {
-			return v == 1, nil
-		}
-	case int:
-		if v == 0 || v == 1 {
-			return v == 1, nil
-		}
-	case string:
-		switch strings.ToLower(strings.TrimSpace(v)) {
-		case "1", "t", "true", "on", "y", "yes":
-			return true, nil
-		case "0", "f", "false", "off", "n", "no":
-			return false, nil
-		}
+	if b, ok := driver.ParseBool(v); ok {
+		return b, nil
 	}
 	return false, fault.New(fault.Invalid, "Invalid value for %s: \"%v\" is not a boolean.", key, v)
 }

@@ -102,43 +102,13 @@ func (s *conn) setAndWait(ctx context.Context, cmd chassis.ChassisControl, want 
 // passes. A failed read (BMCs can be busy while the node changes state) drops
 // the session and is retried until the deadline.
 func (s *conn) waitPower(ctx context.Context, want string, timeout time.Duration, action string) error {
-	wctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	delay := s.d.cfg.PollInterval
-	last, lastErr := "", error(nil)
-	for {
-		state, err := s.powerState(wctx)
-		if err == nil && state == want {
-			return nil
-		}
-		switch {
-		case err != nil && ctxErr(wctx) != nil:
-			// cut short by the deadline: not the BMC's fault
-		case errors.Is(err, ErrAuthentication):
-			return err // polling will not fix credentials
-		case err != nil:
-			lastErr = err
-			s.drop(ctx)
-		default:
-			last, lastErr = state, nil
-		}
-		t := time.NewTimer(delay)
-		select {
-		case <-wctx.Done():
-			t.Stop()
-			if ctx.Err() != nil {
-				return fmt.Errorf("IPMI %s for node %s: gave up waiting for %s: %w", action, s.inf.uuid, want, ctx.Err())
-			}
-			if lastErr != nil {
-				return fmt.Errorf("%w: node %s did not reach %q within %s after %s; last read failed: %w",
-					ErrPowerTimeout, s.inf.uuid, want, timeout, action, lastErr)
-			}
-			return fmt.Errorf("%w: node %s did not reach %q within %s after %s (still %q)",
-				ErrPowerTimeout, s.inf.uuid, want, timeout, action, last)
-		case <-t.C:
-		}
-		delay = min(2*delay, s.d.cfg.MaxPollInterval)
-	}
+	return driver.PowerWait{
+		Protocol: "IPMI", Node: s.inf.uuid, Action: action, Want: want, Timeout: timeout,
+		Interval: s.d.cfg.PollInterval, MaxInterval: s.d.cfg.MaxPollInterval,
+		Read:   s.powerState,
+		Fatal:  func(err error) bool { return errors.Is(err, ErrAuthentication) }, // polling will not fix credentials
+		Failed: func(error) { s.drop(ctx) },
+	}.Run(ctx)
 }
 
 // powerState reads Get Chassis Status on the session.
