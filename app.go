@@ -38,8 +38,8 @@ type app struct {
 	prov  *provisioning
 	// redfish holds BMC sessions, deleted once the conductor has stopped.
 	redfish *redfish.Driver
-	api   http.Handler
-	apiUp atomic.Bool
+	api     http.Handler
+	apiUp   atomic.Bool
 }
 
 func newApp(ctx context.Context, c *serveConfig, log *slog.Logger) (*app, error) {
