@@ -58,11 +58,13 @@ func newApp(ctx context.Context, c *serveConfig, log *slog.Logger) (*app, error)
 	a := &app{cfg: c, log: log, auth: auth, store: store}
 	hw, rf := hardwareTypes(log)
 	a.redfish = rf
-	a.cond = engine.New(store, hw, conductorConfig(c, site, log))
-	if a.prov, err = newProvisioning(c, site, store, a.cond, log); err != nil {
+	obs := newObservers(c.metrics, store)
+	a.cond = engine.New(store, hw, conductorConfig(c, site, obs.engine, log))
+	if a.prov, err = newProvisioning(c, site, store, a.cond, obs.boot, log); err != nil {
 		a.close()
 		return nil, err
 	}
+	obs.watchLeases(a.prov)
 	ui := web.Handler(web.Options{Auth: auth})
 	mounts := web.Mounts(ui)
 	for pattern, h := range a.prov.mounts {
@@ -71,7 +73,9 @@ func newApp(ctx context.Context, c *serveConfig, log *slog.Logger) (*app, error)
 	for pattern, h := range readiness(store, a.cond, &a.apiUp, a.prov).Mounts() {
 		mounts[pattern] = h
 	}
-	a.api = httpapi.New(a.cond, httpapi.Options{Auth: auth, Logger: log, HTML: ui, Extra: mounts, BootRecorder: a.prov.recorder})
+	obs.mount(mounts, auth)
+	a.api = httpapi.New(a.cond, httpapi.Options{Auth: auth, Logger: log, HTML: ui, Extra: mounts,
+		BootRecorder: a.prov.recorder, Observer: obs.api})
 	return a, nil
 }
 
@@ -89,7 +93,7 @@ func hardwareTypes(log *slog.Logger) (*engine.Registry, *redfish.Driver) {
 	), redfishDriver
 }
 
-func conductorConfig(c *serveConfig, site provisioningSite, log *slog.Logger) engine.Config {
+func conductorConfig(c *serveConfig, site provisioningSite, obs engine.Observer, log *slog.Logger) engine.Config {
 	imageBase := ""
 	if site.publicURL != "" {
 		imageBase = strings.TrimRight(site.publicURL, "/") + "/images"
@@ -105,6 +109,7 @@ func conductorConfig(c *serveConfig, site provisioningSite, log *slog.Logger) en
 		CleanFullErase:    c.cleanFullErase,
 		ImageBaseURL:      imageBase,
 		Logger:            log,
+		Observer:          obs,
 	}
 }
 

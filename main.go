@@ -79,6 +79,7 @@ type serveConfig struct {
 	callbackTimeout, powerSync                     time.Duration
 	pxe                                            pxeConfig
 	inspectOverwrite, cleanFullErase               bool
+	metrics                                        bool
 }
 
 // serveFlags declares serve's flags. Declare a new setting here the usual
@@ -116,6 +117,7 @@ func serveFlags() (*flag.FlagSet, *serveConfig) {
 	boolFlag(&p.discovery, "pxe-discovery", false, "network-boot unknown machines too (not only nodes castiron was asked to boot)")
 	boolFlag(&c.inspectOverwrite, "inspect-overwrite", false, "let inspection replace properties that are already set")
 	boolFlag(&c.cleanFullErase, "clean-full-erase", false, "automated cleaning overwrites whole disks, not only their metadata")
+	boolFlag(&c.metrics, "metrics", true, "serve Prometheus metrics at /metrics (with the API's authentication)")
 	return fs, c
 }
 

@@ -166,7 +166,7 @@ func siteOf(c *serveConfig) (provisioningSite, error) {
 }
 
 // newProvisioning prepares everything; nothing listens until run.
-func newProvisioning(c *serveConfig, site provisioningSite, store *storage.SQLite, cond *engine.Conductor, log *slog.Logger) (*provisioning, error) {
+func newProvisioning(c *serveConfig, site provisioningSite, store *storage.SQLite, cond *engine.Conductor, meter boot.Meter, log *slog.Logger) (*provisioning, error) {
 	p := &provisioning{cfg: c.pxe, log: log, store: store, mounts: map[string]http.Handler{}, gate: gateAdapter{cond},
 		serverIP: site.serverIP, publicURL: site.publicURL, agentAddr: site.agentAddr}
 	p.recorder = boot.NewBatchRecorder(timelineSink(store), log)
@@ -184,6 +184,7 @@ func newProvisioning(c *serveConfig, site provisioningSite, store *storage.SQLit
 		Gate:          gate,
 		Recorder:      p.recorder,
 		Logger:        log,
+		Meter:         meter,
 	})
 	dcfg := dhcp.Config{
 		Interface: c.pxe.iface,
@@ -196,6 +197,7 @@ func newProvisioning(c *serveConfig, site provisioningSite, store *storage.SQLit
 				return p.publicURL + "/boot/ipxe?mac=" + mac.String()
 			},
 		},
+		Meter: meter,
 	}
 	if dcfg.Mode == dhcp.ModeFull {
 		first, last, err := dhcpRange(c.pxe.dhcpRange, ip, ipnet)
@@ -213,6 +215,7 @@ func newProvisioning(c *serveConfig, site provisioningSite, store *storage.SQLit
 		Recorder: p.recorder,
 		MACForIP: p.dhcp.MACForIP,
 		Logger:   log.With("component", "tftp"),
+		Meter:    meter,
 	}); err != nil {
 		return nil, fmt.Errorf("tftp: %w", err)
 	}

@@ -116,6 +116,14 @@ func TestHealthProbes(t *testing.T) {
 		}
 	}
 
+	// /metrics follows the API's authentication.
+	if code, _, _ := opsGet(t, srv.endpoint+"/metrics"); code != http.StatusUnauthorized {
+		t.Errorf("/metrics without credentials: %d, want 401", code)
+	}
+	if code, body, _ := opsGet(t, srv.endpoint+"/metrics", "operator", "health-pass-1"); code != 200 || !strings.Contains(body, "castiron_build_info") {
+		t.Errorf("/metrics with credentials: %d", code)
+	}
+
 	// Another process takes the database's write lock: readiness fails
 	// naming the database; liveness does not.
 	db, err := sql.Open("sqlite", filepath.Join(data, "castiron.db")+"?_pragma=busy_timeout(10000)")

@@ -36,12 +36,11 @@ func errAgentNotFound() error { return fault.New(fault.NotFound, "Resource could
 // AgentLookup is GET /v1/lookup: the node the ramdisk runs on, found by
 // node_uuid or by its MACs, with a fresh agent token. The token is issued
 // once per boot (Ironic's get_node_with_token); a second lookup gets 409.
-func (c *Conductor) AgentLookup(ctx context.Context, macs []string, nodeUUID string) (*storage.Node, string, error) {
+func (c *Conductor) AgentLookup(ctx context.Context, macs []string, nodeUUID string) (n *storage.Node, token string, err error) {
+	defer func() { c.obs.AgentCall("lookup", resultLabel(err)) }()
 	if len(macs) == 0 && nodeUUID == "" {
 		return nil, "", fault.New(fault.Invalid, "Incomplete lookup request: at least one of node_uuid or addresses is required.")
 	}
-	var n *storage.Node
-	var err error
 	if nodeUUID != "" {
 		n, err = c.store.GetNode(ctx, nodeUUID)
 	} else {

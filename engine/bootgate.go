@@ -121,15 +121,25 @@ func (c *Conductor) portlessInspecting(ctx context.Context) ([]*storage.Node, er
 
 // gateStore invalidates the boot gate's cache after every committed node or
 // port write: after the commit, so that a gate read in between cannot cache
-// the state from before it.
+// the state from before it. It also reports committed provision state
+// changes to the conductor's observer.
 type gateStore struct {
 	storage.Store
 	gate *bootGate
+	c    *Conductor
 }
 
 func (s gateStore) UpdateNode(ctx context.Context, ident string, fn storage.NodeUpdate) (*storage.Node, error) {
-	n, err := s.Store.UpdateNode(ctx, ident, fn)
+	var last *storage.Event
+	n, err := s.Store.UpdateNode(ctx, ident, func(n *storage.Node) (*storage.Event, error) {
+		e, err := fn(n)
+		last = e // fn may run again on a retry: the last run is what commits
+		return e, err
+	})
 	s.gate.invalidate()
+	if err == nil && n != nil {
+		s.c.observe(n.UUID, last)
+	}
 	return n, err
 }
 
@@ -148,5 +158,8 @@ func (s gateStore) DeletePort(ctx context.Context, uuid string) error {
 func (s gateStore) DeleteNode(ctx context.Context, uuid string) error {
 	err := s.Store.DeleteNode(ctx, uuid)
 	s.gate.invalidate()
+	if err == nil {
+		s.c.forget(uuid)
+	}
 	return err
 }

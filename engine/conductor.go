@@ -48,6 +48,9 @@ type Config struct {
 	// AgentPowerOffWait is how long the agent gets to power off by itself.
 	AgentPowerOffWait time.Duration
 	Logger            *slog.Logger
+	// Observer, when set, is told of transitions, verb durations, BMC and
+	// agent calls (metrics).
+	Observer Observer
 }
 
 func (c *Config) setDefaults() {
@@ -78,6 +81,9 @@ func (c *Config) setDefaults() {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	if c.Observer == nil {
+		c.Observer = noObserver{}
+	}
 }
 
 // Conductor runs node operations. Create with New, then Start; Stop ends
@@ -96,6 +102,8 @@ type Conductor struct {
 	gate    bootGate
 	started bool
 	beat    heartbeatStatus
+	obs     Observer
+	verbs   verbClock
 }
 
 // heartbeatStatus is the outcome of the conductor's own heartbeats, for
@@ -132,14 +140,19 @@ func (c *Conductor) Heartbeat() HeartbeatState {
 // New makes a conductor over store with the given hardware types.
 func New(store storage.Store, hw *Registry, cfg Config) *Conductor {
 	cfg.setDefaults()
+	if _, off := cfg.Observer.(noObserver); !off {
+		hw = hw.metered(cfg.Observer)
+	}
 	c := &Conductor{
 		cfg:    cfg,
 		hw:     hw,
+		obs:    cfg.Observer,
+		verbs:  verbClock{started: map[string]verbStart{}},
 		log:    cfg.Logger.With("conductor", cfg.Hostname),
 		now:    func() time.Time { return time.Now().UTC() },
 		aborts: abortFlags{m: map[string]bool{}},
 	}
-	c.store = gateStore{Store: store, gate: &c.gate}
+	c.store = gateStore{Store: store, gate: &c.gate, c: c}
 	return c
 }
 

@@ -16,7 +16,8 @@ import (
 // step, and answers what the agent does next (castiron's pull protocol,
 // ramdisk/PROTOCOL.md). The step plan advances in the same write as the
 // report, so a heartbeat repeated after a lost answer changes nothing twice.
-func (c *Conductor) AgentHeartbeat(ctx context.Context, ident string, hb protocol.Heartbeat) (protocol.Instruction, error) {
+func (c *Conductor) AgentHeartbeat(ctx context.Context, ident string, hb protocol.Heartbeat) (_ protocol.Instruction, err error) {
+	defer func() { c.obs.AgentCall("heartbeat", resultLabel(err)) }()
 	wait := protocol.Instruction{Command: protocol.CmdWait, HeartbeatInterval: c.cfg.AgentHeartbeatInterval.Seconds()}
 	n, err := c.store.GetNode(ctx, ident)
 	if err != nil {

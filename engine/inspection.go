@@ -36,12 +36,18 @@ type Inspection struct {
 // without ports in inspect wait", for nodes enrolled without ports), checks
 // that it is in inspect wait, and hands the data to a background task that
 // applies it. Every refusal is the same 404 so a ramdisk learns nothing.
-func (c *Conductor) ContinueInspection(ctx context.Context, in Inspection) (*storage.Node, string, error) {
+func (c *Conductor) ContinueInspection(ctx context.Context, in Inspection) (_ *storage.Node, token string, err error) {
+	defer func() {
+		result := resultLabel(err)
+		if err == nil && in.Data.Error != "" {
+			result = "ramdisk_error"
+		}
+		c.obs.AgentCall("inspection", result)
+	}()
 	n, err := c.inspectionNode(ctx, in)
 	if err != nil {
 		return nil, "", err
 	}
-	token := ""
 	if in.WantToken {
 		if _, token, err = c.issueToken(ctx, n.UUID); err != nil {
 			return nil, "", err

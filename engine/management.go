@@ -31,7 +31,7 @@ func managementFeature[T any](n *storage.Node, hw *HardwareType) (T, bool) {
 	if InterfaceOf(n, "management") == "noop" {
 		return zero, false
 	}
-	f, ok := hw.Management.(T)
+	f, ok := unwrapManagement(hw.Management).(T)
 	return f, ok
 }
 

@@ -33,12 +33,32 @@ func (a *API) authorized(w http.ResponseWriter, r *http.Request) bool {
 	}
 	user, ok := a.opts.Auth.Authenticate(r)
 	if !ok {
-		w.Header().Set("WWW-Authenticate", `Basic realm="Baremetal API"`)
-		writeRaw(w, http.StatusUnauthorized, codeBody(http.StatusUnauthorized, "The request you have made requires authentication."))
+		unauthorized(w)
 		return false
 	}
 	*r = *r.WithContext(context.WithValue(r.Context(), userKey{}, user))
 	return true
+}
+
+// RequireAuth puts h behind auth (nil: noauth), answering 401 with Ironic's
+// body and realm as the API does; for endpoints beside the API such as
+// /metrics.
+func RequireAuth(auth Authenticator, h http.Handler) http.Handler {
+	if auth == nil {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := auth.Authenticate(r); !ok {
+			unauthorized(w)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+func unauthorized(w http.ResponseWriter) {
+	w.Header().Set("WWW-Authenticate", `Basic realm="Baremetal API"`)
+	writeRaw(w, http.StatusUnauthorized, codeBody(http.StatusUnauthorized, "The request you have made requires authentication."))
 }
 
 // HTPasswd is Ironic's http_basic auth strategy: an Apache htpasswd file with

@@ -37,6 +37,14 @@ type Options struct {
 	HTML http.Handler
 	// BootRecorder, when set, gets the agent's calls for the boot timeline.
 	BootRecorder boot.Recorder
+	// Observer, when set, is told of every request answered (metrics).
+	Observer RequestObserver
+}
+
+// RequestObserver is told of each request once it is answered: the route
+// pattern it matched ("" when none), its method, the status and the time.
+type RequestObserver interface {
+	Request(route, method string, status int, took time.Duration)
 }
 
 // API is the HTTP handler of the /v1 API.
@@ -126,6 +134,7 @@ func (a *API) versionedAuth(minMinor int, auth bool, h handlerFunc) http.Handler
 func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	rec := &statusRecorder{ResponseWriter: w}
+	route := ""
 	defer func() {
 		if p := recover(); p != nil {
 			a.log.Error("panic serving request", "method", r.Method, "path", r.URL.Path, "panic", p, "stack", string(debug.Stack()))
@@ -138,6 +147,13 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		} else {
 			a.log.Debug("request", "method", r.Method, "path", r.URL.Path, "status", rec.status, "took", time.Since(start))
 		}
+		if a.opts.Observer != nil {
+			status := rec.status
+			if status == 0 {
+				status = http.StatusOK // nothing written: net/http answers 200
+			}
+			a.opts.Observer.Request(route, r.Method, status, time.Since(start))
+		}
 	}()
 	// Ironic (pecan) ignores a trailing slash, and python-ironicclient sends
 	// one with filters: GET /v1/ports/?node=X, GET /v1/nodes/?conductor=Y.
@@ -145,7 +161,14 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.URL.Path = strings.TrimRight(p, "/")
 		r.URL.RawPath = strings.TrimRight(r.URL.RawPath, "/")
 	}
-	if _, pattern := a.mux.Handler(r); pattern == "" {
+	_, pattern := a.mux.Handler(r)
+	// The pattern without its method is the route: a bounded label.
+	if _, path, ok := strings.Cut(pattern, " "); ok {
+		route = path
+	} else {
+		route = pattern
+	}
+	if pattern == "" {
 		// No route: the mux would answer text 404 or 405 (with Allow).
 		probe := &headerProbe{h: http.Header{}}
 		a.mux.ServeHTTP(probe, r)

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // maxBatch bounds how many write transactions share one commit.
@@ -32,6 +34,23 @@ type committer struct {
 	closing  chan struct{}
 	done     chan struct{}
 	stopOnce sync.Once
+	obs      atomic.Pointer[CommitObserver]
+}
+
+// CommitObserver is told of each group commit: how many write transactions
+// it carried, how long it took from begin to durable commit, and the error
+// when the commit as a whole failed (metrics).
+type CommitObserver interface {
+	Commit(batch int, took time.Duration, err error)
+}
+
+// ObserveCommits sets the observer of group commits.
+func (s *SQLite) ObserveCommits(o CommitObserver) { s.commits.obs.Store(&o) }
+
+func (c *committer) observe(batch int, start time.Time, err error) {
+	if o := c.obs.Load(); o != nil {
+		(*o).Commit(batch, time.Since(start), err)
+	}
 }
 
 func startCommitter(w *pool) *committer {
@@ -96,11 +115,13 @@ func (c *committer) run(batch []*writeJob) {
 			j.done <- errs[i]
 		}
 	}()
+	start := time.Now()
 	tx, err := c.w.db.BeginTx(ctx, nil)
 	if err != nil {
 		for i := range errs {
 			errs[i] = fmt.Errorf("storage: begin: %w", err)
 		}
+		c.observe(len(batch), start, err)
 		return
 	}
 	var missed []string
@@ -154,8 +175,10 @@ func (c *committer) run(batch []*writeJob) {
 				errs[i] = fmt.Errorf("storage: commit: %w", err)
 			}
 		}
+		c.observe(len(batch), start, err)
 		return
 	}
+	c.observe(len(batch), start, nil)
 	// The UPDATE of a given set of changed columns recurs (every power sync
 	// writes the same ones): have it prepared for next time.
 	for _, q := range missed {

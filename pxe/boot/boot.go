@@ -6,6 +6,7 @@ package boot
 import (
 	"context"
 	"net"
+	"sync"
 	"time"
 )
 
@@ -65,3 +66,66 @@ type Discard struct{}
 
 // Record implements Recorder.
 func (Discard) Record(context.Context, Event) {}
+
+// Meter counts what the boot servers do, for metrics. Calls are inline on
+// the packet and transfer paths: implementations must be cheap and safe for
+// concurrent use.
+type Meter interface {
+	// DHCPPacket is one DHCP packet received and castiron's answer to it
+	// (offer, ack, nak, none, error); msgType is "malformed" for a packet
+	// that did not parse.
+	DHCPPacket(msgType, answer string)
+	// Transfer is one boot file sent (server "tftp" or "http"; result ok,
+	// incomplete, refused, or error when castiron could not read it) and the
+	// bytes that went out.
+	Transfer(server, file string, bytes int64, result string)
+}
+
+// NoMeter counts nothing.
+type NoMeter struct{}
+
+// DHCPPacket implements Meter.
+func (NoMeter) DHCPPacket(string, string) {}
+
+// Transfer implements Meter.
+func (NoMeter) Transfer(string, string, int64, string) {}
+
+// Tally is a Meter that adds everything up, for tests: Count and Bytes
+// by "server file result" (transfers) or "dhcp type answer" (packets).
+type Tally struct {
+	mu    sync.Mutex
+	count map[string]int
+	bytes map[string]int64
+}
+
+// DHCPPacket implements Meter.
+func (t *Tally) DHCPPacket(msgType, answer string) { t.add("dhcp "+msgType+" "+answer, 0) }
+
+// Transfer implements Meter.
+func (t *Tally) Transfer(server, file string, bytes int64, result string) {
+	t.add(server+" "+file+" "+result, bytes)
+}
+
+func (t *Tally) add(key string, n int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.count == nil {
+		t.count, t.bytes = map[string]int{}, map[string]int64{}
+	}
+	t.count[key]++
+	t.bytes[key] += n
+}
+
+// Count is how often key was reported.
+func (t *Tally) Count(key string) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.count[key]
+}
+
+// Bytes is the bytes reported under key.
+func (t *Tally) Bytes(key string) int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.bytes[key]
+}

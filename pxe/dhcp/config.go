@@ -12,6 +12,8 @@ import (
 	"net"
 	"net/netip"
 	"time"
+
+	"castiron/pxe/boot"
 )
 
 // Mode is how the server shares the network.
@@ -63,6 +65,8 @@ type Config struct {
 	// (default 8). They wait for nothing but the boot gate: an ACK waiting
 	// for its lease's commit holds none of them.
 	Workers int
+	// Meter counts packets by type and answer (metrics); nil counts nothing.
+	Meter boot.Meter
 }
 
 // BootFiles says what each firmware loads next: the first-stage iPXE (or
@@ -112,6 +116,9 @@ func (s subnet) broadcast() uint32       { return s.network | ^s.mask }
 const maxRange = 1 << 20
 
 func (c *Config) setDefaults() {
+	if c.Meter == nil {
+		c.Meter = boot.NoMeter{}
+	}
 	if c.Mode == "" {
 		c.Mode = ModeFull
 	}

@@ -1,6 +1,7 @@
 package dhcp
 
 import (
+	"math"
 	"sync"
 	"time"
 )
@@ -267,4 +268,37 @@ func (x *index[K]) counts(now time.Time) (bound, live int) {
 		}
 	}
 	return len(x.byIP), live
+}
+
+// usage counts the range's addresses in use (a live lease or a
+// reservation) and those free to hand out now (neither in use nor
+// quarantined after a DECLINE). An IPv6 pool larger than an int counts as
+// the largest int.
+func (x *index[K]) usage(now time.Time) (inUse, free int) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	span := uint64(x.sn.last - x.sn.first)
+	size := math.MaxInt
+	if span < math.MaxInt {
+		size = int(span) + 1
+	}
+	for _, ip := range x.sn.reserved {
+		if ip != 0 && ip >= x.sn.first && ip <= x.sn.last {
+			size--
+		}
+	}
+	for _, b := range x.byIP {
+		if !b.free(now) {
+			inUse++
+		}
+	}
+	quarantined := 0
+	for ip, until := range x.declined {
+		if now.Before(until) {
+			if b := x.byIP[ip]; b == nil || b.free(now) {
+				quarantined++
+			}
+		}
+	}
+	return inUse, max(0, size-inUse-quarantined)
 }

@@ -349,9 +349,14 @@ func TestNetnsFullMode(t *testing.T) {
 	// Phase 2: restart on the same database, hour-long leases. Expired or
 	// not, each MAC gets its address back.
 	cfg.LeaseTime = time.Hour
+	meter := &boot.Tally{}
+	cfg.Meter = meter
 	st = openStore(t, dbPath)
 	rec = &events{}
 	srv = l.start(t, cfg, gate, st, rec)
+	if !srv.s.Listening() {
+		t.Error("Listening() false while serving")
+	}
 	for mac, want := range map[string]string{mac2.String(): ip2.String(), macDH.String(): ipDH} {
 		lease, err := l.client(t, mustMAC(mac), 2*time.Second).Request(ctx, edk2PXE(mustMAC(mac))...)
 		if err != nil || lease.ACK.YourIPAddr.String() != want {
@@ -374,6 +379,16 @@ func TestNetnsFullMode(t *testing.T) {
 	}
 	if k := rec.kinds(refused.String()); len(k) != 1 || k[0] != boot.DHCPIgnored {
 		t.Fatalf("refused MAC timeline %v", k)
+	}
+	// The meter saw three DORAs, the exhausted and the refused DISCOVERs
+	// unanswered; the 3-address pool is all in use.
+	for key, min := range map[string]int{"dhcp discover offer": 3, "dhcp request ack": 3, "dhcp discover none": 2} {
+		if n := meter.Count(key); n < min {
+			t.Errorf("meter %q = %d, want >= %d", key, n, min)
+		}
+	}
+	if inUse, free := srv.s.LeaseUsage(); inUse != 3 || free != 0 {
+		t.Errorf("LeaseUsage = %d in use, %d free; want 3, 0", inUse, free)
 	}
 
 	// A relayed DISCOVER (giaddr in the subnet) is answered to giaddr:67.

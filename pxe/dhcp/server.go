@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -165,6 +166,7 @@ func (s *Server) handle(ctx context.Context, conn *net.UDPConn, port int, pkt []
 	defer s.survive(peer)
 	req, err := dhcpv4.FromBytes(pkt)
 	if err != nil {
+		s.cfg.Meter.DHCPPacket("malformed", "none")
 		s.log.Debug("dhcp: malformed packet", "peer", peer, "err", err)
 		return
 	}
@@ -192,6 +194,7 @@ func (s *Server) survive(peer netip.AddrPort) {
 }
 
 func (s *Server) send(conn *net.UDPConn, port int, req, resp *dhcpv4.DHCPv4, err error, peer netip.AddrPort) {
+	s.count(req, resp, err)
 	if err != nil {
 		s.log.Warn("dhcp: request not served", "mac", req.ClientHWAddr, "err", err)
 		return
@@ -203,6 +206,30 @@ func (s *Server) send(conn *net.UDPConn, port int, req, resp *dhcpv4.DHCPv4, err
 	if _, err := conn.WriteToUDPAddrPort(resp.ToBytes(), dst); err != nil {
 		s.log.Warn("dhcp: send", "to", dst, "mac", req.ClientHWAddr, "err", err)
 	}
+}
+
+// count reports one handled packet to the meter: its type, and the answer
+// (the reply's type, "none", or "error" when it could not be served).
+func (s *Server) count(req, resp *dhcpv4.DHCPv4, err error) {
+	answer := "none"
+	switch {
+	case err != nil:
+		answer = "error"
+	case resp != nil:
+		answer = typeLabel(resp.MessageType())
+	}
+	s.cfg.Meter.DHCPPacket(typeLabel(req.MessageType()), answer)
+}
+
+// typeLabel is a message type as a metric label: "discover", "offer", ...,
+// or "other" (BOOTP, unknown types), so any packet maps to a few labels.
+func typeLabel(t dhcpv4.MessageType) string {
+	switch t {
+	case dhcpv4.MessageTypeDiscover, dhcpv4.MessageTypeOffer, dhcpv4.MessageTypeRequest, dhcpv4.MessageTypeDecline,
+		dhcpv4.MessageTypeAck, dhcpv4.MessageTypeNak, dhcpv4.MessageTypeRelease, dhcpv4.MessageTypeInform:
+		return strings.ToLower(t.String())
+	}
+	return "other"
 }
 
 // destination is where a reply goes (RFC 2131 4.1):
@@ -239,4 +266,13 @@ func (s *Server) MACForIP(ip net.IP) string {
 		return ""
 	}
 	return s.macFor(u32(a))
+}
+
+// LeaseUsage reports the pool's addresses in use and free (metrics); both
+// are 0 in proxy mode, which hands out no addresses.
+func (s *Server) LeaseUsage() (inUse, free int) {
+	if s.cfg.Mode != ModeFull || s.idx == nil {
+		return 0, 0
+	}
+	return s.idx.usage(s.now())
 }

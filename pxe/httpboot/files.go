@@ -24,6 +24,9 @@ func (h *Handler) serveFile(w http.ResponseWriter, r *http.Request, path, kind s
 		return
 	}
 	f, err := os.Open(path)
+	if err != nil {
+		h.cfg.Meter.Transfer("http", kindName(kind), 0, "error")
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		h.log.Warn("boot file missing", "path", path)
 		textError(w, http.StatusServiceUnavailable, "castiron: ramdisk not built: run make ramdisk (%s missing)", what)
@@ -56,11 +59,25 @@ func (h *Handler) serveFile(w http.ResponseWriter, r *http.Request, path, kind s
 	if rng := r.Header.Get("Range"); rng != "" {
 		detail += " range=" + truncate(rng, 40)
 	}
+	complete := true
 	if want := cw.Header().Get("Content-Length"); cw.status < 300 && want != fmt.Sprint(cw.n) {
 		detail += " incomplete"
+		complete = false
 	}
+	result := okOrIncomplete(complete)
+	if cw.status >= 300 && cw.status != http.StatusNotModified {
+		result = "refused" // a bad Range (416) and the like
+	}
+	h.cfg.Meter.Transfer("http", kindName(kind), cw.n, result)
 	h.rec.Record(r.Context(), boot.Event{MAC: mac, Kind: kind, Detail: detail})
 	h.log.Info("boot file served", "file", what, "mac", mac, "status", cw.status, "bytes", cw.n, "duration", time.Since(start), "client", r.RemoteAddr)
+}
+
+func okOrIncomplete(ok bool) string {
+	if ok {
+		return "ok"
+	}
+	return "incomplete"
 }
 
 func kindName(kind string) string {

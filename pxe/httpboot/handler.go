@@ -32,6 +32,8 @@ type Config struct {
 	Recorder boot.Recorder
 	// Logger; nil uses slog.Default().
 	Logger *slog.Logger
+	// Meter counts scripts and files sent (metrics); nil counts nothing.
+	Meter boot.Meter
 }
 
 // Handler is the /boot/ http.Handler.
@@ -53,6 +55,9 @@ func New(cfg Config) *Handler {
 	}
 	if h.rec == nil {
 		h.rec = boot.Discard{}
+	}
+	if h.cfg.Meter == nil {
+		h.cfg.Meter = boot.NoMeter{}
 	}
 	if h.log == nil {
 		h.log = slog.Default()
@@ -98,6 +103,7 @@ func (h *Handler) serveScript(w http.ResponseWriter, r *http.Request) {
 	}
 	if !allowed {
 		ev.Detail = "refused: not allowed to network-boot"
+		h.cfg.Meter.Transfer("http", "ipxe-script", 0, "refused")
 		h.rec.Record(r.Context(), ev)
 		h.log.Info("boot script refused", "mac", ev.MAC, "client", r.RemoteAddr)
 		textError(w, http.StatusNotFound, "castiron: no network boot for %s: not enrolled, or not in a state that boots", ev.MAC)
@@ -113,9 +119,11 @@ func (h *Handler) serveScript(w http.ResponseWriter, r *http.Request) {
 	})
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
-	if _, err := w.Write([]byte(script)); err != nil {
+	n, err := w.Write([]byte(script))
+	if err != nil {
 		h.log.Info("boot script write failed", "mac", ev.MAC, "err", err)
 	}
+	h.cfg.Meter.Transfer("http", "ipxe-script", int64(n), okOrIncomplete(err == nil))
 	ev.NodeUUID = decision.NodeUUID
 	ev.Detail = "purpose=" + decision.Purpose
 	h.rec.Record(r.Context(), ev)

@@ -85,6 +85,7 @@ func (e *events) after(t *testing.T, n int) boot.Event {
 type fixture struct {
 	srv             *httptest.Server
 	rec             *events
+	meter           *boot.Tally
 	kernel, initrd  []byte
 	kPath, initPath string
 }
@@ -94,6 +95,7 @@ func newFixture(t testing.TB, kernelSize, initrdSize int) *fixture {
 	dir := t.TempDir()
 	f := &fixture{
 		rec:      &events{},
+		meter:    &boot.Tally{},
 		kernel:   randomBytes(t, kernelSize),
 		initrd:   randomBytes(t, initrdSize),
 		kPath:    filepath.Join(dir, "vmlinuz"),
@@ -109,6 +111,7 @@ func newFixture(t testing.TB, kernelSize, initrdSize int) *fixture {
 		Gate:            testGate,
 		Recorder:        f.rec,
 		Logger:          slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Meter:           f.meter,
 	})
 	mux := http.NewServeMux()
 	mux.Handle("/boot/", h) // as the API server mounts it
@@ -382,5 +385,33 @@ func TestParseMAC(t *testing.T) {
 		if got != tc.want {
 			t.Errorf("parseMAC(%q) = %q, want %q", tc.in, got, tc.want)
 		}
+	}
+}
+
+// TestMeter: scripts and files count by result, with the bytes sent.
+func TestMeter(t *testing.T) {
+	f := newFixture(t, 3000, 5000)
+	f.do(t, "GET", "/boot/ipxe?mac="+macInspect, nil)
+	f.do(t, "GET", "/boot/ipxe?mac=52:54:00:ff:ff:ff", nil)
+	f.do(t, "GET", "/boot/vmlinuz", nil)
+	f.do(t, "GET", "/boot/initramfs", map[string]string{"Range": "bytes=0-99"})
+	f.do(t, "GET", "/boot/initramfs", map[string]string{"Range": "bytes=9000-"})
+	m := f.meter
+	for key, want := range map[string]int{
+		"http ipxe-script ok": 1, "http ipxe-script refused": 1,
+		"http kernel ok": 1, "http initramfs ok": 1, "http initramfs refused": 1,
+	} {
+		if got := m.Count(key); got != want {
+			t.Errorf("%s: %d, want %d", key, got, want)
+		}
+	}
+	if b := m.Bytes("http kernel ok"); b != 3000 {
+		t.Errorf("kernel bytes %d, want 3000", b)
+	}
+	if b := m.Bytes("http initramfs ok"); b != 100 {
+		t.Errorf("initramfs range bytes %d, want 100", b)
+	}
+	if m.Bytes("http ipxe-script ok") == 0 {
+		t.Error("script bytes not counted")
 	}
 }

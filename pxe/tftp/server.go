@@ -58,6 +58,8 @@ type Config struct {
 	// how many resends before giving a transfer up. See DefaultTimeout.
 	Timeout time.Duration
 	Retries int
+	// Meter counts transfers and bytes (metrics); nil counts nothing.
+	Meter boot.Meter
 }
 
 // Server serves the allow-listed files read-only.
@@ -70,6 +72,7 @@ type Server struct {
 	log      *slog.Logger
 	timeout  time.Duration
 	retries  int
+	meter    boot.Meter
 	// listening is true while Run holds its socket (readiness).
 	listening atomic.Bool
 }
@@ -110,6 +113,10 @@ func New(cfg Config) (*Server, error) {
 		log:      cfg.Logger,
 		timeout:  cfg.Timeout,
 		retries:  cfg.Retries,
+		meter:    cfg.Meter,
+	}
+	if s.meter == nil {
+		s.meter = boot.NoMeter{}
 	}
 	if s.rec == nil {
 		s.rec = boot.Discard{}
@@ -187,6 +194,11 @@ func (s *Server) serveRead(ctx context.Context, name string, rf io.ReaderFrom) e
 	n, err := rf.ReadFrom(f)
 	took := time.Since(start)
 	ev := boot.Event{MAC: s.mac(client), Kind: boot.TFTPServed}
+	result := "ok"
+	if err != nil {
+		result = "incomplete"
+	}
+	s.meter.Transfer("tftp", name, n, result)
 	if err != nil {
 		// n == 0 after an OACK is EDK2's size query being abandoned.
 		ev.Detail = fmt.Sprintf("file=%s bytes=%d duration=%s incomplete: %v", name, n, took.Round(time.Millisecond), err)
@@ -219,6 +231,8 @@ func (s *Server) refused(ctx context.Context, client net.IP, name, why string) {
 		shown = shown[:64] + "..."
 	}
 	s.log.Debug("tftp refused", "client", client.String(), "file", shown, "why", why)
+	// Not the name: a refused one is whatever the client asked for.
+	s.meter.Transfer("tftp", "", 0, "refused")
 	s.rec.Record(ctx, boot.Event{
 		MAC:    s.mac(client),
 		Kind:   boot.TFTPRefused,

@@ -573,3 +573,23 @@ func receiveBlocks(t *testing.T, c *net.UDPConn, tid *net.UDPAddr, blksize int) 
 		}
 	}
 }
+
+// TestMeter: a served file counts as ok with its bytes, a refused name as
+// refused without its name (clients choose names).
+func TestMeter(t *testing.T) {
+	dir, files := testFiles(t)
+	m := &boot.Tally{}
+	addr, _ := startServer(t, Config{Dir: dir, Meter: m})
+	if _, _, err := fetch(client(t, addr), "undionly.kpxe"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := fetch(client(t, addr), "../../etc/passwd"); err == nil {
+		t.Fatal("../../etc/passwd served")
+	}
+	if n, b := m.Count("tftp undionly.kpxe ok"), m.Bytes("tftp undionly.kpxe ok"); n != 1 || b != int64(len(files["undionly.kpxe"])) {
+		t.Errorf("served: %d transfers, %d bytes; want 1, %d", n, b, len(files["undionly.kpxe"]))
+	}
+	if n := m.Count("tftp  refused"); n < 2 { // the start-up probe and the traversal
+		t.Errorf("refused: %d, want >= 2", n)
+	}
+}

@@ -1,0 +1,56 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// CheckWritable proves the database takes a write now (for readiness): it
+// records the time of the check in write_checks, through the group commit
+// like every write, so a full disk, a read-only file or a write lock held
+// elsewhere fail here. (Rewriting a row with its own values would not do:
+// SQLite skips writing a page whose content is unchanged.)
+func (s *SQLite) CheckWritable(ctx context.Context, conductor string) error {
+	at := formatTime(time.Now())
+	err := s.writeTx(ctx, func(r runner) error {
+		_, err := r.exec(ctx, `INSERT INTO write_checks (conductor, checked_at) VALUES (?, ?)
+			ON CONFLICT (conductor) DO UPDATE SET checked_at = excluded.checked_at`, conductor, at)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("storage: write check: %w", err)
+	}
+	return nil
+}
+
+// NodeStateCount is how many nodes share a provision state, power state
+// ("" when unknown) and maintenance flag.
+type NodeStateCount struct {
+	ProvisionState string
+	PowerState     string
+	Maintenance    bool
+	Count          int
+}
+
+// CountNodes groups the nodes by state (for metrics).
+func (s *SQLite) CountNodes(ctx context.Context) ([]NodeStateCount, error) {
+	rows, err := s.reader().query(ctx, `SELECT provision_state, COALESCE(power_state, ''), maintenance, COUNT(*)
+		FROM nodes GROUP BY provision_state, COALESCE(power_state, ''), maintenance`)
+	if err != nil {
+		return nil, fmt.Errorf("storage: count nodes: %w", err)
+	}
+	defer rows.Close()
+	var out []NodeStateCount
+	for rows.Next() {
+		var c NodeStateCount
+		if err := rows.Scan(&c.ProvisionState, &c.PowerState, &c.Maintenance, &c.Count); err != nil {
+			return nil, fmt.Errorf("storage: count nodes: %w", err)
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("storage: count nodes: %w", err)
+	}
+	return out, nil
+}
