@@ -13,6 +13,10 @@
 #   extlinux syslinux-common e2fsprogs gdisk      the bootable test image and disk checks
 #   fdisk parted genisoimage                      partition and config-drive checks
 #   kea-admin                                     perfdhcp, a DHCP load client (relay test)
+#   libvirt-daemon-system libvirt-clients python3-libvirt python3-flask python3-requests
+#   python3-tenacity python3-bcrypt python3-webob python3-pbr apache2-utils curl
+#                                                 the sushy-tools Redfish lab (shared/redfish-lab: emulator
+#                                                 on libvirt + qemu) of the redfish driver's conductor test
 # As root it runs `apt-get update` and `apt-get install -y` for the missing
 # ones; otherwise it only says what is missing (tests that need them skip,
 # except under CI=true where they fail).
@@ -23,7 +27,9 @@ set -euo pipefail
 PACKAGES=(python3-openstackclient python3-ironicclient python3-tempest ipmitool openipmi file chromium
     qemu-system-x86 qemu-utils ipxe-qemu ovmf ipxe linux-image-amd64
     dnsmasq isc-dhcp-client tftp-hpa ndisc6 tcpdump cpio zstd xz-utils
-    extlinux syslinux-common e2fsprogs gdisk fdisk parted genisoimage kea-admin "$@")
+    extlinux syslinux-common e2fsprogs gdisk fdisk parted genisoimage kea-admin
+    libvirt-daemon-system libvirt-clients python3-libvirt python3-flask python3-requests python3-tenacity
+    python3-bcrypt python3-webob python3-pbr apache2-utils curl "$@")
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
     echo "tests/deps.sh: no dpkg-query (not Debian?); make sure these are installed: ${PACKAGES[*]}" >&2

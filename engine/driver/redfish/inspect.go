@@ -3,7 +3,6 @@ package redfish
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"slices"
@@ -161,10 +160,7 @@ func (d *Driver) InspectHardware(ctx context.Context, n driver.Node) (*driver.In
 		props["cpu_arch"] = arch
 	}
 
-	disks, localGB, err := o.disks(sys)
-	if err != nil {
-		return nil, err
-	}
+	disks, localGB := o.disks(sys)
 	props["local_gb"] = localGB
 	if disks != nil {
 		inv["disks"] = disks
@@ -251,23 +247,30 @@ func (o *op) processors(path string) (map[string]any, error) {
 // disks lists the drives (Storage, else SimpleStorage) and computes
 // local_gb as Ironic's _detect_local_gb: the smallest volume of at least
 // 4 GiB, else the smallest such drive; the smaller of that and the
-// smallest such SimpleStorage device; in GiB, minus one.
-func (o *op) disks(sys rfSystem) ([]any, int64, error) {
+// smallest such SimpleStorage device; in GiB, minus one. As in Ironic, a
+// storage resource the BMC fails to serve (sushy-tools answers 500 for
+// Storage on a domain without one) only leaves its sizes out.
+func (o *op) disks(sys rfSystem) ([]any, int64) {
 	var disks []any
 	var driveSizes, volumeSizes, simpleSizes []int64
+	skip := func(what string, err error) {
+		o.d.log.DebugContext(o.c.ctx, "redfish: inspection skips "+what, "node", o.inf.uuid, "err", err)
+	}
 	storages, err := members(o.c, sys.Storage.ID)
-	if err != nil && !errors.Is(err, ErrNotFound) {
-		return nil, 0, opError(o.inf, err, "Redfish read of storage failed")
+	if err != nil {
+		skip("storage", err)
 	}
 	for _, sp := range storages {
 		var st rfStorage
 		if err := getJSON(o.c, sp, &st); err != nil {
-			return nil, 0, opError(o.inf, err, "Redfish read of storage %s failed", sp)
+			skip(sp, err)
+			continue
 		}
 		for _, dl := range st.Drives {
 			var dr rfDrive
 			if err := getJSON(o.c, dl.ID, &dr); err != nil {
-				return nil, 0, opError(o.inf, err, "Redfish read of drive %s failed", dl.ID)
+				skip(dl.ID, err)
+				continue
 			}
 			size := int64(dr.CapacityBytes.v)
 			disks = append(disks, map[string]any{"name": dr.Name, "size": size})
@@ -276,13 +279,14 @@ func (o *op) disks(sys rfSystem) ([]any, int64, error) {
 			}
 		}
 		vols, err := members(o.c, st.Volumes.ID)
-		if err != nil && !errors.Is(err, ErrNotFound) {
-			return nil, 0, opError(o.inf, err, "Redfish read of volumes failed")
+		if err != nil {
+			skip(st.Volumes.ID, err)
 		}
 		for _, vp := range vols {
 			var v struct{ CapacityBytes num }
 			if err := getJSON(o.c, vp, &v); err != nil {
-				return nil, 0, opError(o.inf, err, "Redfish read of volume %s failed", vp)
+				skip(vp, err)
+				continue
 			}
 			if v.CapacityBytes.ok {
 				volumeSizes = append(volumeSizes, int64(v.CapacityBytes.v))
@@ -290,14 +294,15 @@ func (o *op) disks(sys rfSystem) ([]any, int64, error) {
 		}
 	}
 	simples, err := members(o.c, sys.SimpleStorage.ID)
-	if err != nil && !errors.Is(err, ErrNotFound) {
-		return nil, 0, opError(o.inf, err, "Redfish read of simple storage failed")
+	if err != nil {
+		skip("simple storage", err)
 	}
 	useSimple := disks == nil
 	for _, sp := range simples {
 		var ss rfSimpleStorage
 		if err := getJSON(o.c, sp, &ss); err != nil {
-			return nil, 0, opError(o.inf, err, "Redfish read of simple storage %s failed", sp)
+			skip(sp, err)
+			continue
 		}
 		for _, dev := range ss.Devices {
 			if !dev.CapacityBytes.ok {
@@ -319,7 +324,10 @@ func (o *op) disks(sys rfSystem) ([]any, int64, error) {
 	if storage > 0 && simple > 0 {
 		size = min(storage, simple)
 	}
-	return disks, max(0, size/(1<<30)-1), nil
+	if size == 0 {
+		o.d.log.WarnContext(o.c.ctx, "redfish: no disk of 4 GiB or more found; local_gb is 0", "node", o.inf.uuid)
+	}
+	return disks, max(0, size/(1<<30)-1)
 }
 
 // smallestUsable is the smallest size of at least 4 GiB, or 0.
