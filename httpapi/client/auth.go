@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -169,8 +170,11 @@ func keystoneClient(ctx context.Context, cfg Config, typ string, hc *http.Client
 func authError(endpoint string, err error) error {
 	var ue gophercloud.ErrUnexpectedResponseCode
 	if errors.As(err, &ue) {
-		e := decodeError(ue.Method, strings.TrimPrefix(ue.URL, strings.TrimRight(endpoint, "/")), ue.Actual, ue.Body).(*Error)
-		return fmt.Errorf("authentication at %s failed: %w", endpoint, e)
+		path := ue.URL
+		if u, perr := url.Parse(ue.URL); perr == nil {
+			path = u.Path
+		}
+		return fmt.Errorf("authentication at %s failed: %w", endpoint, decodeError(ue.Method, path, ue.Actual, ue.Body))
 	}
 	return fmt.Errorf("authentication at %s failed: %w", endpoint, err)
 }

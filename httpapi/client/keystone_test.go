@@ -76,7 +76,7 @@ func TestKeystoneAuthFailures(t *testing.T) {
 	ctx := context.Background()
 	_, err := New(ctx, Config{AuthType: "password", Keystone: gophercloud.AuthOptions{IdentityEndpoint: ks.URL(),
 		Username: "admin", Password: "wrong", DomainName: "Default", TenantName: "admin"}})
-	if err == nil || !strings.Contains(err.Error(), "authentication at "+ks.URL()+" failed") ||
+	if err == nil || !strings.Contains(err.Error(), "authentication at "+ks.URL()+" failed: POST /v3/auth/tokens: 401") ||
 		!strings.Contains(err.Error(), "401") || !strings.Contains(err.Error(), "The request you have made requires authentication.") ||
 		strings.Contains(err.Error(), "wrong") {
 		t.Errorf("wrong password: %v", err)

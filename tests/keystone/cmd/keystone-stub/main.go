@@ -24,6 +24,8 @@ import (
 	"syscall"
 	"time"
 
+	"go.yaml.in/yaml/v3"
+
 	"castiron/tests/keystone"
 )
 
@@ -54,6 +56,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	guardListen := fs.String("guard-listen", "127.0.0.1:0", "the proxy's listen address (with -guard)")
 	guardFile := fs.String("guard-url-file", "", "write the proxy's URL to this file once listening (with -guard)")
 	adminPass := fs.String("admin-password", envOr("KEYSTONE_STUB_ADMIN_PASSWORD", "secret"), "password of user admin (project admin, roles admin,member,reader; KEYSTONE_STUB_ADMIN_PASSWORD)")
+	accounts := fs.String("tempest-accounts", "", "create -tempest-users admin users (project admin and system scope) and write them as tempest's pre-provisioned accounts file")
+	nAccounts := fs.Int("tempest-users", 128, "how many users -tempest-accounts creates: tempest keeps one per test class until the run ends")
 	var users, creds list
 	fs.Var(&users, "user", "more users: NAME:PASSWORD[:PROJECT[:ROLE,...[:SYSTEM_ROLE,...]]] (project defaults to NAME, roles to member,reader); repeatable")
 	fs.Var(&creds, "app-credential", "application credential ID:SECRET[:USER] on the user's project (user defaults to admin); repeatable")
@@ -90,6 +94,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		ks.AddAppCredential(keystone.AppCredential{ID: id, Name: id, Secret: secret, UserID: u.ID, ProjectID: u.DefaultProjectID})
 	}
 
+	if *accounts != "" {
+		if err := tempestAccounts(ks, admin.Project, *accounts, *nAccounts, *adminPass); err != nil {
+			return err
+		}
+	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return err
@@ -202,4 +211,30 @@ func writeFile(path, content string) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)
+}
+
+// tempestAccounts creates n admin users and writes tempest's accounts file
+// with two entries per user: project-scoped admin (type admin) and
+// system-scoped admin (the ironic plugin's system_admin). Tempest holds
+// pre-provisioned credentials per test class for the whole run, so a suite
+// needs about one user per class.
+func tempestAccounts(ks *keystone.Server, project keystone.Project, path string, n int, password string) error {
+	if n < 1 {
+		return fmt.Errorf("-tempest-users %d: want at least 1", n)
+	}
+	roles := []string{"admin", "member", "reader"}
+	var out []map[string]any
+	for i := 1; i <= n; i++ {
+		name := fmt.Sprintf("tempest-admin-%03d", i)
+		ks.AddUser(keystone.User{Name: name, Password: password, DefaultProjectID: project.ID,
+			ProjectRoles: map[string][]string{project.ID: roles}, SystemRoles: roles})
+		out = append(out,
+			map[string]any{"username": name, "project_name": project.Name, "password": password, "roles": []string{"admin"}, "types": []string{"admin"}},
+			map[string]any{"username": name, "user_domain_name": keystone.DefaultDomainName, "password": password, "system": "all", "roles": []string{"admin"}})
+	}
+	b, err := yaml.Marshal(out)
+	if err != nil {
+		return err
+	}
+	return writeFile(path, strings.TrimSuffix(string(b), "\n"))
 }

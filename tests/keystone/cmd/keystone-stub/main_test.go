@@ -14,6 +14,7 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack"
+	"go.yaml.in/yaml/v3"
 )
 
 func waitFile(t *testing.T, path string, done <-chan error) string {
@@ -130,5 +131,44 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		if err == nil {
 			t.Errorf("%q: accepted", args)
 		}
+	}
+}
+
+// TestTempestAccounts: the accounts file lists a project and a system entry
+// per created user, and each entry authenticates as tempest will ask.
+func TestTempestAccounts(t *testing.T) {
+	dir := t.TempDir()
+	ksFile, accFile := filepath.Join(dir, "ks.url"), filepath.Join(dir, "accounts.yaml")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"-admin-password", "pw", "-url-file", ksFile, "-tempest-accounts", accFile, "-tempest-users", "3"}, io.Discard)
+	}()
+	ksURL := waitFile(t, ksFile, done)
+	b, err := os.ReadFile(accFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var accounts []map[string]any
+	if err := yaml.Unmarshal(b, &accounts); err != nil || len(accounts) != 6 {
+		t.Fatalf("%v: %s", err, b)
+	}
+	rctx, rcancel := context.WithTimeout(context.Background(), time.Minute)
+	defer rcancel()
+	for _, a := range accounts {
+		opts := gophercloud.AuthOptions{IdentityEndpoint: ksURL, Username: a["username"].(string), Password: a["password"].(string), DomainName: "Default"}
+		if a["system"] == "all" {
+			opts.Scope = &gophercloud.AuthScope{System: true}
+		} else {
+			opts.Scope = &gophercloud.AuthScope{ProjectName: a["project_name"].(string), DomainName: "Default"}
+		}
+		if _, err := openstack.AuthenticatedClient(rctx, opts); err != nil {
+			t.Errorf("%v: %v", a, err)
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Error(err)
 	}
 }
