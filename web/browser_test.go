@@ -382,6 +382,38 @@ func TestBrowserFleetAndNode(t *testing.T) {
 		b.waitJS("duplicates against castiron", `document.querySelector('.import-result').innerText.includes('MAC 52:54:00:aa:00:02 already belongs to a port of node imp-1')`)
 	})
 
+	b.sub(t, "instackenv import maps redfish nodes", func(t *testing.T) {
+		b.run(chromedp.Navigate(s.srv.URL + "/#/import"))
+		b.waitJS("import page", `!!document.getElementById('import-text')`)
+		doc := `{"nodes": [
+		  {"name": "rf-imp-0", "pm_type": "redfish", "pm_addr": "10.0.0.7", "pm_port": 8000, "pm_user": "admin",
+		   "pm_password": "pw", "pm_system_id": "/redfish/v1/Systems/1", "redfish_verify_ca": false},
+		  {"name": "rf-imp-1", "pm_type": "pxe_redfish", "pm_addr": "https://bmc1.example.com", "pm_user": "root",
+		   "pm_password": "calvin", "mac": ["52:54:00:aa:00:21"]}]}`
+		b.setValue(`#import-text`, doc)
+		b.run(chromedp.Click(`#import-check`, chromedp.ByQuery))
+		b.waitJS("ready", `!!document.getElementById('import-create')`)
+		var text string
+		b.eval(`document.querySelector('.import-result').innerText`, &text)
+		for _, want := range []string{"10.0.0.7:8000", "https://bmc1.example.com", "inspect the node (out of band)"} {
+			if !strings.Contains(text, want) {
+				t.Errorf("import table lacks %q:\n%s", want, text)
+			}
+		}
+		b.run(chromedp.Click(`#import-create`, chromedp.ByQuery))
+		b.waitJS("done", `(document.getElementById('import-done')||{}).textContent?.includes('2 created, 0 failed')`)
+		n := s.node("rf-imp-0")
+		di := n["driver_info"].(map[string]any)
+		if n["driver"] != "redfish" || di["redfish_address"] != "10.0.0.7:8000" || di["redfish_username"] != "admin" ||
+			di["redfish_system_id"] != "/redfish/v1/Systems/1" || di["redfish_verify_ca"] != false || di["redfish_password"] != "******" {
+			t.Errorf("imported redfish node: %v %v", n["driver"], di)
+		}
+		if n1 := s.node("rf-imp-1"); n1["driver"] != "redfish" || n1["power_interface"] != "redfish" || n1["inspect_interface"] != "redfish" {
+			t.Errorf("pxe_redfish: %v power %v inspect %v", n1["driver"], n1["power_interface"], n1["inspect_interface"])
+		}
+		b.screenshot("import-redfish.png")
+	})
+
 	b.sub(t, "delete removes the node", func(t *testing.T) {
 		imp1 := s.node("imp-1")["uuid"].(string)
 		b.run(chromedp.Navigate(s.srv.URL + "/#/node/" + imp1))

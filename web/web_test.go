@@ -19,12 +19,14 @@ import (
 
 	"castiron/engine"
 	"castiron/engine/driver/fake"
+	"castiron/engine/driver/redfish"
 	"castiron/httpapi"
 	"castiron/storage"
 )
 
 // testServer is castiron wired as main.go wires it (engine + httpapi + the
-// UI) on a loopback HTTP server over a temp SQLite file with fake hardware.
+// UI) on a loopback HTTP server over a temp SQLite file with fake hardware
+// (and the redfish type, for imports: no test here talks to a BMC).
 type testServer struct {
 	t     *testing.T
 	srv   *httptest.Server
@@ -43,7 +45,9 @@ func newServer(t *testing.T, auth httpapi.Authenticator) *testServer {
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	d := fake.New()
-	cond := engine.New(st, engine.NewRegistry(engine.NewFakeHardware(d), engine.NewManualManagement(d)),
+	rf := redfish.New(redfish.Config{Logger: quiet})
+	cond := engine.New(st, engine.NewRegistry(engine.NewFakeHardware(d), engine.NewManualManagement(d),
+		engine.NewRedfishHardware(rf, redfish.Properties())),
 		engine.Config{Hostname: "test-conductor", AutomatedClean: true, Logger: quiet})
 	if err := cond.Start(ctx); err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"castiron/engine/driver"
+	"castiron/engine/driver/redfish/redfishfake"
 	"castiron/fault"
 )
 
@@ -21,18 +22,18 @@ import (
 // logged, not asserted beyond generous bounds that only a hang would break.
 
 func TestBadBMCWrongPassword(t *testing.T) {
-	b := newFakeBMC(t, "dmtf-rackmount", false)
+	b := redfishfake.Start(t, "dmtf-rackmount", false)
 	d := newTestDriver(t, Config{})
 	defer d.Close(context.Background())
 	for _, auth := range []string{"auto", "session", "basic"} {
 		start := time.Now()
-		err := d.Verify(ctxT(t, 10*time.Second), b.node(map[string]any{"redfish_password": "nope", "redfish_auth_type": auth}))
+		err := d.Verify(ctxT(t, 10*time.Second), b.Node(map[string]any{"redfish_password": "nope", "redfish_auth_type": auth}))
 		if !errors.Is(err, ErrAuthentication) || !strings.Contains(err.Error(), "redfish_password") {
 			t.Fatalf("%s: %v", auth, err)
 		}
 		t.Logf("%s: %v after %v", auth, err, time.Since(start))
 	}
-	if b.liveSessions() != 0 {
+	if b.LiveSessions() != 0 {
 		t.Fatalf("a refused login left a session")
 	}
 }
@@ -59,36 +60,36 @@ func TestBadBMCUnreachable(t *testing.T) {
 }
 
 func TestBadBMCSelfSignedCertificate(t *testing.T) {
-	b := newFakeBMC(t, "idrac9", true)
+	b := redfishfake.Start(t, "idrac9", true)
 	d := newTestDriver(t, Config{})
 	defer d.Close(context.Background())
 	ctx := ctxT(t, 10*time.Second)
 	// Verification is on by default.
-	err := d.Verify(ctx, b.node(map[string]any{"redfish_verify_ca": nil}))
+	err := d.Verify(ctx, b.Node(map[string]any{"redfish_verify_ca": nil}))
 	if !errors.Is(err, ErrUntrusted) || !strings.Contains(err.Error(), "redfish_verify_ca") {
 		t.Fatalf("self-signed certificate, verification on: %v", err)
 	}
 	t.Logf("%v", err)
-	if err := d.Verify(ctx, b.node(map[string]any{"redfish_verify_ca": "false"})); err != nil {
+	if err := d.Verify(ctx, b.Node(map[string]any{"redfish_verify_ca": "false"})); err != nil {
 		t.Fatalf("verification off: %v", err)
 	}
 	// The BMC's CA as a file, then as a directory.
 	dir := t.TempDir()
 	ca := filepath.Join(dir, "bmc-ca.pem")
-	pemBytes := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: b.srv.Certificate().Raw})
+	pemBytes := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: b.Srv.Certificate().Raw})
 	if err := os.WriteFile(ca, pemBytes, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	for _, path := range []string{ca, dir} {
-		if err := d.Verify(ctx, b.node(map[string]any{"redfish_verify_ca": path})); err != nil {
+		if err := d.Verify(ctx, b.Node(map[string]any{"redfish_verify_ca": path})); err != nil {
 			t.Fatalf("CA %s: %v", path, err)
 		}
 	}
 	// A CA that is not the BMC's.
 	other := filepath.Join(t.TempDir(), "other.pem")
-	other2 := newFakeBMC(t, "idrac9", true)
-	_ = os.WriteFile(other, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: other2.srv.Certificate().Raw}), 0o600)
-	if err := d.Verify(ctx, b.node(map[string]any{"redfish_verify_ca": other})); err == nil {
+	other2 := redfishfake.Start(t, "idrac9", true)
+	_ = os.WriteFile(other, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: other2.Srv.Certificate().Raw}), 0o600)
+	if err := d.Verify(ctx, b.Node(map[string]any{"redfish_verify_ca": other})); err == nil {
 		// httptest servers share one certificate: then the other CA is
 		// the same and this case proves nothing; say so.
 		t.Logf("httptest TLS servers share their certificate; wrong-CA case skipped")
@@ -96,36 +97,36 @@ func TestBadBMCSelfSignedCertificate(t *testing.T) {
 }
 
 func TestBadBMCUnknownSystem(t *testing.T) {
-	b := newFakeBMC(t, "dmtf-rackmount", false)
+	b := redfishfake.Start(t, "dmtf-rackmount", false)
 	d := newTestDriver(t, Config{})
 	defer d.Close(context.Background())
 	ctx := ctxT(t, 10*time.Second)
 	for _, id := range []string{"/redfish/v1/Systems/nope", "nope"} {
-		err := d.Verify(ctx, b.node(map[string]any{"redfish_system_id": id}))
+		err := d.Verify(ctx, b.Node(map[string]any{"redfish_system_id": id}))
 		if !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "check redfish_system_id") ||
 			!strings.Contains(err.Error(), "/redfish/v1/Systems/nope") {
 			t.Fatalf("%s: %v", id, err)
 		}
 	}
 	// Two systems and no redfish_system_id: say which exist.
-	sys := b.get("/redfish/v1/Systems")
+	sys := b.Get("/redfish/v1/Systems")
 	sys["Members"] = append(sys["Members"].([]any), map[string]any{"@odata.id": "/redfish/v1/Systems/2"})
-	b.mu.Lock()
-	b.res["/redfish/v1/Systems"] = sys
-	b.mu.Unlock()
+	b.Mu.Lock()
+	b.Res["/redfish/v1/Systems"] = sys
+	b.Mu.Unlock()
 	d2 := newTestDriver(t, Config{}) // nothing remembered of the BMC
 	defer d2.Close(context.Background())
-	err := d2.Verify(ctx, b.node(nil))
+	err := d2.Verify(ctx, b.Node(nil))
 	if !fault.Is(err, fault.Invalid) || !strings.Contains(err.Error(), "manages 2 systems") {
 		t.Fatalf("two systems: %v", err)
 	}
 }
 
 func TestBadBMCServerError(t *testing.T) {
-	b := newFakeBMC(t, "dmtf-rackmount", false)
-	b.hook = func(w http.ResponseWriter, r *http.Request) bool {
+	b := redfishfake.Start(t, "dmtf-rackmount", false)
+	b.Hook = func(w http.ResponseWriter, r *http.Request) bool {
 		if r.URL.Path == "/redfish/v1/Systems/437XR1138R2" {
-			redfishError(w, http.StatusInternalServerError, "Base.1.8.InternalError", "The request failed due to an internal service error.")
+			redfishfake.Error(w, http.StatusInternalServerError, "Base.1.8.InternalError", "The request failed due to an internal service error.")
 			return true
 		}
 		return false
@@ -133,19 +134,19 @@ func TestBadBMCServerError(t *testing.T) {
 	d := newTestDriver(t, Config{})
 	defer d.Close(context.Background())
 	start := time.Now()
-	_, err := d.PowerState(ctxT(t, 10*time.Second), b.node(nil))
+	_, err := d.PowerState(ctxT(t, 10*time.Second), b.Node(nil))
 	if err == nil || !strings.Contains(err.Error(), "HTTP 500") || !strings.Contains(err.Error(), "internal service error") {
 		t.Fatalf("%v", err)
 	}
-	if n := b.count("GET /redfish/v1/Systems/437XR1138R2"); n != 1 {
+	if n := b.Count("GET /redfish/v1/Systems/437XR1138R2"); n != 1 {
 		t.Fatalf("a 500 is not retried: %d GETs", n)
 	}
 	t.Logf("%v after %v", err, time.Since(start))
 }
 
 func TestBadBMCHangs(t *testing.T) {
-	b := newFakeBMC(t, "dmtf-rackmount", false)
-	b.hook = func(w http.ResponseWriter, r *http.Request) bool {
+	b := redfishfake.Start(t, "dmtf-rackmount", false)
+	b.Hook = func(w http.ResponseWriter, r *http.Request) bool {
 		if strings.HasPrefix(r.URL.Path, "/redfish/v1/Systems") {
 			<-r.Context().Done() // never answers
 			return true
@@ -155,7 +156,7 @@ func TestBadBMCHangs(t *testing.T) {
 	d := newTestDriver(t, Config{RequestTimeout: 300 * time.Millisecond})
 	defer d.Close(context.Background())
 	start := time.Now()
-	err := d.Verify(ctxT(t, 10*time.Second), b.node(nil))
+	err := d.Verify(ctxT(t, 10*time.Second), b.Node(nil))
 	took := time.Since(start)
 	if !errors.Is(err, ErrUnreachable) || !strings.Contains(err.Error(), "no answer within 300ms") {
 		t.Fatalf("%v", err)
@@ -190,17 +191,17 @@ func TestBadBMCHangs(t *testing.T) {
 }
 
 func TestBusyBMCRetried(t *testing.T) {
-	b := newFakeBMC(t, "idrac9", false)
+	b := redfishfake.Start(t, "idrac9", false)
 	var busy atomic.Int32
 	busy.Store(2)
-	b.hook = func(w http.ResponseWriter, r *http.Request) bool {
+	b.Hook = func(w http.ResponseWriter, r *http.Request) bool {
 		if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "ComputerSystem.Reset") && busy.Add(-1) >= 0 {
 			code := http.StatusServiceUnavailable
 			if busy.Load() == 0 {
 				code = http.StatusConflict
 				w.Header().Set("Retry-After", "0")
 			}
-			redfishError(w, code, "IDRAC.2.8.SYS518", "iDRAC is not ready. The configuration values cannot be accessed.")
+			redfishfake.Error(w, code, "IDRAC.2.8.SYS518", "iDRAC is not ready. The configuration values cannot be accessed.")
 			return true
 		}
 		return false
@@ -208,11 +209,11 @@ func TestBusyBMCRetried(t *testing.T) {
 	d := newTestDriver(t, Config{})
 	defer d.Close(context.Background())
 	ctx := ctxT(t, 10*time.Second)
-	n := b.node(nil)
+	n := b.Node(nil)
 	if err := d.SetPowerState(ctx, n, driver.PowerOn, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if got := b.count("POST /redfish/v1/Systems/System.Embedded.1/Actions/ComputerSystem.Reset"); got != 3 {
+	if got := b.Count("POST /redfish/v1/Systems/System.Embedded.1/Actions/ComputerSystem.Reset"); got != 3 {
 		t.Fatalf("503, 409, then 204: %d POSTs", got)
 	}
 	// Busy for good: bounded by Retries, and the BMC's words kept.
@@ -226,8 +227,8 @@ func TestBusyBMCRetried(t *testing.T) {
 }
 
 func TestPowerTimeout(t *testing.T) {
-	b := newFakeBMC(t, "idrac9", false)
-	b.hook = func(w http.ResponseWriter, r *http.Request) bool {
+	b := redfishfake.Start(t, "idrac9", false)
+	b.Hook = func(w http.ResponseWriter, r *http.Request) bool {
 		if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "ComputerSystem.Reset") {
 			w.WriteHeader(http.StatusNoContent) // accepted, never done
 			return true
@@ -237,7 +238,7 @@ func TestPowerTimeout(t *testing.T) {
 	d := newTestDriver(t, Config{})
 	defer d.Close(context.Background())
 	start := time.Now()
-	err := d.SetPowerState(ctxT(t, 10*time.Second), b.node(nil), driver.PowerOn, 300*time.Millisecond)
+	err := d.SetPowerState(ctxT(t, 10*time.Second), b.Node(nil), driver.PowerOn, 300*time.Millisecond)
 	if !errors.Is(err, ErrPowerTimeout) || !strings.Contains(err.Error(), `(still "power off")`) {
 		t.Fatalf("%v", err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"castiron/engine"
 	"castiron/engine/driver/fake"
+	"castiron/engine/driver/redfish/redfishfake"
 	"castiron/fault"
 	"castiron/storage"
 )
@@ -90,11 +91,11 @@ func deref(s *string) string {
 // checked), out-of-band inspection creating ports, power, boot device and
 // the power sync.
 func TestConductorWithFakeBMC(t *testing.T) {
-	b := newFakeBMC(t, "dmtf-rackmount", false)
+	b := redfishfake.Start(t, "dmtf-rackmount", false)
 	d := newTestDriver(t, Config{})
 	h := startConductor(t, d)
 	ctx := ctxT(t, 60*time.Second)
-	n := h.enroll(b.node(nil).DriverInfo)
+	n := h.enroll(b.Node(nil).DriverInfo)
 	for kind, want := range map[string]string{"power": "redfish", "management": "redfish", "inspect": "redfish", "boot": "ipxe", "deploy": "direct"} {
 		if got := engine.InterfaceOf(n, kind); got != want {
 			t.Errorf("%s_interface %q, want %q", kind, got, want)
@@ -145,7 +146,7 @@ func TestConductorWithFakeBMC(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.wait(n.UUID, 10*time.Second, func(n *storage.Node) bool { return deref(n.PowerState) == "power off" && n.TargetPowerState == nil })
-	if b.get("/redfish/v1/Systems/437XR1138R2")["PowerState"] != "Off" {
+	if b.Get("/redfish/v1/Systems/437XR1138R2")["PowerState"] != "Off" {
 		t.Fatal("BMC still on")
 	}
 	if err := h.c.SetPower(ctx, n.UUID, "rebooting", 10*time.Second); err != nil {
@@ -153,7 +154,7 @@ func TestConductorWithFakeBMC(t *testing.T) {
 	}
 	h.wait(n.UUID, 10*time.Second, func(n *storage.Node) bool { return deref(n.PowerState) == "power on" && n.TargetPowerState == nil })
 	// Switched off behind castiron's back: the sync notices.
-	b.set("/redfish/v1/Systems/437XR1138R2", "PowerState", "Off")
+	b.Set("/redfish/v1/Systems/437XR1138R2", "PowerState", "Off")
 	h.wait(n.UUID, 10*time.Second, func(n *storage.Node) bool { return deref(n.PowerState) == "power off" })
 
 	if err := h.c.SetBootDevice(ctx, n.UUID, "pxe", true); err != nil {
@@ -177,18 +178,18 @@ func TestConductorWithFakeBMC(t *testing.T) {
 // TestConductorBadBMCs: manage against each bad BMC ends in enroll with a
 // clear last_error, the node unlocked, within bounded time.
 func TestConductorBadBMCs(t *testing.T) {
-	good := newFakeBMC(t, "idrac9", false)
-	tlsBMC := newFakeBMC(t, "idrac9", true)
-	broken := newFakeBMC(t, "idrac9", false)
-	broken.hook = func(w http.ResponseWriter, r *http.Request) bool {
+	good := redfishfake.Start(t, "idrac9", false)
+	tlsBMC := redfishfake.Start(t, "idrac9", true)
+	broken := redfishfake.Start(t, "idrac9", false)
+	broken.Hook = func(w http.ResponseWriter, r *http.Request) bool {
 		if strings.HasPrefix(r.URL.Path, "/redfish/v1/Systems") {
-			redfishError(w, http.StatusInternalServerError, "Base.1.8.InternalError", "The request failed due to an internal service error.")
+			redfishfake.Error(w, http.StatusInternalServerError, "Base.1.8.InternalError", "The request failed due to an internal service error.")
 			return true
 		}
 		return false
 	}
-	hung := newFakeBMC(t, "idrac9", false)
-	hung.hook = func(w http.ResponseWriter, r *http.Request) bool {
+	hung := redfishfake.Start(t, "idrac9", false)
+	hung.Hook = func(w http.ResponseWriter, r *http.Request) bool {
 		<-r.Context().Done()
 		return true
 	}
@@ -206,12 +207,12 @@ func TestConductorBadBMCs(t *testing.T) {
 		di   map[string]any
 		want string
 	}{
-		{"wrong password", good.node(map[string]any{"redfish_password": "nope"}).DriverInfo, "check redfish_username and redfish_password"},
+		{"wrong password", good.Node(map[string]any{"redfish_password": "nope"}).DriverInfo, "check redfish_username and redfish_password"},
 		{"unreachable", map[string]any{"redfish_address": closed, "redfish_username": "admin", "redfish_password": "x"}, "connection refused"},
-		{"self-signed certificate", tlsBMC.node(map[string]any{"redfish_verify_ca": nil}).DriverInfo, "certificate is not trusted"},
-		{"unknown system", good.node(map[string]any{"redfish_system_id": "/redfish/v1/Systems/System.Embedded.9"}).DriverInfo, "check redfish_system_id"},
-		{"500", broken.node(nil).DriverInfo, "HTTP 500"},
-		{"hangs", hung.node(nil).DriverInfo, "no answer within 500ms"},
+		{"self-signed certificate", tlsBMC.Node(map[string]any{"redfish_verify_ca": nil}).DriverInfo, "certificate is not trusted"},
+		{"unknown system", good.Node(map[string]any{"redfish_system_id": "/redfish/v1/Systems/System.Embedded.9"}).DriverInfo, "check redfish_system_id"},
+		{"500", broken.Node(nil).DriverInfo, "HTTP 500"},
+		{"hangs", hung.Node(nil).DriverInfo, "no answer within 500ms"},
 	}
 	nodes := map[string]*storage.Node{}
 	start := time.Now()

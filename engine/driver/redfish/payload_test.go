@@ -9,10 +9,11 @@ import (
 	"time"
 
 	"castiron/engine/driver"
+	"castiron/engine/driver/redfish/redfishfake"
 	"castiron/fault"
 )
 
-// Tests against recorded vendor shapes (testdata/shapes): where each shape
+// Tests against recorded vendor shapes (redfishfake/shapes): where each shape
 // comes from is in its "_source" field. They are written for these tests
 // from public documentation of the DMTF mockups, Dell's iDRAC and HPE's iLO
 // (facts carried over, no text copied) to show what sushy-tools cannot:
@@ -69,26 +70,26 @@ func ctxT(t testing.TB, d time.Duration) context.Context {
 
 // eachVendor runs fn per shape with its fake BMC, a driver (closed at the
 // end), a 30 s context and a node.
-func eachVendor(t *testing.T, fn func(t *testing.T, vc vendorCase, b *fakeBMC, d *Driver, ctx context.Context, n driver.Node)) {
+func eachVendor(t *testing.T, fn func(t *testing.T, vc vendorCase, b *redfishfake.BMC, d *Driver, ctx context.Context, n driver.Node)) {
 	for _, vc := range vendorCases {
 		t.Run(vc.shape, func(t *testing.T) {
-			b := newFakeBMC(t, vc.shape, false)
+			b := redfishfake.Start(t, vc.shape, false)
 			d := newTestDriver(t, Config{})
 			defer d.Close(context.Background())
-			fn(t, vc, b, d, ctxT(t, 30*time.Second), b.node(nil))
+			fn(t, vc, b, d, ctxT(t, 30*time.Second), b.Node(nil))
 		})
 	}
 }
 
 func TestVendorPower(t *testing.T) {
-	eachVendor(t, func(t *testing.T, vc vendorCase, b *fakeBMC, d *Driver, ctx context.Context, n driver.Node) {
+	eachVendor(t, func(t *testing.T, vc vendorCase, b *redfishfake.BMC, d *Driver, ctx context.Context, n driver.Node) {
 		if err := d.Verify(ctx, n); err != nil {
 			t.Fatal(err)
 		}
 		if got, err := d.PowerState(ctx, n); err != nil || got != vc.power {
 			t.Fatalf("power state %q, %v; want %q", got, err, vc.power)
 		}
-		b.set(vc.system, "PowerState", "Off")
+		b.Set(vc.system, "PowerState", "Off")
 		steps := []struct {
 			target string
 			resets []string
@@ -102,15 +103,15 @@ func TestVendorPower(t *testing.T) {
 			{driver.SoftPowerOff, []string{"GracefulShutdown"}, driver.PowerOff},
 		}
 		for _, s := range steps {
-			b.mu.Lock()
-			b.resets = nil
-			b.mu.Unlock()
+			b.Mu.Lock()
+			b.Resets = nil
+			b.Mu.Unlock()
 			if err := d.SetPowerState(ctx, n, s.target, 5*time.Second); err != nil {
 				t.Fatalf("%s: %v", s.target, err)
 			}
-			b.mu.Lock()
-			got := b.resets
-			b.mu.Unlock()
+			b.Mu.Lock()
+			got := b.Resets
+			b.Mu.Unlock()
 			if !slices.Equal(got, s.resets) {
 				t.Fatalf("%s: BMC saw resets %v, want %v", s.target, got, s.resets)
 			}
@@ -131,15 +132,15 @@ func TestVendorPower(t *testing.T) {
 		if err := d.InjectNMI(ctx, n); err != nil {
 			t.Fatal(err)
 		}
-		if b.resets[len(b.resets)-1] != "Nmi" {
-			t.Fatalf("NMI: BMC saw %v", b.resets)
+		if b.Resets[len(b.Resets)-1] != "Nmi" {
+			t.Fatalf("NMI: BMC saw %v", b.Resets)
 		}
-		t.Logf("%s: %d requests, %d logins", vc.shape, len(b.requests), b.logins)
+		t.Logf("%s: %d requests, %d logins", vc.shape, len(b.Requests), b.Logins)
 	})
 }
 
 func TestVendorBootDevice(t *testing.T) {
-	eachVendor(t, func(t *testing.T, vc vendorCase, b *fakeBMC, d *Driver, ctx context.Context, n driver.Node) {
+	eachVendor(t, func(t *testing.T, vc vendorCase, b *redfishfake.BMC, d *Driver, ctx context.Context, n driver.Node) {
 		for _, dev := range d.SupportedBootDevices() {
 			for _, persistent := range []bool{false, true} {
 				err := d.SetBootDevice(ctx, n, dev, persistent)
@@ -162,14 +163,14 @@ func TestVendorBootDevice(t *testing.T) {
 			}
 		}
 		// Enabled is sent only when it changes, as Ironic does.
-		b.mu.Lock()
-		b.patches = nil
-		b.mu.Unlock()
+		b.Mu.Lock()
+		b.Patches = nil
+		b.Mu.Unlock()
 		if err := d.SetBootDevice(ctx, n, driver.BootPXE, true); err != nil {
 			t.Fatal(err)
 		}
-		if len(b.patches) != 1 || strings.Contains(b.patches[0], "BootSourceOverrideEnabled") {
-			t.Fatalf("unchanged Enabled sent again: %v", b.patches)
+		if len(b.Patches) != 1 || strings.Contains(b.Patches[0], "BootSourceOverrideEnabled") {
+			t.Fatalf("unchanged Enabled sent again: %v", b.Patches)
 		}
 		if err := d.SetBootDevice(ctx, n, "floppy", false); !fault.Is(err, fault.Invalid) {
 			t.Fatalf("floppy: %v", err)
@@ -180,14 +181,14 @@ func TestVendorBootDevice(t *testing.T) {
 // TestOnceReadsContinuous shows sushy-tools' quirk: Once is accepted and
 // reads back as Continuous; the driver reports what the BMC says.
 func TestOnceReadsContinuous(t *testing.T) {
-	b := newFakeBMC(t, "dmtf-rackmount", false)
-	b.onceReadsContinuous = true
-	b.mu.Lock()
-	b.res["/redfish/v1/Systems/437XR1138R2"]["Boot"].(map[string]any)["BootSourceOverrideEnabled"] = "Disabled"
-	b.mu.Unlock()
+	b := redfishfake.Start(t, "dmtf-rackmount", false)
+	b.OnceReadsContinuous = true
+	b.Mu.Lock()
+	b.Res["/redfish/v1/Systems/437XR1138R2"]["Boot"].(map[string]any)["BootSourceOverrideEnabled"] = "Disabled"
+	b.Mu.Unlock()
 	d := newTestDriver(t, Config{})
 	ctx := ctxT(t, 10*time.Second)
-	n := b.node(nil)
+	n := b.Node(nil)
 	if err := d.SetBootDevice(ctx, n, driver.BootCDROM, false); err != nil {
 		t.Fatal(err)
 	}
@@ -198,16 +199,16 @@ func TestOnceReadsContinuous(t *testing.T) {
 }
 
 func TestVendorVirtualMedia(t *testing.T) {
-	eachVendor(t, func(t *testing.T, vc vendorCase, b *fakeBMC, d *Driver, ctx context.Context, n driver.Node) {
+	eachVendor(t, func(t *testing.T, vc vendorCase, b *redfishfake.BMC, d *Driver, ctx context.Context, n driver.Node) {
 		const iso = "http://10.0.0.1:8080/boot/node.iso"
 		if err := d.InsertMedia(ctx, n, driver.MediaCDROM, iso); err != nil {
 			t.Fatal(err)
 		}
-		if got := b.get(vc.cdSlot); got["Image"] != iso || got["Inserted"] != true {
+		if got := b.Get(vc.cdSlot); got["Image"] != iso || got["Inserted"] != true {
 			t.Fatalf("CD slot %s after insert: %v", vc.cdSlot, got)
 		}
-		if vc.hasEjectCD1 && b.count("POST "+norm(vc.cdSlot)+"/Actions/VirtualMedia.EjectMedia") != 1 {
-			t.Fatalf("the CD already inserted was not ejected first: %v", b.requests)
+		if vc.hasEjectCD1 && b.Count("POST "+redfishfake.Norm(vc.cdSlot)+"/Actions/VirtualMedia.EjectMedia") != 1 {
+			t.Fatalf("the CD already inserted was not ejected first: %v", b.Requests)
 		}
 		slots, err := d.MediaState(ctx, n)
 		if err != nil {
@@ -215,7 +216,7 @@ func TestVendorVirtualMedia(t *testing.T) {
 		}
 		var cd *driver.MediaSlot
 		for i := range slots {
-			if norm(slots[i].Path) == norm(vc.cdSlot) {
+			if redfishfake.Norm(slots[i].Path) == redfishfake.Norm(vc.cdSlot) {
 				cd = &slots[i]
 			}
 		}
@@ -226,22 +227,22 @@ func TestVendorVirtualMedia(t *testing.T) {
 		if err := d.InsertMedia(ctx, n, driver.MediaDisk, "http://10.0.0.1:8080/cfg.img"); err != nil {
 			t.Fatal(err)
 		}
-		if got := b.get(vc.diskSlot); got["Inserted"] != true {
+		if got := b.Get(vc.diskSlot); got["Inserted"] != true {
 			t.Fatalf("disk slot %s: %v", vc.diskSlot, got)
 		}
 		if err := d.EjectMedia(ctx, n, driver.MediaCDROM); err != nil {
 			t.Fatal(err)
 		}
-		if got := b.get(vc.cdSlot); got["Inserted"] != false {
+		if got := b.Get(vc.cdSlot); got["Inserted"] != false {
 			t.Fatalf("CD after eject: %v", got)
 		}
-		if got := b.get(vc.diskSlot); got["Inserted"] != true {
+		if got := b.Get(vc.diskSlot); got["Inserted"] != true {
 			t.Fatalf("ejecting the cdrom ejected the disk too: %v", got)
 		}
 		if err := d.EjectMedia(ctx, n, ""); err != nil {
 			t.Fatal(err)
 		}
-		if got := b.get(vc.diskSlot); got["Inserted"] != false {
+		if got := b.Get(vc.diskSlot); got["Inserted"] != false {
 			t.Fatalf("eject all left the disk: %v", got)
 		}
 		if err := d.EjectMedia(ctx, n, ""); err != nil { // nothing inserted: fine
@@ -254,7 +255,7 @@ func TestVendorVirtualMedia(t *testing.T) {
 }
 
 func TestVendorInspect(t *testing.T) {
-	eachVendor(t, func(t *testing.T, vc vendorCase, b *fakeBMC, d *Driver, ctx context.Context, n driver.Node) {
+	eachVendor(t, func(t *testing.T, vc vendorCase, b *redfishfake.BMC, d *Driver, ctx context.Context, n driver.Node) {
 		res, err := d.InspectHardware(ctx, n)
 		if err != nil {
 			t.Fatal(err)
@@ -284,7 +285,7 @@ func TestVendorInspect(t *testing.T) {
 }
 
 func TestVendorIndicatorsAndBootSettings(t *testing.T) {
-	eachVendor(t, func(t *testing.T, vc vendorCase, b *fakeBMC, d *Driver, ctx context.Context, n driver.Node) {
+	eachVendor(t, func(t *testing.T, vc vendorCase, b *redfishfake.BMC, d *Driver, ctx context.Context, n driver.Node) {
 		inds, err := d.SupportedIndicators(ctx, n)
 		if err != nil {
 			t.Fatal(err)
@@ -313,7 +314,7 @@ func TestVendorIndicatorsAndBootSettings(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := map[string]string{"uefi": "UEFI", "bios": "Legacy"}[other]
-		if got := b.get(vc.system)["Boot"].(map[string]any)["BootSourceOverrideMode"]; got != want {
+		if got := b.Get(vc.system)["Boot"].(map[string]any)["BootSourceOverrideMode"]; got != want {
 			t.Fatalf("boot mode %v, want %s", got, want)
 		}
 		if err := d.SetBootMode(ctx, n, vc.bootMode); err != nil {

@@ -17,13 +17,15 @@ import (
 	"castiron/engine"
 	"castiron/engine/driver/fake"
 	"castiron/engine/driver/ipmi"
+	"castiron/engine/driver/redfish"
 	"castiron/httpapi"
 	"castiron/httpapi/client"
 	"castiron/storage"
 )
 
 // server is a real castiron (engine + httpapi over a temp SQLite file) on a
-// loopback port with the fake-hardware, manual-management and ipmi types.
+// loopback port with the fake-hardware, manual-management, ipmi and redfish
+// types.
 type server struct {
 	t          testing.TB
 	url        string
@@ -41,8 +43,9 @@ func newServer(t testing.TB, opts ...func(*httpapi.Options)) *server {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	d := fake.New()
 	id := ipmi.New(ipmi.Config{Logger: quiet})
+	rf := redfish.New(redfish.Config{Logger: quiet})
 	cond := engine.New(st, engine.NewRegistry(engine.NewFakeHardware(d), engine.NewManualManagement(d),
-		engine.NewIPMIHardware(id, id, ipmi.Properties())),
+		engine.NewIPMIHardware(id, id, ipmi.Properties()), engine.NewRedfishHardware(rf, redfish.Properties())),
 		engine.Config{Hostname: "test-conductor", AutomatedClean: true, Logger: quiet, CallbackTimeout: time.Minute})
 	if err := cond.Start(ctx); err != nil {
 		t.Fatal(err)
@@ -57,6 +60,7 @@ func newServer(t testing.TB, opts ...func(*httpapi.Options)) *server {
 		if err := cond.Stop(context.Background()); err != nil {
 			t.Error(err)
 		}
+		_ = rf.Close(context.Background())
 		st.Close()
 	})
 	return &server{t: t, url: srv.URL, st: st}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"castiron/engine/driver/ipmi/ipmisim"
+	"castiron/engine/driver/redfish/redfishfake"
 )
 
 // TestImportFiftyTwice imports a 50-node rack with --provide, then again:
@@ -235,4 +236,47 @@ func TestImportIPMICredentials(t *testing.T) {
 	if n := len(s.nodes()); n != 2 {
 		t.Errorf("%d nodes", n)
 	}
+}
+
+// TestImportRedfish registers redfish nodes from an instackenv file as
+// TripleO writes them (pm_type redfish, pm_addr, pm_user, pm_password,
+// pm_system_id) against a Redfish BMC: the credentials are checked on
+// manage, --introspect inspects out of band and creates the ports, and a
+// wrong password leaves its node in enroll with the BMC's answer.
+func TestImportRedfish(t *testing.T) {
+	good := redfishfake.Start(t, "idrac9", false)
+	other := redfishfake.Start(t, "dmtf-rackmount", false)
+	s := newServer(t)
+	file := writeFile(t, "redfish.json", map[string]any{"nodes": []any{
+		map[string]any{"name": "rf-good", "pm_type": "redfish", "pm_addr": good.Srv.URL, "pm_user": redfishfake.User,
+			"pm_password": redfishfake.Pass, "pm_system_id": "/redfish/v1/Systems/System.Embedded.1"},
+		map[string]any{"name": "rf-bad", "pm_type": "redfish", "pm_addr": other.Srv.URL, "pm_user": redfishfake.User,
+			"pm_password": "wrong"},
+	}})
+	code, out, errs := s.run("import", "--introspect", file)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\n%s\n%s", code, out, errs)
+	}
+	g, b := s.node("rf-good"), s.node("rf-bad")
+	if g.ProvisionState != "manageable" || g.Driver != "redfish" || g.DriverInfo["redfish_address"] != good.Srv.URL ||
+		g.DriverInfo["redfish_system_id"] != "/redfish/v1/Systems/System.Embedded.1" {
+		t.Fatalf("good: %s %s %v %q", g.ProvisionState, g.Driver, g.DriverInfo, g.LastError)
+	}
+	if g.Properties["memory_mb"] != float64(196597) || g.Properties["cpu_arch"] != "x86_64" {
+		t.Errorf("inspected properties %v", g.Properties)
+	}
+	ports, err := s.client().ListPorts(context.Background())
+	var macs []string
+	for _, p := range ports {
+		if p.NodeUUID == g.UUID {
+			macs = append(macs, p.Address)
+		}
+	}
+	if err != nil || strings.Join(macs, " ") != "e4:43:4b:12:34:56 e4:43:4b:12:34:58" {
+		t.Errorf("ports after out-of-band inspection: %v %v", macs, err)
+	}
+	if b.ProvisionState != "enroll" || !strings.Contains(b.LastError, "HTTP 401") {
+		t.Fatalf("bad: %s last_error %q", b.ProvisionState, b.LastError)
+	}
+	mustContain(t, "summary", out, "1 succeeded, 1 failed")
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -78,7 +79,7 @@ var driverFamilies = []driverFamily{
 // understands; anything else is reported (usually a typo such as pm_adress).
 var knownKeys = map[string]bool{
 	"name": true, "uuid": true, "pm_type": true, "pm_addr": true, "pm_user": true,
-	"pm_password": true, "pm_port": true, "pm_system_id": true, "ports": true, "mac": true,
+	"pm_password": true, "pm_port": true, "pm_system_id": true, "redfish_verify_ca": true, "ports": true, "mac": true,
 	"cpu": true, "memory": true, "disk": true, "arch": true, "capabilities": true,
 	"root_device": true, "resource_class": true, "kernel_id": true, "ramdisk_id": true,
 	"description": true, "extra": true,
@@ -224,13 +225,23 @@ func parseNode(i int, raw any) (*Spec, []string) {
 						s.DriverInfo[fam.prefix+"_"+k] = v
 					}
 				}
+				if fam.prefix == "redfish" && m["pm_port"] != nil && addr != "" {
+					// Redfish has no port key (TripleO ignores pm_port for
+					// it): the port goes into the address.
+					var err error
+					if addr, err = redfishAddressWithPort(addr, port); err != nil {
+						bad("%v", err)
+					}
+				}
 				set("address", addr)
 				set("username", user)
 				set("password", pass)
 				if fam.prefix == "redfish" {
 					set("system_id", str("pm_system_id"))
-				}
-				if m["pm_port"] != nil {
+					if v, ok := m["redfish_verify_ca"]; ok && v != nil {
+						s.DriverInfo["redfish_verify_ca"] = v // a boolean, "true"/"false" or a CA path
+					}
+				} else if m["pm_port"] != nil {
 					s.DriverInfo[fam.prefix+"_port"] = port
 				}
 				if fam.defaultPort != 0 {
@@ -341,6 +352,35 @@ func parseNode(i int, raw any) (*Spec, []string) {
 		}
 	}
 	return s, problems
+}
+
+// redfishAddressWithPort puts port into a Redfish address (a URL, or a
+// host whose scheme is https, as Ironic reads it) that names none; an
+// address with another port is an error.
+func redfishAddressWithPort(addr string, port int) (string, error) {
+	if ip := net.ParseIP(addr); ip != nil && ip.To4() == nil {
+		addr = "[" + addr + "]" // a bare IPv6 address, as Ironic's escape_ipv6
+	}
+	withScheme := addr
+	if !strings.Contains(addr, "://") {
+		withScheme = "https://" + addr
+	}
+	u, err := url.Parse(withScheme)
+	if err != nil || u.Host == "" {
+		return addr, fmt.Errorf("pm_addr %q is not a Redfish address", addr)
+	}
+	if p := u.Port(); p != "" {
+		if p != strconv.Itoa(port) {
+			return addr, fmt.Errorf("pm_port %d contradicts the port in pm_addr %q", port, addr)
+		}
+		return addr, nil
+	}
+	u.Host = net.JoinHostPort(u.Hostname(), strconv.Itoa(port))
+	out := u.String()
+	if withScheme != addr {
+		out = strings.TrimPrefix(out, "https://")
+	}
+	return out, nil
 }
 
 // duplicates reports names, UUIDs, MACs and BMC addresses used by more than

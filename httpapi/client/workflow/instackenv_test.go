@@ -143,3 +143,41 @@ func TestSetCapability(t *testing.T) {
 		}
 	}
 }
+
+// Redfish entries as TripleO writes them (pm_type redfish, pm_addr with or
+// without a scheme, pm_system_id, redfish_verify_ca); a pm_port goes into
+// the address, since Redfish has no port key.
+func TestParseRedfish(t *testing.T) {
+	js := `{"nodes": [
+	  {"name": "rf-0", "pm_type": "redfish", "pm_addr": "https://bmc0.example.com", "pm_user": "root",
+	   "pm_password": "calvin", "pm_system_id": "/redfish/v1/Systems/System.Embedded.1", "mac": ["52:54:00:aa:cc:01"]},
+	  {"name": "rf-1", "pm_type": "redfish", "pm_addr": "10.0.0.7", "pm_port": 8000, "pm_user": "admin",
+	   "pm_password": "password", "redfish_verify_ca": false},
+	  {"name": "rf-2", "pm_type": "pxe_redfish", "pm_addr": "http://10.0.0.7:8000", "pm_port": "8000",
+	   "pm_system_id": "/redfish/v1/Systems/b"},
+	  {"name": "rf-3", "pm_type": "redfish", "pm_addr": "http://10.0.0.8:8000", "pm_port": 9000}
+	]}`
+	_, err := Parse([]byte(js), false)
+	var ve *ValidationError
+	if !errors.As(err, &ve) || len(ve.Problems) != 1 || !strings.Contains(ve.Problems[0], `rf-3: pm_port 9000 contradicts the port in pm_addr "http://10.0.0.8:8000"`) {
+		t.Fatalf("conflicting port: %v", err)
+	}
+	specs, err := Parse([]byte(strings.Replace(js, `"pm_port": 9000`, `"pm_port": 8000`, 1)), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []map[string]any{
+		{"redfish_address": "https://bmc0.example.com", "redfish_username": "root", "redfish_password": "calvin",
+			"redfish_system_id": "/redfish/v1/Systems/System.Embedded.1"},
+		{"redfish_address": "10.0.0.7:8000", "redfish_username": "admin", "redfish_password": "password", "redfish_verify_ca": false},
+		{"redfish_address": "http://10.0.0.7:8000", "redfish_system_id": "/redfish/v1/Systems/b"},
+	}
+	for i, w := range want {
+		if s := specs[i]; s.Driver != "redfish" || !reflect.DeepEqual(s.DriverInfo, w) {
+			t.Errorf("%s: driver %q driver_info %v, want %v", s.Name, s.Driver, s.DriverInfo, w)
+		}
+	}
+	if specs[0].BMC != "https://bmc0.example.com#/redfish/v1/Systems/System.Embedded.1" || specs[1].BMC != "10.0.0.7:8000#" {
+		t.Errorf("BMC identities %q %q", specs[0].BMC, specs[1].BMC)
+	}
+}

@@ -13,10 +13,32 @@ const PM_TYPES = {
   ipmi: 'ipmi', pxe_ipmitool: 'ipmi', ipmitool: 'ipmi', 'pxe-ipmitool': 'ipmi',
   fake: 'fake-hardware', 'fake-hardware': 'fake-hardware', fake_pxe: 'fake-hardware',
   'manual-management': 'manual-management',
+  redfish: 'redfish',
 };
+// pm_type values TripleO maps to Redfish: redfish and its *_redfish forms.
+const REDFISH = /^(redfish|.*_redfish)$/;
 const KNOWN = new Set(['name', 'pm_type', 'pm_addr', 'pm_user', 'pm_password', 'pm_port', 'mac', 'ports', 'cpu', 'memory',
   'disk', 'arch', 'capabilities', 'driver', 'driver_info', 'properties', 'resource_class', 'uuid', 'description', 'extra',
-  'root_device', 'kernel_id', 'ramdisk_id', 'pm_system_id', 'pm_vm_name']);
+  'root_device', 'kernel_id', 'ramdisk_id', 'pm_system_id', 'pm_vm_name', 'redfish_verify_ca']);
+
+// redfishAddress puts pm_port into a Redfish address (Redfish has no port key);
+// an address already naming another port is an error.
+export function redfishAddress(addr, port) {
+  // A bare IPv6 address gets brackets, as Ironic's escape_ipv6.
+  if (!addr.includes('[') && !addr.includes('/') && (addr.match(/:/g) || []).length >= 2) addr = `[${addr}]`;
+  const hasScheme = /^[a-z][a-z0-9+.-]*:\/\//i.test(addr);
+  let u;
+  try { u = new URL(hasScheme ? addr : `https://${addr}`); } catch { return { error: `pm_addr "${addr}" is not a Redfish address` }; }
+  if (port === undefined) return { address: addr };
+  const p = Number(port);
+  if (!Number.isInteger(p) || p < 1 || p > 65535) return { error: 'pm_port must be a port number' };
+  // URL drops a scheme's default port: compare with it too.
+  const given = u.port || (addr.match(/:(\d+)(\/|$)/) || [])[1] || '';
+  if (given) return String(p) === given ? { address: addr } : { error: `pm_port ${p} contradicts the port in pm_addr "${addr}"` };
+  const host = u.hostname.includes(':') && !u.hostname.startsWith('[') ? `[${u.hostname}]` : u.hostname;
+  const rest = addr.replace(/^[a-z][a-z0-9+.-]*:\/\//i, '').replace(/^[^/]*/, '');
+  return { address: `${hasScheme ? `${u.protocol}//` : ''}${host}:${p}${rest}` };
+}
 
 // validateInstackenv checks doc and builds the API bodies. existing holds
 // the names and MACs castiron already knows and the drivers it serves.
@@ -52,7 +74,10 @@ export function validateInstackenv(doc, existing) {
     }
     // Driver.
     let driver = raw.driver;
-    if (driver === undefined && raw.pm_type !== undefined) driver = PM_TYPES[String(raw.pm_type).toLowerCase()] || String(raw.pm_type);
+    if (driver === undefined && raw.pm_type !== undefined) {
+      const t = String(raw.pm_type).toLowerCase();
+      driver = PM_TYPES[t] || (REDFISH.test(t) ? 'redfish' : String(raw.pm_type));
+    }
     if (!driver) n.errors.push('pm_type (or driver) is required');
     else if (existing.drivers.size && !existing.drivers.has(driver)) n.errors.push(`driver "${driver}" is not enabled here (have: ${[...existing.drivers].join(', ')})`);
     else body.driver = driver;
@@ -70,6 +95,18 @@ export function validateInstackenv(doc, existing) {
         else body.driver_info.ipmi_port = p;
       }
       if (!body.driver_info.ipmi_address) n.errors.push('pm_addr is required for IPMI');
+    }
+    if (driver === 'redfish') {
+      if (raw.pm_addr !== undefined) {
+        const a = redfishAddress(String(raw.pm_addr), raw.pm_port);
+        if (a.error) n.errors.push(a.error);
+        else body.driver_info.redfish_address = a.address;
+      }
+      if (raw.pm_user !== undefined) body.driver_info.redfish_username = String(raw.pm_user);
+      if (raw.pm_password !== undefined) body.driver_info.redfish_password = String(raw.pm_password);
+      if (raw.pm_system_id !== undefined) body.driver_info.redfish_system_id = String(raw.pm_system_id);
+      if (raw.redfish_verify_ca !== undefined) body.driver_info.redfish_verify_ca = raw.redfish_verify_ca;
+      if (!body.driver_info.redfish_address && raw.pm_addr === undefined) n.errors.push('pm_addr is required for Redfish');
     }
     // Properties.
     if (raw.properties !== undefined) {
@@ -109,7 +146,11 @@ export function validateInstackenv(doc, existing) {
       n.ports.push(p);
       n.macs.push(mac);
     }
-    if (!n.ports.length && !n.errors.length) n.warnings.push('no MAC address: the node cannot PXE boot until a port is added');
+    if (!n.ports.length && !n.errors.length) {
+      n.warnings.push(driver === 'redfish'
+        ? 'no MAC address: inspect the node (out of band) to create its ports'
+        : 'no MAC address: the node cannot PXE boot until a port is added');
+    }
     if (!Object.keys(body.driver_info).length) delete body.driver_info;
     if (!Object.keys(body.properties).length) delete body.properties;
     n.body = body;
@@ -191,7 +232,7 @@ export function importView(main) {
         h('thead', null, h('tr', null, ['#', 'Name', 'Driver', 'BMC', 'MACs', 'Problems'].map((c) => h('th', { scope: 'col' }, c)))),
         h('tbody', null, v.nodes.map((n) => h('tr', { class: n.errors.length ? 'bad' : '' },
           h('td', null, String(n.index + 1)), h('td', null, n.name || '—'), h('td', null, n.body?.driver || '—'),
-          h('td', null, n.body?.driver_info?.ipmi_address || '—'), h('td', null, n.macs.join(' ') || '—'),
+          h('td', null, n.body?.driver_info?.ipmi_address || n.body?.driver_info?.redfish_address || '—'), h('td', null, n.macs.join(' ') || '—'),
           h('td', null, n.errors.length ? h('ul', { class: 'errors' }, n.errors.map((e) => h('li', null, e))) : null,
             n.warnings.length ? h('ul', { class: 'warnings' }, n.warnings.map((e) => h('li', null, e))) : null))))) : null]);
     if (ok) {
