@@ -27,7 +27,7 @@ set -euo pipefail
 PACKAGES=(python3-openstackclient python3-ironicclient python3-tempest ipmitool openipmi file chromium
     qemu-system-x86 qemu-utils ipxe-qemu ovmf ipxe linux-image-amd64
     dnsmasq isc-dhcp-client tftp-hpa ndisc6 tcpdump cpio zstd xz-utils
-    extlinux syslinux-common e2fsprogs gdisk fdisk parted genisoimage kea-admin
+    extlinux syslinux-common isolinux grub-efi-amd64-signed xorriso e2fsprogs gdisk fdisk parted genisoimage kea-admin
     libvirt-daemon-system libvirt-clients python3-libvirt python3-flask python3-requests python3-tenacity
     python3-bcrypt python3-webob python3-pbr apache2-utils curl "$@")
 

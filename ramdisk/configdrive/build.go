@@ -13,6 +13,8 @@ import (
 
 	"github.com/diskfs/go-diskfs/backend/file"
 	"github.com/diskfs/go-diskfs/filesystem/iso9660"
+
+	"castiron/ramdisk/iso/isofix"
 )
 
 // versions are the metadata versions Ironic (openstacksdk's configdrive
@@ -110,12 +112,12 @@ func buildISO(files map[string][]byte) (iso []byte, err error) {
 	// go-diskfs stops at the last byte of file data; the volume is whole
 	// sectors (the size its descriptor gives).
 	if len(iso) >= 32768+84 {
-		if vol := int(binary.LittleEndian.Uint32(iso[32768+80:])) * isoSector; vol > len(iso) && vol <= MaxSize {
+		if vol := int(binary.LittleEndian.Uint32(iso[32768+80:])) * isofix.Sector; vol > len(iso) && vol <= MaxSize {
 			iso = append(iso, make([]byte, vol-len(iso))...)
 		}
 	}
-	padIdentifiers(iso)
-	if err := fixJolietDirs(iso); err != nil {
+	isofix.PadIdentifiers(iso)
+	if err := isofix.FixJolietDirs(iso); err != nil {
 		return nil, fmt.Errorf("configdrive: %w", err)
 	}
 	if len(iso) > MaxSize {

@@ -160,6 +160,8 @@ func writeEntry(rw cpio.RecordWriter, e entry, ino uint64) error {
 // "best" saves 6% over "better" for 9x (about 3 s).
 func newCompressor(w io.Writer, c Compression) (io.WriteCloser, error) {
 	switch c {
+	case uncompressed:
+		return nopCloser{w}, nil
 	case Gzip:
 		return gzip.NewWriterLevel(w, gzip.DefaultCompression)
 	case Zstd:
@@ -169,3 +171,11 @@ func newCompressor(w io.Writer, c Compression) (io.WriteCloser, error) {
 	}
 	return nil, fmt.Errorf("%w: %q", ErrCompressionUnsupported, c)
 }
+
+// uncompressed is the compression of overlays (WriteOverlay): a few small
+// files the kernel unpacks after the main archive.
+const uncompressed Compression = "none"
+
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }

@@ -8,11 +8,12 @@ import (
 	"path/filepath"
 )
 
-// writeAtomic creates dst with the bytes fill writes, through a temporary
-// file in the same directory renamed over dst, so a reader (castiron's HTTP
-// boot serving the previous build) sees the old file or the new one, never
-// half of one. It returns the size written.
-func writeAtomic(ctx context.Context, dst string, perm os.FileMode, fill func(w io.Writer) error) (size int64, err error) {
+// CreateAtomic creates dst with what fill writes into f, a temporary file in
+// the same directory renamed over dst once fill succeeded, so a reader
+// (castiron serving the previous build over HTTP) sees the old file or the
+// new one, never half of one. fill may write anywhere in f (WriteAt). It
+// returns the size of the file.
+func CreateAtomic(ctx context.Context, dst string, perm os.FileMode, fill func(f *os.File) error) (size int64, err error) {
 	dir := filepath.Dir(dst)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(dst)+".tmp-*")
 	if err != nil {
@@ -24,8 +25,7 @@ func writeAtomic(ctx context.Context, dst string, perm os.FileMode, fill func(w 
 			os.Remove(tmp.Name())
 		}
 	}()
-	cw := &countingWriter{w: tmp}
-	if err := fill(cw); err != nil {
+	if err := fill(tmp); err != nil {
 		return 0, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -35,6 +35,10 @@ func writeAtomic(ctx context.Context, dst string, perm os.FileMode, fill func(w 
 		return 0, err
 	}
 	if err := tmp.Sync(); err != nil {
+		return 0, err
+	}
+	st, err := tmp.Stat()
+	if err != nil {
 		return 0, err
 	}
 	if err := tmp.Close(); err != nil {
@@ -48,7 +52,12 @@ func writeAtomic(ctx context.Context, dst string, perm os.FileMode, fill func(w 
 		d.Sync()
 		d.Close()
 	}
-	return cw.n, nil
+	return st.Size(), nil
+}
+
+// writeAtomic is CreateAtomic for a sequential writer.
+func writeAtomic(ctx context.Context, dst string, perm os.FileMode, fill func(w io.Writer) error) (int64, error) {
+	return CreateAtomic(ctx, dst, perm, func(f *os.File) error { return fill(f) })
 }
 
 // copyFileAtomic copies src to dst with writeAtomic.
@@ -64,15 +73,4 @@ func copyFileAtomic(ctx context.Context, src, dst string, perm os.FileMode) (int
 		}
 		return nil
 	})
-}
-
-type countingWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
 }

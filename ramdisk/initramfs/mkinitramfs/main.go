@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"castiron/ramdisk/initramfs"
+	"castiron/ramdisk/iso"
 )
 
 func main() {
@@ -46,6 +47,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		modules  string
 		compress string
 		verbose  bool
+		loaders  bool
 		extra    = extraFlag{}
 	)
 	fs.StringVar(&opts.AgentPath, "agent", "build/castiron-agent", "static agent binary, becomes /init")
@@ -58,6 +60,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&compress, "compress", "gzip", "gzip or zstd")
 	fs.StringVar(&opts.OutDir, "out", "castiron-data/ramdisk", "output directory (vmlinuz, initramfs)")
 	fs.Var(extra, "extra", "extra file `/archive/path=hostfile` (repeatable)")
+	fs.BoolVar(&loaders, "iso-loaders", true, "copy the host's isolinux and CD GRUB next to the ramdisk (castiron builds virtual media ISOs with them)")
 	fs.BoolVar(&verbose, "v", false, "log progress")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -91,6 +94,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		res.InitramfsPath, humanSize(res.Size), res.Compression, len(res.Modules), res.AgentVersion, time.Since(start).Seconds())
 	if len(res.Missing) > 0 {
 		fmt.Fprintf(stdout, "not in kernel %s: %s\n", res.KernelVersion, strings.Join(res.Missing, " "))
+	}
+	if loaders {
+		copied, missing, err := iso.CopyLoaders(ctx, opts.OutDir)
+		if err != nil {
+			return err
+		}
+		if len(copied) > 0 {
+			fmt.Fprintf(stdout, "iso loaders %s (virtual media ISOs)\n", strings.Join(copied, " "))
+		}
+		if len(missing) > 0 {
+			fmt.Fprintf(stdout, "iso loaders missing on this host: %s (for virtual media: apt-get install isolinux syslinux-common grub-efi-amd64-signed)\n", strings.Join(missing, " "))
+		}
 	}
 	return nil
 }

@@ -1,4 +1,7 @@
-package configdrive
+// Package isofix corrects what go-diskfs v1.9.4 writes into ISO 9660
+// images (castiron's config drives and virtual media ISOs). It has no
+// dependencies, so the ramdisk agent may use it too.
+package isofix
 
 import (
 	"encoding/binary"
@@ -10,11 +13,12 @@ import (
 // go-diskfs v1.9.4 writes the Joliet directory records of subdirectories
 // with the extent of the primary (8.3-named) directory instead of their
 // Joliet one, so a reader that uses Joliet (Windows) sees mangled names
-// below the root. Its Joliet path table is right; fixJolietDirs points each
+// below the root. Its Joliet path table is right; FixJolietDirs points each
 // subdirectory record at the extent the path table gives. It changes
 // nothing in an image whose records are already right.
 
-const isoSector = 2048
+// Sector is the ISO 9660 logical sector size.
+const Sector = 2048
 
 type ptEntry struct {
 	lba    uint32
@@ -22,13 +26,14 @@ type ptEntry struct {
 	name   string
 }
 
-func fixJolietDirs(iso []byte) error {
+// FixJolietDirs: see above.
+func FixJolietDirs(iso []byte) error {
 	svd := findJolietSVD(iso)
 	if svd == nil {
 		return nil
 	}
 	ptSize := binary.LittleEndian.Uint32(svd[132:136])
-	ptLoc := int64(binary.LittleEndian.Uint32(svd[140:144])) * isoSector
+	ptLoc := int64(binary.LittleEndian.Uint32(svd[140:144])) * Sector
 	if ptLoc+int64(ptSize) > int64(len(iso)) {
 		return fmt.Errorf("joliet path table beyond the image")
 	}
@@ -78,8 +83,8 @@ func fixJolietDirs(iso []byte) error {
 // findJolietSVD returns the supplementary volume descriptor with a UCS-2
 // escape sequence, if any.
 func findJolietSVD(iso []byte) []byte {
-	for s := 16; (s+1)*isoSector <= len(iso); s++ {
-		vd := iso[s*isoSector : (s+1)*isoSector]
+	for s := 16; (s+1)*Sector <= len(iso); s++ {
+		vd := iso[s*Sector : (s+1)*Sector]
 		if string(vd[1:6]) != "CD001" || vd[0] == 255 {
 			return nil
 		}
@@ -92,7 +97,7 @@ func findJolietSVD(iso []byte) []byte {
 
 // selfSize is the data length in a directory's "." record.
 func selfSize(iso []byte, lba uint32) (uint32, error) {
-	off := int64(lba) * isoSector
+	off := int64(lba) * Sector
 	if off+34 > int64(len(iso)) || iso[off] < 34 {
 		return 0, fmt.Errorf("joliet directory at sector %d is not in the image", lba)
 	}
@@ -101,7 +106,7 @@ func selfSize(iso []byte, lba uint32) (uint32, error) {
 
 // eachRecord visits a directory's records; they never cross a sector.
 func eachRecord(iso []byte, lba, size uint32, fn func(rec []byte)) error {
-	start := int64(lba) * isoSector
+	start := int64(lba) * Sector
 	end := start + int64(size)
 	if end > int64(len(iso)) {
 		return fmt.Errorf("joliet directory at sector %d runs past the image", lba)
@@ -109,7 +114,7 @@ func eachRecord(iso []byte, lba, size uint32, fn func(rec []byte)) error {
 	for off := start; off < end; {
 		n := int64(iso[off])
 		if n == 0 { // padding up to the next sector
-			off = (off/isoSector + 1) * isoSector
+			off = (off/Sector + 1) * Sector
 			continue
 		}
 		if n < 34 || off+n > end || 33+int64(iso[off+32]) > n {
@@ -132,12 +137,14 @@ func putBoth32(b []byte, v uint32) {
 // copyright, abstract and bibliographic file names.
 var vdTextFields = [][2]int{{8, 32}, {40, 32}, {190, 128}, {318, 128}, {446, 128}, {574, 128}, {702, 37}, {739, 37}, {776, 37}}
 
-// padIdentifiers pads the descriptors' text fields with spaces (UCS-2
+// PadIdentifiers pads the descriptors' text fields with spaces (UCS-2
 // spaces in Joliet's) as ISO 9660 and mkisofs do; go-diskfs leaves NULs,
-// which some readers keep in the volume label.
-func padIdentifiers(iso []byte) {
-	for s := 16; (s+1)*isoSector <= len(iso); s++ {
-		vd := iso[s*isoSector : (s+1)*isoSector]
+// which some readers keep in the volume label. iso starts at the image's
+// first byte; the descriptors from sector 16 up to the terminator are
+// enough.
+func PadIdentifiers(iso []byte) {
+	for s := 16; (s+1)*Sector <= len(iso); s++ {
+		vd := iso[s*Sector : (s+1)*Sector]
 		if string(vd[1:6]) != "CD001" || vd[0] == 255 {
 			return
 		}
