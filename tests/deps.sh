@@ -11,6 +11,7 @@
 #   dnsmasq isc-dhcp-client tftp-hpa ndisc6       real DHCP/TFTP/RA peers in the pxe and agent tests
 #   tcpdump cpio zstd xz-utils                    packet checks, initramfs and image formats
 #   extlinux syslinux-common e2fsprogs gdisk      the bootable test image and disk checks
+#   isolinux grub-efi-amd64-signed xorriso        virtual media ISOs (BIOS and UEFI loaders; xorriso reads them back)
 #   fdisk parted genisoimage                      partition and config-drive checks
 #   kea-admin                                     perfdhcp, a DHCP load client (relay test)
 #   libvirt-daemon-system libvirt-clients python3-libvirt python3-flask python3-requests
