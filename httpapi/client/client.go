@@ -1,6 +1,9 @@
 // Package client is a small typed client for the public OpenStack Ironic /v1
 // REST API. It uses nothing castiron-specific, so everything built on it also
-// works against a real Ironic endpoint.
+// works against a real Ironic endpoint. Requests go through gophercloud v2,
+// which speaks Keystone (password, application credential, token), HTTP
+// basic or no auth (auth.go); cloudconfig turns the openstack CLI's options,
+// OS_* variables and clouds.yaml into a Config.
 package client
 
 import (

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"encoding/pem"
+	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"os"
@@ -13,6 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/crypto/bcrypt"
+
+	"castiron/httpapi"
 	"castiron/tests/keystone"
 )
 
@@ -38,13 +43,21 @@ func newCloudLab(t *testing.T) *cloudLab {
 		t.Fatal(err)
 	}
 	ks := keystone.Start(t, keystone.Config{})
-	l := &cloudLab{s: s, ks: ks, admin: ks.AddAdmin("s3cret"), dir: t.TempDir()}
+	l := labDirs(t)
+	l.s, l.ks, l.admin = s, ks, ks.AddAdmin("s3cret")
 	l.demoP = ks.AddProject(keystone.Project{Name: "demo"})
 	l.otherP = ks.AddProject(keystone.Project{Name: "other"})
 	l.demo = ks.AddUser(keystone.User{Name: "demo", Password: "demo-pass", DefaultProjectID: l.demoP.ID,
 		ProjectRoles: map[string][]string{l.demoP.ID: {"member", "reader"}, l.otherP.ID: {"member"}}})
 	l.cred = ks.AddAppCredential(keystone.AppCredential{Name: "ci", Secret: "ci-secret", UserID: l.demo.ID, ProjectID: l.otherP.ID})
 	l.guard, l.gurl = ks.StartGuard(t, httputil.NewSingleHostReverseProxy(target))
+	return l
+}
+
+// labDirs is a lab with only its directories: wd (the working directory),
+// xdg (XDG_CONFIG_HOME) and home (HOME).
+func labDirs(t *testing.T) *cloudLab {
+	l := &cloudLab{dir: t.TempDir()}
 	for _, d := range []string{"wd", "xdg", "home"} {
 		if err := os.MkdirAll(filepath.Join(l.dir, d), 0o755); err != nil {
 			t.Fatal(err)
@@ -311,4 +324,84 @@ func lastLines(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n") + "\n"
+}
+
+// TestCommandsOverTLS: Keystone and the guard speak HTTPS with a
+// certificate the system does not trust; OS_CACERT or --os-cacert makes
+// the client trust it, OS_INSECURE skips the check, neither fails.
+func TestCommandsOverTLS(t *testing.T) {
+	s := newServer(t)
+	target, err := url.Parse(s.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks := keystone.New(keystone.Config{})
+	ksSrv := httptest.NewTLSServer(ks)
+	defer ksSrv.Close()
+	ks.SetURL(ksSrv.URL)
+	ks.AddAdmin("s3cret")
+	guard := ks.Guard(httputil.NewSingleHostReverseProxy(target))
+	gSrv := httptest.NewTLSServer(guard)
+	defer gSrv.Close()
+	ks.SetEndpoint("baremetal", gSrv.URL)
+
+	l := labDirs(t)
+	ca := filepath.Join(l.dir, "ca.pem")
+	// httptest's TLS servers share one self-signed certificate.
+	writeCloud(t, ca, string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ksSrv.Certificate().Raw})))
+	openrc := func(kv ...string) map[string]string {
+		m := map[string]string{"OS_AUTH_URL": ksSrv.URL, "OS_USERNAME": "admin", "OS_PASSWORD": "s3cret", "OS_PROJECT_NAME": "admin"}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
+	}
+	l.env(t, openrc())
+	if code, _, errs := l.run("node", "list"); code != 1 || !strings.Contains(errs, "certificate") {
+		t.Errorf("untrusted certificate: exit %d %s", code, errs)
+	}
+	l.env(t, openrc("OS_CACERT", ca))
+	if code, out, errs := l.run("node", "list"); code != 0 {
+		t.Errorf("OS_CACERT: exit %d\n%s\n%s", code, out, errs)
+	}
+	l.env(t, openrc())
+	if code, out, errs := l.run("node", "list", "--os-cacert", ca); code != 0 {
+		t.Errorf("--os-cacert: exit %d\n%s\n%s", code, out, errs)
+	}
+	l.env(t, openrc("OS_INSECURE", "true"))
+	if code, out, errs := l.run("conductor", "list"); code != 0 || !strings.Contains(out, "test-conductor") {
+		t.Errorf("OS_INSECURE: exit %d\n%s\n%s", code, out, errs)
+	}
+	if n := len(guard.Passed()); n < 3 {
+		t.Errorf("%d requests through the guard, want at least 3", n)
+	}
+}
+
+// TestHTTPBasicAsOpenstackCLI: http_basic from OS_* variables (as for
+// `openstack --os-auth-type http_basic`) and from a bifrost-style
+// clouds.yaml entry, against a castiron with an htpasswd file.
+func TestHTTPBasicAsOpenstackCLI(t *testing.T) {
+	hash, _ := bcrypt.GenerateFromPassword([]byte("s3cret"), bcrypt.MinCost)
+	auth, err := httpapi.LoadHTPasswd(writeFile(t, "htpasswd", "operator:"+string(hash)+"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newServer(t, func(o *httpapi.Options) { o.Auth = auth })
+	l := labDirs(t)
+	writeCloud(t, filepath.Join(l.dir, "wd", "clouds.yaml"), "clouds:\n  bifrost:\n    auth_type: http_basic\n    auth:\n      username: operator\n      password: s3cret\n    baremetal_endpoint_override: "+s.url+"\n")
+	for _, tc := range []struct {
+		env  map[string]string
+		code int
+	}{
+		{map[string]string{"OS_AUTH_TYPE": "http_basic", "OS_ENDPOINT": s.url, "OS_USERNAME": "operator", "OS_PASSWORD": "s3cret"}, 0},
+		{map[string]string{"OS_AUTH_TYPE": "http_basic", "OS_ENDPOINT": s.url, "OS_USERNAME": "operator", "OS_PASSWORD": "wrong"}, 1},
+		{map[string]string{"OS_ENDPOINT": s.url}, 1}, // noauth: refused
+		{map[string]string{"OS_CLOUD": "bifrost"}, 0},
+		{map[string]string{"OS_CLOUD": "bifrost", "OS_PASSWORD": "wrong"}, 1},
+	} {
+		l.env(t, tc.env)
+		if code, out, errs := l.run("conductor", "list"); code != tc.code || (code == 0) != strings.Contains(out, "test-conductor") {
+			t.Errorf("%v: exit %d, want %d\n%s\n%s", tc.env, code, tc.code, out, errs)
+		}
+	}
 }
