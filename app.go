@@ -17,6 +17,7 @@ import (
 	"castiron/engine/driver/fake"
 	"castiron/engine/driver/ipmi"
 	"castiron/engine/driver/redfish"
+	"castiron/engine/inspectrules"
 	"castiron/httpapi"
 	"castiron/storage"
 	"castiron/web"
@@ -59,7 +60,15 @@ func newApp(ctx context.Context, c *serveConfig, log *slog.Logger) (*app, error)
 	hw, rf := hardwareTypes(log)
 	a.redfish = rf
 	obs := newObservers(c.metrics, store)
-	a.cond = engine.New(store, hw, conductorConfig(c, site, obs.engine, log))
+	cfg := conductorConfig(c, site, obs.engine, log)
+	if c.rulesFile != "" {
+		if cfg.BuiltInRules, err = inspectrules.LoadBuiltIn(c.rulesFile); err != nil {
+			a.close()
+			return nil, err
+		}
+		log.Info("built-in inspection rules loaded", "file", c.rulesFile, "rules", len(cfg.BuiltInRules))
+	}
+	a.cond = engine.New(store, hw, cfg)
 	if a.prov, err = newProvisioning(c, site, store, a.cond, obs.boot, log); err != nil {
 		a.close()
 		return nil, err
@@ -108,6 +117,7 @@ func conductorConfig(c *serveConfig, site provisioningSite, obs engine.Observer,
 		InspectOverwrite:  c.inspectOverwrite,
 		CleanFullErase:    c.cleanFullErase,
 		ImageBaseURL:      imageBase,
+		RulesMaskSecrets:  c.rulesMask,
 		Logger:            log,
 		Observer:          obs,
 	}

@@ -80,6 +80,7 @@ type serveConfig struct {
 	pxe                                            pxeConfig
 	inspectOverwrite, cleanFullErase               bool
 	metrics                                        bool
+	rulesFile, rulesMask                           string
 }
 
 // serveFlags declares serve's flags. Declare a new setting here the usual
@@ -118,6 +119,9 @@ func serveFlags() (*flag.FlagSet, *serveConfig) {
 	boolFlag(&c.inspectOverwrite, "inspect-overwrite", false, "let inspection replace properties that are already set")
 	boolFlag(&c.cleanFullErase, "clean-full-erase", false, "automated cleaning overwrites whole disks, not only their metadata")
 	boolFlag(&c.metrics, "metrics", true, "serve Prometheus metrics at /metrics (with the API's authentication)")
+	str(&c.rulesFile, "inspection-rules-file", "", "YAML file of built-in inspection rules, applied after every inspection (Ironic's [inspection_rules]built_in_rules)")
+	choice(fs, &c.rulesMask, "inspection-rules-mask-secrets", "always", []string{"always", "never", "sensitive"},
+		"what inspection rules see of secrets in the inspection data: always masked, never, or sensitive (rules marked sensitive see them)")
 	return fs, c
 }
 

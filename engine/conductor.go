@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"castiron/engine/inspectrules"
 	"castiron/storage"
 )
 
@@ -47,7 +48,13 @@ type Config struct {
 	AgentHeartbeatInterval time.Duration
 	// AgentPowerOffWait is how long the agent gets to power off by itself.
 	AgentPowerOffWait time.Duration
-	Logger            *slog.Logger
+	// BuiltInRules are the inspection rules of the rules file, applied
+	// after the stored ones of equal priority.
+	BuiltInRules []*inspectrules.Rule
+	// RulesMaskSecrets is Ironic's [inspection_rules]mask_secrets: always
+	// (default), never or sensitive.
+	RulesMaskSecrets string
+	Logger           *slog.Logger
 	// Observer, when set, is told of transitions, verb durations, BMC and
 	// agent calls (metrics).
 	Observer Observer

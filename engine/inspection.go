@@ -160,8 +160,9 @@ func bmcAddressOf(n *storage.Node) string {
 	return ""
 }
 
-// applyInspection stores the inventory, fills properties and ports, powers
-// the node off and ends in manageable.
+// applyInspection creates the ports, powers the node off, fills its
+// properties, runs the inspection rules, stores the inventory and ends in
+// manageable (inspect failed when a rule fails).
 func applyInspection(in Inspection) work {
 	return func(ctx context.Context, c *Conductor, n *storage.Node) outcome {
 		inv := in.Data.Inventory
@@ -169,25 +170,42 @@ func applyInspection(in Inspection) work {
 		if err != nil {
 			return failed(fmt.Errorf("Failed to create ports from the inventory: %v", err))
 		}
+		if len(created) > 0 {
+			c.log.Info("ports created by inspection", "node", n.UUID, "state", n.ProvisionState, "verb", "inspect", "macs", created)
+		}
 		if err := powerOff(ctx, c, n); err != nil {
 			c.log.Warn("power off after inspection failed", "node", n.UUID, "state", n.ProvisionState, "err", err)
 		}
-		overwrite := c.cfg.InspectOverwrite
-		if v, ok := n.DriverInfo["inspect_overwrite"].(bool); ok {
-			overwrite = v
+		plugin, err := c.inspectedNode(ctx, n.UUID, in, c.inspectOverwrite(n))
+		if err != nil {
+			return outcome{ev: EvFail, err: fmt.Errorf("Failed to finish inspection: %v", err), mutate: finishInspection(c, false)}
 		}
 		return outcome{ev: EvDone, mutate: func(n *storage.Node) {
-			setInspectedProperties(n, inv, overwrite)
-			n.DriverInternalInfo[InventoryKey] = map[string]any{"inventory": in.Inventory, "plugin_data": in.PluginData}
-			wipeToken(n)
-			now := c.now()
-			n.InspectionFinishedAt = &now
-			off := driver.PowerOff
-			n.PowerState = &off
-			if len(created) > 0 {
-				c.log.Info("ports created by inspection", "node", n.UUID, "state", n.ProvisionState, "verb", "inspect", "macs", created)
-			}
+			finishInspection(c, true)(n)
+			n.DriverInternalInfo[InventoryKey] = map[string]any{"inventory": in.Inventory, "plugin_data": plugin}
 		}}
+	}
+}
+
+// inspectOverwrite: may inspection replace properties the operator set?
+func (c *Conductor) inspectOverwrite(n *storage.Node) bool {
+	if v, ok := n.DriverInfo["inspect_overwrite"].(bool); ok {
+		return v
+	}
+	return c.cfg.InspectOverwrite
+}
+
+// finishInspection ends an inspection on the node: the agent is gone
+// (powered off when off is true), the time noted.
+func finishInspection(c *Conductor, off bool) func(n *storage.Node) {
+	return func(n *storage.Node) {
+		wipeToken(n)
+		now := c.now()
+		n.InspectionFinishedAt = &now
+		if off {
+			state := driver.PowerOff
+			n.PowerState = &state
+		}
 	}
 }
 

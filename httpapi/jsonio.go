@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"castiron/engine"
 	"castiron/fault"
 )
 
@@ -89,27 +90,7 @@ func decodeAny(r *http.Request) (any, error) {
 
 // normalizeNumbers turns json.Number into int64 where integral, else float64,
 // so stored JSON keeps integers as integers.
-func normalizeNumbers(v any) any {
-	switch t := v.(type) {
-	case json.Number:
-		if i, err := strconv.ParseInt(string(t), 10, 64); err == nil {
-			return i
-		}
-		f, _ := t.Float64()
-		return f
-	case map[string]any:
-		for k, x := range t {
-			t[k] = normalizeNumbers(x)
-		}
-		return t
-	case []any:
-		for i, x := range t {
-			t[i] = normalizeNumbers(x)
-		}
-		return t
-	}
-	return v
-}
+func normalizeNumbers(v any) any { return engine.PlainNumbers(v) }
 
 // pyRepr renders a JSON value roughly as Python's repr, for schema messages
 // worded like Ironic's ("[] is not of type 'object'").

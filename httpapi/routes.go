@@ -167,6 +167,7 @@ func (a *API) routes() {
 	// handlers answer Ironic's own responses below those versions.
 	a.volumeRoutes()
 	a.deployTemplateRoutes()
+	a.inspectionRuleRoutes() // 1.96: answers 404/405 below, whatever the ceiling
 
 	// Conductors and drivers.
 	a.route("GET", "/conductors", 49, a.listConductors)

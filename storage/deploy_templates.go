@@ -176,41 +176,14 @@ func (s *SQLite) ListDeployTemplates(ctx context.Context, page Page) ([]*DeployT
 // UpdateDeployTemplate reads the template, applies fn and writes it back in
 // one write transaction. An error from fn is returned unchanged.
 func (s *SQLite) UpdateDeployTemplate(ctx context.Context, ident string, fn func(t *DeployTemplate) error) (*DeployTemplate, error) {
-	var out *DeployTemplate
-	err := s.writeTx(ctx, func(r runner) error {
-		t, err := s.getDeployTemplate(ctx, r, ident)
-		if err != nil {
-			return err
-		}
-		id, tu, created := t.ID, t.UUID, t.CreatedAt
-		before, err := templateTable.values(t)
-		if err != nil {
-			return err
-		}
-		if err := fn(t); err != nil {
-			return err
-		}
-		if t.ID != id || t.UUID != tu {
-			return fmt.Errorf("storage: update deploy template %s: id and uuid cannot change", tu)
-		}
-		t.CreatedAt = created
-		now := time.Now()
-		t.UpdatedAt = &now
-		normalizeDeployTemplate(t)
-		after, err := templateTable.values(t)
-		if err != nil {
-			return err
-		}
-		if err := templateTable.updateChanged(ctx, r, before, after, t.ID); err != nil {
-			return deployTemplateWriteError(err, t)
-		}
-		out = t
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return templateTable.update(ctx, s, rowUpdate[DeployTemplate]{
+		get:       func(r runner) (*DeployTemplate, error) { return s.getDeployTemplate(ctx, r, ident) },
+		identity:  func(t *DeployTemplate) (int64, string, time.Time) { return t.ID, t.UUID, t.CreatedAt },
+		setTime:   func(t *DeployTemplate, created, now time.Time) { t.CreatedAt, t.UpdatedAt = created, &now },
+		normalize: normalizeDeployTemplate,
+		writeErr:  deployTemplateWriteError,
+		what:      "deploy template",
+	}, fn)
 }
 
 // DeleteDeployTemplate removes a template by UUID or name.

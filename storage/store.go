@@ -61,6 +61,7 @@ type Store interface {
 	PortgroupStore
 	VolumeStore
 	DeployTemplateStore
+	InspectionRuleStore
 	PortLookupStore
 	BootEventStore
 	LeaseStore

@@ -1,0 +1,418 @@
+package httpapi
+
+import (
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"castiron/engine/inspectrules"
+	"castiron/storage"
+)
+
+// Inspection rules (API 1.96), as Ironic's v1/inspection_rule.py serves
+// them at /v1/inspection_rules[/{uuid}].
+
+// ruleMinMinor is MINOR_96_INSPECTION_RULES.
+const ruleMinMinor = 96
+
+// rulesAPI answers below 1.96 as the controller's api_version decorators
+// do: 404 to GET, 405 to the rest.
+var rulesAPI = apiSince{ruleMinMinor, "The API version does not allow inspection rules", false}
+
+// Ironic's create_request_body schema, by field; ruleTable.body is the
+// whole (also the patched rule's).
+var (
+	opArgs      = scTypes("array", "object")
+	ruleActions = &scSchema{types: []string{"array"}, minItems: 1,
+		items: scObject(false, []string{"op", "args"},
+			scProp{"op", &scSchema{enum: inspectrules.ActionOps}},
+			scProp{"args", opArgs},
+			scProp{"loop", opArgs},
+		)}
+	ruleConditions = &scSchema{types: []string{"array"},
+		items: scObject(false, []string{"op", "args"},
+			scProp{"op", &scSchema{enum: append(slices.Clone(inspectrules.ConditionOps), invertedOps()...)}},
+			scProp{"args", opArgs},
+			scProp{"multiple", &scSchema{enum: []string{"any", "all", "first", "last"}}},
+			scProp{"loop", opArgs},
+		)}
+	ruleFieldsQuery = &scSchema{types: []string{"array"}, items: scTypes("string")}
+)
+
+func invertedOps() []string {
+	out := make([]string, len(inspectrules.ConditionOps))
+	for i, op := range inspectrules.ConditionOps {
+		out[i] = "!" + op
+	}
+	return out
+}
+
+type ruleField = field[storage.InspectionRule]
+
+// ruleOps is convert_actions/convert_conditions: op and args, loop when
+// there is one (and multiple with it, for conditions). A sensitive rule
+// shows neither conditions nor actions.
+func ruleOps(r *storage.InspectionRule, ops []map[string]any, conditions bool) any {
+	if r.Sensitive {
+		return nil
+	}
+	out := make([]map[string]any, len(ops))
+	for i, op := range ops {
+		m := map[string]any{"op": op["op"], "args": op["args"]}
+		if loop, has := op["loop"]; has && !emptyJSON(loop) {
+			m["loop"] = loop
+			if conditions {
+				m["multiple"] = "any"
+				if mult, has := op["multiple"]; has {
+					m["multiple"] = mult
+				}
+			}
+		}
+		out[i] = m
+	}
+	return out
+}
+
+func emptyJSON(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return true
+	case []any:
+		return len(x) == 0
+	case map[string]any:
+		return len(x) == 0
+	case bool:
+		return !x
+	case string:
+		return x == ""
+	}
+	return false
+}
+
+// ruleTable is the rule view in object_to_dict's key order. Its links
+// name the resource "inspection", as Ironic's convert_with_links does.
+var ruleTable = func() *resource[storage.InspectionRule] {
+	str := func(max int) *scSchema { s := scTypes("string", "null"); s.maxLength = max; return s }
+	res := newResource("inspection_rule", ruleDefaultFields,
+		ruleField{"uuid", ruleMinMinor, fCreate | fSort, scTypes("string", "null"), nil,
+			func(_ *viewCtx, r *storage.InspectionRule) any { return r.UUID }, nil},
+		ruleField{"created_at", ruleMinMinor, fSort, nil, nil, func(_ *viewCtx, r *storage.InspectionRule) any { return ironicTime(r.CreatedAt) }, nil},
+		ruleField{"updated_at", ruleMinMinor, fSort, nil, nil, func(_ *viewCtx, r *storage.InspectionRule) any { return timeOrNil(r.UpdatedAt) }, nil},
+		ruleField{"description", ruleMinMinor, fCreate | fPatch | fSort, str(255), nil,
+			func(_ *viewCtx, r *storage.InspectionRule) any { return strOrNil(r.Description) }, nil},
+		ruleField{"priority", ruleMinMinor, fCreate | fPatch | fSort, &scSchema{types: []string{"integer"}, minimum: scInt64(0)}, nil,
+			func(_ *viewCtx, r *storage.InspectionRule) any { return r.Priority }, nil},
+		ruleField{"sensitive", ruleMinMinor, fCreate | fPatch | fSort, scTypes("boolean", "null"), nil,
+			func(_ *viewCtx, r *storage.InspectionRule) any { return r.Sensitive }, nil},
+		ruleField{"phase", ruleMinMinor, fCreate | fPatch | fSort, str(16), nil,
+			func(_ *viewCtx, r *storage.InspectionRule) any { return r.Phase }, nil},
+		ruleField{"conditions", ruleMinMinor, fCreate | fPatch, ruleConditions, nil,
+			func(_ *viewCtx, r *storage.InspectionRule) any { return ruleOps(r, r.Conditions, true) }, nil},
+		ruleField{"actions", ruleMinMinor, fCreate | fPatch | fRequired, ruleActions, nil,
+			func(_ *viewCtx, r *storage.InspectionRule) any { return ruleOps(r, r.Actions, false) }, nil},
+		ruleField{"links", ruleMinMinor, 0, nil, nil, func(v *viewCtx, r *storage.InspectionRule) any { return selfLinks(v, "inspection", r.UUID) }, nil},
+	)
+	return res
+}()
+
+// ruleDefaultFields is DEFAULT_RETURN_FIELDS of the list.
+var ruleDefaultFields = []string{"uuid", "priority", "phase", "description"}
+
+// checkRuleFields is check_for_invalid_fields against the view's keys.
+func checkRuleFields(fields []string) error {
+	var bad []string
+	for _, f := range fields {
+		if fld := ruleTable.field(f); fld == nil || fld.get == nil {
+			bad = append(bad, f)
+		}
+	}
+	if len(bad) > 0 {
+		return errInvalid("Field(s) \"%s\" are not valid", strings.Join(bad, ", "))
+	}
+	return nil
+}
+
+// checkRuleUUID is the path parameter schema ({"format": "uuid"}).
+func checkRuleUUID(id string) error {
+	if !argUUIDLike(id) {
+		return errInvalid("Schema error: %s is not a 'uuid'", scRepr(id))
+	}
+	return nil
+}
+
+func (a *API) writeRule(w http.ResponseWriter, r *http.Request, status int, rule *storage.InspectionRule, fields []string) {
+	ruleTable.writeOne(w, a.view(r), status, rule, ruleTable.canonical(fields))
+}
+
+// ruleQuerySchema is index_request_query (show_request_query: fields only).
+func ruleQuerySchema(list bool) *scSchema {
+	if !list {
+		return scObject(true, nil, scProp{"fields", ruleFieldsQuery})
+	}
+	return scObject(true, nil,
+		scProp{"detail", scTypes("boolean")},
+		scProp{"fields", ruleFieldsQuery},
+		scProp{"marker", scTypes("string")},
+		scProp{"limit", scTypes("integer")},
+		scProp{"phase", scTypes("string")},
+		scProp{"sort_dir", &scSchema{types: []string{"string"}, enum: []string{"asc", "desc"}}},
+		scProp{"sort_key", &scSchema{}},
+	)
+}
+
+// unknownQuery puts the query parameters readQueryArgs did not read into
+// the document the query schema checks (a closed schema refuses them).
+func unknownQuery(q url.Values, qa *queryArgs) {
+	for k := range q {
+		if _, done := qa.doc[k]; !done {
+			qa.doc[k] = q.Get(k)
+		}
+	}
+}
+
+// listInspectionRules is GET /v1/inspection_rules.
+func (a *API) listInspectionRules(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	qa, err := readQueryArgs(q, "limit", "sort_key", "sort_dir", "fields", "detail", "phase")
+	if err != nil {
+		return err
+	}
+	unknownQuery(q, qa)
+	if err := scCheck("Schema error", ruleQuerySchema(true), qa.doc); err != nil {
+		return err
+	}
+	if sk := q.Get("sort_key"); sk == "actions" || sk == "conditions" {
+		return errInvalid("Schema error: %s should not be valid under {'type': 'string', 'enum': ['actions', 'conditions']}", scRepr(sk))
+	}
+	var detail *bool
+	if q.Has("detail") {
+		detail = &qa.detail
+	}
+	fields := qa.fields
+	if fields != nil && qa.detail {
+		return errInvalid("Can not specify ?detail=True and fields in the same request.")
+	}
+	if fields == nil && !qa.detail {
+		fields = ruleDefaultFields
+	}
+	page, sortKey, err := pageOf(qa)
+	if err != nil {
+		return err
+	}
+	ctx := r.Context()
+	if page.Marker != "" {
+		if !argUUIDLike(page.Marker) {
+			return storage.InspectionRuleNotFound(page.Marker)
+		}
+		if _, err := a.cond.Store().GetInspectionRule(ctx, page.Marker); err != nil {
+			return err
+		}
+	}
+	if page.SortKey, err = sortColumn(sortKey, []string{"uuid", "description", "priority", "sensitive", "phase", "created_at", "updated_at"}); err != nil {
+		return err
+	}
+	query := storage.InspectionRuleQuery{Page: page}
+	if q.Has("phase") {
+		phase := q.Get("phase")
+		query.Phase = &phase
+	}
+	items, err := a.cond.Store().ListInspectionRules(ctx, query)
+	if err != nil {
+		return err
+	}
+	if len(items) > 0 && fields != nil {
+		if err := checkRuleFields(fields); err != nil {
+			return err
+		}
+	}
+	var next string
+	if n := len(items); n > 0 && n == page.Limit {
+		// get_next: sort_key, sort_dir, detail, fields, filters, then limit
+		// and marker, url-encoded, on the collection url "inspection".
+		var b strings.Builder
+		b.WriteString("sort_key=" + url.QueryEscape(sortKey) + "&sort_dir=" + string(page.SortDir))
+		if detail != nil {
+			b.WriteString("&detail=" + pyBool(*detail))
+		}
+		if len(fields) > 0 {
+			b.WriteString("&fields=" + url.QueryEscape(strings.Join(fields, ",")))
+		}
+		if query.Phase != nil {
+			b.WriteString("&phase=" + url.QueryEscape(*query.Phase))
+		}
+		next = baseURL(r) + "/v1/inspection?" + b.String() + "&limit=" + strconv.Itoa(page.Limit) + "&marker=" + items[n-1].UUID
+	}
+	ruleTable.writeList(w, a.view(r), "inspection_rules", items, ruleTable.canonical(fields), next)
+	return nil
+}
+
+// getInspectionRule is GET /v1/inspection_rules/{uuid}.
+func (a *API) getInspectionRule(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("uuid")
+	if err := checkRuleUUID(id); err != nil {
+		return err
+	}
+	qa, err := readQueryArgs(r.URL.Query(), "fields")
+	if err != nil {
+		return err
+	}
+	unknownQuery(r.URL.Query(), qa)
+	if err := scCheck("Schema error", ruleQuerySchema(false), qa.doc); err != nil {
+		return err
+	}
+	rule, err := a.cond.Store().GetInspectionRule(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	if err := checkRuleFields(qa.fields); err != nil {
+		return err
+	}
+	a.writeRule(w, r, http.StatusOK, rule, qa.fields)
+	return nil
+}
+
+// ruleFromDoc fills a rule's columns from a checked document.
+func ruleFromDoc(rule *storage.InspectionRule, doc map[string]any) {
+	rule.Description = nil
+	if d, ok := doc["description"].(string); ok {
+		rule.Description = &d
+	}
+	rule.Priority = 0
+	if p, ok := doc["priority"].(int64); ok {
+		rule.Priority = p
+	}
+	rule.Sensitive, _ = doc["sensitive"].(bool)
+	rule.Phase, _ = doc["phase"].(string)
+	rule.Conditions = opDocs(doc["conditions"])
+	rule.Actions = opDocs(doc["actions"])
+}
+
+func opDocs(v any) []map[string]any {
+	items, _ := v.([]any)
+	out := make([]map[string]any, len(items))
+	for i, it := range items {
+		out[i] = it.(map[string]any)
+	}
+	return out
+}
+
+// createInspectionRule is POST /v1/inspection_rules.
+func (a *API) createInspectionRule(w http.ResponseWriter, r *http.Request) error {
+	body, err := decodeObject(r, "inspection_rule")
+	if err != nil {
+		return err
+	}
+	if err := scCheck("Schema error", ruleTable.body, body); err != nil {
+		return err
+	}
+	rule := &storage.InspectionRule{}
+	ruleFromDoc(rule, body)
+	if u, ok := body["uuid"].(string); ok && u != "" {
+		rule.UUID = strings.ToLower(u)
+	}
+	if err := a.cond.CreateInspectionRule(actorContext(r), rule); err != nil {
+		return err
+	}
+	w.Header().Set("Location", baseURL(r)+"/v1/inspection_rules/"+rule.UUID)
+	a.writeRule(w, r, http.StatusCreated, rule, nil)
+	return nil
+}
+
+// ruleDoc is the rule as its object's as_dict() gives it to a patch.
+func ruleDoc(rule *storage.InspectionRule) map[string]any {
+	ops := func(in []map[string]any) []any {
+		out := make([]any, len(in))
+		for i, m := range in {
+			out[i] = m
+		}
+		return out
+	}
+	return map[string]any{
+		"id": rule.ID, "uuid": rule.UUID, "description": strOrNil(rule.Description), "priority": rule.Priority,
+		"sensitive": rule.Sensitive, "phase": rule.Phase,
+		"conditions": ops(rule.Conditions), "actions": ops(rule.Actions),
+		"created_at": ironicTime(rule.CreatedAt), "updated_at": timeOrNil(rule.UpdatedAt),
+	}
+}
+
+// patchInspectionRule is PATCH /v1/inspection_rules/{uuid}.
+func (a *API) patchInspectionRule(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("uuid")
+	if !argUUIDLike(id) {
+		return errInvalid("Expected UUID for inspection_rule_uuid: %s", id)
+	}
+	ops, err := readPatch(r)
+	if err != nil {
+		return err
+	}
+	if err := ruleTable.checkPatch(ops, versionOf(r)); err != nil {
+		return err
+	}
+	updated, err := a.cond.UpdateInspectionRule(actorContext(r), id, func(rule *storage.InspectionRule) error {
+		if rule.Sensitive {
+			for _, op := range ops {
+				if op.path == "/sensitive" && (op.op == "remove" || op.value != nil && !truthyJSON(op.value)) {
+					reprs := make([]string, len(ops))
+					for i, o := range ops {
+						reprs[i] = o.repr()
+					}
+					return errInvalid("Couldn't apply patch '[%s]'. Reason: Inspection rules cannot have the sensitive flag unset.", strings.Join(reprs, ", "))
+				}
+			}
+		}
+		doc, err := applyPatch(ruleDoc(rule), ops)
+		if err != nil {
+			return err
+		}
+		if err := ruleTable.checkPatched(doc); err != nil {
+			return err
+		}
+		ruleFromDoc(rule, ruleTable.pruned(doc))
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	a.writeRule(w, r, http.StatusOK, updated, nil)
+	return nil
+}
+
+// truthyJSON is Python's bool() of a JSON value.
+func truthyJSON(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return false
+	case bool:
+		return x
+	case int64:
+		return x != 0
+	case float64:
+		return x != 0
+	}
+	return !emptyJSON(v)
+}
+
+// deleteInspectionRule is DELETE /v1/inspection_rules/{uuid}.
+func (a *API) deleteInspectionRule(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("uuid")
+	if err := checkRuleUUID(id); err != nil {
+		return err
+	}
+	if err := a.cond.DeleteInspectionRule(actorContext(r), id); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// inspectionRuleRoutes registers /v1/inspection_rules; every version
+// reaches the handlers, which answer Ironic's 404/405 below 1.96.
+func (a *API) inspectionRuleRoutes() {
+	a.apiRoute("GET", "/inspection_rules", rulesAPI, a.listInspectionRules)
+	a.apiRoute("POST", "/inspection_rules", rulesAPI, a.createInspectionRule)
+	a.apiRoute("GET", "/inspection_rules/{uuid}", rulesAPI, a.getInspectionRule)
+	a.apiRoute("PATCH", "/inspection_rules/{uuid}", rulesAPI, a.patchInspectionRule)
+	a.apiRoute("DELETE", "/inspection_rules/{uuid}", rulesAPI, a.deleteInspectionRule)
+}

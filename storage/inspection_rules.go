@@ -1,0 +1,190 @@
+package storage
+
+import (
+	"bytes"
+	"context"
+	"database/sql/driver"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"castiron/fault"
+)
+
+// InspectionRule is a rule applied to the inspection data of every node
+// (API 1.96). Conditions and Actions are the documents the API accepted
+// ({"op", "args", ...}), numbers as json.Number.
+type InspectionRule struct {
+	ID          int64
+	UUID        string
+	Description *string
+	Priority    int64
+	Sensitive   bool
+	Phase       string
+	Conditions  []map[string]any // never nil once loaded
+	Actions     []map[string]any // never nil once loaded
+	CreatedAt   time.Time
+	UpdatedAt   *time.Time
+}
+
+// InspectionRuleQuery filters a rule list.
+type InspectionRuleQuery struct {
+	Page
+	Phase *string
+}
+
+// InspectionRuleStore keeps inspection rules; UUIDs are unique
+// (fault.Conflict with Ironic's wording).
+type InspectionRuleStore interface {
+	CreateInspectionRule(ctx context.Context, r *InspectionRule) error
+	GetInspectionRule(ctx context.Context, uuid string) (*InspectionRule, error)
+	ListInspectionRules(ctx context.Context, q InspectionRuleQuery) ([]*InspectionRule, error)
+	// UpdateInspectionRule reads the rule, applies fn and writes the changed
+	// columns back atomically, setting UpdatedAt.
+	UpdateInspectionRule(ctx context.Context, uuid string, fn func(r *InspectionRule) error) (*InspectionRule, error)
+	DeleteInspectionRule(ctx context.Context, uuid string) error
+}
+
+// InspectionRuleNotFound is Ironic's InspectionRuleNotFound.
+func InspectionRuleNotFound(ident string) error {
+	return fault.New(fault.NotFound, "Rule %s could not be found.", ident)
+}
+
+// ruleOps is a JSON array column of operation documents.
+type ruleOps struct{ p *[]map[string]any }
+
+func (c ruleOps) Value() (driver.Value, error) {
+	if len(*c.p) == 0 {
+		return "[]", nil
+	}
+	b, err := json.Marshal(*c.p)
+	if err != nil {
+		return nil, fmt.Errorf("storage: encode rule operations: %w", err)
+	}
+	return string(b), nil
+}
+
+func (c ruleOps) Scan(src any) error {
+	ops := []map[string]any{}
+	if b, err := jsonText(src); err != nil {
+		return err
+	} else if b != nil {
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.UseNumber()
+		if err := dec.Decode(&ops); err != nil {
+			return fmt.Errorf("storage: decode rule operations: %w", err)
+		}
+	}
+	*c.p = ops
+	return nil
+}
+
+type inspectionRuleSQL struct {
+	table[InspectionRule]
+	byUUID string
+}
+
+var ruleTable = newInspectionRuleSQL()
+
+func newInspectionRuleSQL() inspectionRuleSQL {
+	t := newTable("inspection_rules", "id", func(r *InspectionRule) *int64 { return &r.ID }, []column[InspectionRule]{
+		fixed(strCol("uuid", func(r *InspectionRule) *string { return &r.UUID })),
+		nullStrCol("description", func(r *InspectionRule) **string { return &r.Description }),
+		volumeIntCol("priority", func(r *InspectionRule) *int64 { return &r.Priority }),
+		boolCol("sensitive", func(r *InspectionRule) *bool { return &r.Sensitive }),
+		strCol("phase", func(r *InspectionRule) *string { return &r.Phase }),
+		{name: "conditions", ref: func(r *InspectionRule) codec { return ruleOps{&r.Conditions} }, unsortable: true},
+		{name: "actions", ref: func(r *InspectionRule) codec { return ruleOps{&r.Actions} }, unsortable: true},
+		fixed(timeCol("created_at", func(r *InspectionRule) *time.Time { return &r.CreatedAt })),
+		nullTimeCol("updated_at", func(r *InspectionRule) **time.Time { return &r.UpdatedAt }),
+	})
+	return inspectionRuleSQL{table: t, byUUID: t.selectFrom() + " WHERE uuid = ?"}
+}
+
+func normalizeInspectionRule(r *InspectionRule) {
+	r.CreatedAt = normTime(r.CreatedAt)
+	r.UpdatedAt = normTimePtr(r.UpdatedAt)
+	if r.Phase == "" {
+		r.Phase = "main"
+	}
+	if r.Conditions == nil {
+		r.Conditions = []map[string]any{}
+	}
+	if r.Actions == nil {
+		r.Actions = []map[string]any{}
+	}
+}
+
+func inspectionRuleWriteError(err error, r *InspectionRule) error {
+	if v, ok := violationOf(err); ok && v.unique == "inspection_rules.uuid" {
+		return fault.New(fault.Conflict, "A rule with UUID %s already exists.", r.UUID)
+	}
+	return fmt.Errorf("storage: write inspection rule %s: %w", r.UUID, err)
+}
+
+// CreateInspectionRule inserts r and fills r.ID (and UUID and CreatedAt
+// when empty).
+func (s *SQLite) CreateInspectionRule(ctx context.Context, r *InspectionRule) error {
+	if err := newVolumeUUID(&r.UUID); err != nil {
+		return err
+	}
+	if r.CreatedAt.IsZero() {
+		r.CreatedAt = time.Now()
+	}
+	normalizeInspectionRule(r)
+	return s.writeTx(ctx, func(rn runner) error {
+		if err := rn.queryRow(ctx, ruleTable.insert, ruleTable.insertArgs(r)...).Scan(&r.ID); err != nil {
+			return inspectionRuleWriteError(err, r)
+		}
+		return nil
+	})
+}
+
+func (s *SQLite) getInspectionRule(ctx context.Context, rn runner, ident string) (*InspectionRule, error) {
+	return ruleTable.getOne(ctx, rn, InspectionRuleNotFound(ident), ruleTable.byUUID, uuidKey(ident))
+}
+
+// GetInspectionRule finds a rule by UUID.
+func (s *SQLite) GetInspectionRule(ctx context.Context, uuid string) (*InspectionRule, error) {
+	return s.getInspectionRule(ctx, s.reader(), uuid)
+}
+
+// ListInspectionRules returns one page of rules.
+func (s *SQLite) ListInspectionRules(ctx context.Context, q InspectionRuleQuery) ([]*InspectionRule, error) {
+	f := &filter{}
+	if q.Phase != nil {
+		f.add("phase = ?", *q.Phase)
+	}
+	return ruleTable.paged(ctx, s.reader(), f, q.Page, pageSpec{
+		defaultSort:    "id",
+		markerCol:      "uuid",
+		markerNotFound: InspectionRuleNotFound,
+	})
+}
+
+// UpdateInspectionRule reads the rule, applies fn and writes it back in one
+// write transaction. An error from fn is returned unchanged.
+func (s *SQLite) UpdateInspectionRule(ctx context.Context, uuid string, fn func(r *InspectionRule) error) (*InspectionRule, error) {
+	return ruleTable.update(ctx, s, rowUpdate[InspectionRule]{
+		get:       func(rn runner) (*InspectionRule, error) { return s.getInspectionRule(ctx, rn, uuid) },
+		identity:  func(r *InspectionRule) (int64, string, time.Time) { return r.ID, r.UUID, r.CreatedAt },
+		setTime:   func(r *InspectionRule, created, now time.Time) { r.CreatedAt, r.UpdatedAt = created, &now },
+		normalize: normalizeInspectionRule,
+		writeErr:  inspectionRuleWriteError,
+		what:      "inspection rule",
+	}, fn)
+}
+
+// DeleteInspectionRule removes a rule.
+func (s *SQLite) DeleteInspectionRule(ctx context.Context, uuid string) error {
+	return s.writeTx(ctx, func(rn runner) error {
+		r, err := s.getInspectionRule(ctx, rn, uuid)
+		if err != nil {
+			return err
+		}
+		if _, err := rn.exec(ctx, "DELETE FROM inspection_rules WHERE id = ?", r.ID); err != nil {
+			return fmt.Errorf("storage: delete inspection rule %s: %w", uuid, err)
+		}
+		return nil
+	})
+}

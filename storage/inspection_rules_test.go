@@ -1,0 +1,76 @@
+package storage
+
+import (
+	"context"
+	"encoding/json"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"castiron/fault"
+)
+
+func TestInspectionRules(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+
+	full := &InspectionRule{
+		UUID: uuid.NewString(), Description: ptr("BMC credentials"), Priority: 100, Sensitive: true, Phase: "main",
+		Conditions: []map[string]any{{"op": "contains", "args": map[string]any{"value": "{inventory[system_vendor][manufacturer]}", "regex": "(?i)dell"}}},
+		Actions: []map[string]any{{"op": "set-attribute", "args": map[string]any{"path": "/driver_info/ipmi_port", "value": json.Number("623")},
+			"loop": []any{json.Number("1.5")}}},
+		CreatedAt: time.Now(), UpdatedAt: ptr(time.Now()),
+	}
+	allFieldsSet(t, full)
+	if err := s.CreateInspectionRule(ctx, full); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.GetInspectionRule(ctx, full.UUID)
+	if err != nil || !reflect.DeepEqual(got, full) {
+		t.Fatalf("round trip:\n got %+v (%v)\nwant %+v", got, err, full)
+	}
+	minimal := &InspectionRule{Actions: []map[string]any{{"op": "log", "args": map[string]any{"msg": "x"}}}}
+	if err := s.CreateInspectionRule(ctx, minimal); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.GetInspectionRule(ctx, minimal.UUID); got.Phase != "main" || got.Conditions == nil || !reflect.DeepEqual(got, minimal) {
+		t.Fatalf("minimal round trip: %+v", got)
+	}
+	err = s.CreateInspectionRule(ctx, &InspectionRule{UUID: full.UUID})
+	wantKind(t, err, fault.Conflict, "A rule with UUID "+full.UUID+" already exists.")
+	err = s.CreateInspectionRule(ctx, &InspectionRule{UUID: "not-a-uuid"})
+	wantKind(t, err, fault.Invalid, "Expected a UUID but received not-a-uuid.")
+	missing := uuid.NewString()
+	_, err = s.GetInspectionRule(ctx, missing)
+	wantKind(t, err, fault.NotFound, "Rule "+missing+" could not be found.")
+
+	list, err := s.ListInspectionRules(ctx, InspectionRuleQuery{Page: Page{SortKey: "priority", SortDir: Desc}})
+	if err != nil || len(list) != 2 || list[0].UUID != full.UUID {
+		t.Fatalf("list by priority: %v %v", list, err)
+	}
+	other := "other"
+	if list, err := s.ListInspectionRules(ctx, InspectionRuleQuery{Phase: &other}); err != nil || len(list) != 0 {
+		t.Fatalf("phase filter: %v %v", list, err)
+	}
+	if _, err := s.ListInspectionRules(ctx, InspectionRuleQuery{Page: Page{SortKey: "actions"}}); err == nil {
+		t.Error("sort by actions accepted")
+	}
+
+	up, err := s.UpdateInspectionRule(ctx, minimal.UUID, func(r *InspectionRule) error {
+		r.Priority = 7
+		r.Conditions = []map[string]any{{"op": "is-true", "args": map[string]any{"value": true}}}
+		return nil
+	})
+	if err != nil || up.Priority != 7 || up.UpdatedAt == nil {
+		t.Fatalf("update: %+v %v", up, err)
+	}
+	if got, _ := s.GetInspectionRule(ctx, minimal.UUID); !reflect.DeepEqual(got, up) {
+		t.Fatalf("after update:\n got %+v\nwant %+v", got, up)
+	}
+	if err := s.DeleteInspectionRule(ctx, minimal.UUID); err != nil {
+		t.Fatal(err)
+	}
+	wantKind(t, s.DeleteInspectionRule(ctx, minimal.UUID), fault.NotFound, "Rule "+minimal.UUID+" could not be found.")
+}
