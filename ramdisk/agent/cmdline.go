@@ -17,6 +17,7 @@ type params struct {
 	BootMAC       net.HardwareAddr // parsed from BootIF; nil when absent or malformed
 	NodeUUID      string
 	Debug         bool
+	BMCUser       string // castiron-bmc-user: create this IPMI user in-band
 }
 
 func readCmdline(path string) (params, error) {
@@ -43,6 +44,8 @@ func parseCmdline(cmdline string) params {
 			p.BootMAC, _ = parseBootIF(value)
 		case protocol.ParamNodeUUID:
 			p.NodeUUID = value
+		case protocol.ParamBMCUser:
+			p.BMCUser = value
 		case protocol.ParamDebug:
 			p.Debug = value == "" || value == "1" || strings.EqualFold(value, "true") || strings.EqualFold(value, "yes")
 		}

@@ -26,6 +26,7 @@ import (
 	"castiron/ramdisk/agent/netup"
 	"castiron/ramdisk/agent/runloop"
 	"castiron/ramdisk/agent/steps"
+	"castiron/ramdisk/protocol"
 )
 
 // version is set at build time: -ldflags '-X main.version=1.2.3'.
@@ -166,6 +167,10 @@ func run(ctx context.Context, pid1 bool, opts options, level *slog.LevelVar, log
 	}
 	log.Info("inventory collected", "cpus", inv.CPU.Count, "memory_mb", inv.Memory.PhysicalMB,
 		"disks", len(inv.Disks), "nics", len(inv.Interfaces), "boot_mode", inv.Boot.CurrentBootMode)
+	var bmcUser *protocol.BMCUser
+	if pid1 || p.BMCUser != "" {
+		bmcUser = readBMC(ctx, log, root, inv, p.BMCUser)
+	}
 
 	agent := "castiron-agent/" + version
 	return runloop.Run(ctx, runloop.Config{
@@ -175,6 +180,7 @@ func run(ctx context.Context, pid1 bool, opts options, level *slog.LevelVar, log
 		BootIF:         p.BootIF,
 		Inventory:      inv,
 		InventoryError: invErr,
+		BMCUser:        bmcUser,
 		Steps:          steps.Run,
 		Machine:        m,
 		Log:            log,

@@ -58,6 +58,9 @@ func DefaultModules() []string {
 		"loop",
 		// UEFI variables (boot mode details)
 		"efivarfs",
+		// the BMC's system interface (KCS/BT/SMIC, SSIF) and /dev/ipmi0, for
+		// reading the BMC's address in-band
+		"ipmi_si", "ipmi_ssif", "ipmi_devintf",
 	}
 }
 

@@ -19,6 +19,10 @@ const (
 	ParamNodeUUID = "ipa-node-uuid"
 	// ParamDebug keeps the agent's console verbose.
 	ParamDebug = "ipa-debug"
+	// ParamBMCUser (castiron's) asks the agent to create or reset this IPMI
+	// user in-band and send its credentials with the inspection data.
+	// castiron gives it only to machines it is discovering.
+	ParamBMCUser = "castiron-bmc-user"
 )
 
 // Inventory is ironic-python-agent's hardware inventory, as posted to
@@ -35,6 +39,25 @@ type Inventory struct {
 	BMCAddress   *string      `json:"bmc_address"`
 	BMCV6Address *string      `json:"bmc_v6address"`
 	BMCMAC       *string      `json:"bmc_mac,omitempty"`
+	// RedfishHostInterface is castiron's: the firmware's SMBIOS type 42
+	// Redfish host interface, when it publishes one.
+	RedfishHostInterface *RedfishHostInterface `json:"redfish_host_interface,omitempty"`
+}
+
+// RedfishHostInterface is an SMBIOS type 42 (DSP0270) network host
+// interface with its "Redfish over IP" protocol record: how the host
+// reaches the BMC's Redfish service from inside (a USB or PCI NIC to the
+// BMC), which is not the BMC's address on the management network.
+type RedfishHostInterface struct {
+	DeviceType      string `json:"device_type"` // usb, pci, usb-v2, pci-v2, other
+	ServiceUUID     string `json:"service_uuid,omitempty"`
+	ServiceAddress  string `json:"service_address,omitempty"`
+	ServicePort     int    `json:"service_port,omitempty"`
+	ServiceHostname string `json:"service_hostname,omitempty"`
+	ServiceVLAN     int    `json:"service_vlan,omitempty"`
+	HostAddress     string `json:"host_address,omitempty"`
+	// HostAssignment: static, dhcp, auto-configure or host-selected.
+	HostAssignment string `json:"host_assignment,omitempty"`
 }
 
 // Interface is one NIC.
@@ -93,6 +116,8 @@ type SystemVendor struct {
 	SerialNumber string   `json:"serial_number"`
 	Manufacturer string   `json:"manufacturer"`
 	Firmware     Firmware `json:"firmware"`
+	// SystemUUID is castiron's: the SMBIOS system UUID (product_uuid).
+	SystemUUID string `json:"system_uuid,omitempty"`
 }
 
 // Firmware is the BIOS/UEFI firmware identity.
@@ -116,7 +141,24 @@ type InspectionData struct {
 	BootInterface string    `json:"boot_interface,omitempty"` // "01-aa-bb-.." or a MAC
 	RootDisk      *Disk     `json:"root_disk,omitempty"`
 	Error         string    `json:"error,omitempty"`
+	// BMCUser is castiron's: the IPMI user the agent set up on request
+	// (ParamBMCUser). It carries a password: castiron takes it out of the
+	// plugin data before anything is stored or logged.
+	BMCUser *BMCUser `json:"castiron_bmc_user,omitempty"`
 }
+
+// BMCUser is the outcome of ParamBMCUser: the credentials, or why the
+// agent could not set them up.
+type BMCUser struct {
+	Username string `json:"username"`
+	Password string `json:"password,omitempty"`
+	UserID   int    `json:"user_id,omitempty"`
+	Channel  int    `json:"channel,omitempty"`
+	Error    string `json:"error,omitempty"`
+}
+
+// PluginDataBMCUser is BMCUser's key in the inspection data.
+const PluginDataBMCUser = "castiron_bmc_user"
 
 // LookupResponse is GET /v1/lookup's answer (Ironic's shape).
 type LookupResponse struct {

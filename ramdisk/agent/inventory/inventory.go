@@ -71,8 +71,8 @@ func Collect(ctx context.Context, root Root) (*protocol.Inventory, error) {
 	if inv.Hostname == "" {
 		inv.Hostname, _ = os.Hostname()
 	}
-	// bmc_address stays null: reading it needs IPMI (ipmitool), which the
-	// ramdisk does not carry. castiron knows the BMC address already.
+	// The BMC's LAN addresses come from the bmc package (IPMI in-band).
+	inv.RedfishHostInterface = readRedfishHostInterface(root)
 	if len(errs) > 0 {
 		return inv, errors.Join(append([]error{ErrIncomplete}, errs...)...)
 	}

@@ -2,6 +2,7 @@ package inventory
 
 import (
 	"path/filepath"
+	"strings"
 
 	"castiron/ramdisk/protocol"
 )
@@ -14,6 +15,7 @@ func readSystemVendor(root Root) protocol.SystemVendor {
 		ProductName:  dmi("product_name"),
 		SerialNumber: dmi("product_serial"),
 		Manufacturer: dmi("sys_vendor"),
+		SystemUUID:   strings.ToLower(dmi("product_uuid")),
 		Firmware: protocol.Firmware{
 			Vendor:    dmi("bios_vendor"),
 			Version:   dmi("bios_version"),
