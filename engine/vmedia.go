@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"castiron/engine/driver"
 	"castiron/fault"
 	"castiron/storage"
 )
@@ -26,25 +27,28 @@ type VMediaRequest struct {
 // attachment to a worker. The worker's failures land in last_error and the
 // node's history, never in the API's answer.
 //
-// No management interface castiron has (fake, ipmitool, noop) can attach
-// virtual media — as in Ironic, where only redfish and its relatives do — so
-// the worker's outcome is always Ironic's UnsupportedDriverExtension, which
-// is recorded at once. Castiron does not fetch the image first (Ironic does
-// for image_download_source "local"): nothing could use it.
+// A management interface with virtual media (driver.VirtualMedia: redfish)
+// inserts the image in the worker; for the others (fake, ipmitool, noop),
+// as in Ironic, the outcome is UnsupportedDriverExtension, recorded at
+// once. Castiron does not fetch the image first (Ironic does for
+// image_download_source "local" and serves it itself): the BMC fetches the
+// URL as given, whatever the source says.
 func (c *Conductor) AttachVirtualMedia(ctx context.Context, ident string, req VMediaRequest) error {
 	source := req.ImageDownloadSource
 	if source == "" {
 		source = "local"
 	}
-	return c.vmediaAction(ctx, ident, "attach", func(n *storage.Node) string {
+	return c.vmediaAction(ctx, ident, "attach", func(n *storage.Node) (string, string) {
 		prefix := fmt.Sprintf("Could not attach device %s to node %s: ", req.DeviceType, n.UUID)
 		// image_utils.prepare_remote_image refuses a share URL the
 		// conductor would have to download.
 		scheme := URLScheme(req.ImageURL)
 		if source == "local" && (scheme == "nfs" || scheme == "cifs" || scheme == "smb") {
-			return prefix + fmt.Sprintf("image_download_source is set to 'local' but the image URL %s uses the %s protocol which cannot be downloaded by the conductor. Set image_download_source to 'http' or remove it to use the default.", req.ImageURL, scheme)
+			return prefix, fmt.Sprintf("image_download_source is set to 'local' but the image URL %s uses the %s protocol which cannot be downloaded by the conductor. Set image_download_source to 'http' or remove it to use the default.", req.ImageURL, scheme)
 		}
-		return prefix + unsupported(n, "attach_virtual_media").Error()
+		return prefix, ""
+	}, func(ctx context.Context, vm driver.VirtualMedia, dn driver.Node) error {
+		return vm.InsertMedia(ctx, dn, req.DeviceType, req.ImageURL)
 	})
 }
 
@@ -52,15 +56,30 @@ func (c *Conductor) AttachVirtualMedia(ctx context.Context, ident string, req VM
 // types (nil: all of them); as for attaching, the worker's failure is
 // recorded in last_error and the node's history.
 func (c *Conductor) DetachVirtualMedia(ctx context.Context, ident string, deviceTypes []string) error {
-	return c.vmediaAction(ctx, ident, "detach", func(n *storage.Node) string {
-		return fmt.Sprintf("Could not detach device(s) %s from node %s: %s", pyOptList(deviceTypes), n.UUID, unsupported(n, "detach_virtual_media").Error())
+	return c.vmediaAction(ctx, ident, "detach", func(n *storage.Node) (string, string) {
+		return fmt.Sprintf("Could not detach device(s) %s from node %s: ", pyOptList(deviceTypes), n.UUID), ""
+	}, func(ctx context.Context, vm driver.VirtualMedia, dn driver.Node) error {
+		if deviceTypes == nil {
+			return vm.EjectMedia(ctx, dn, "")
+		}
+		for _, d := range deviceTypes {
+			if err := vm.EjectMedia(ctx, dn, d); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 }
 
-// vmediaAction runs the synchronous part of a virtual media call and
-// records the worker's failure, whose message outcome gives.
-func (c *Conductor) vmediaAction(ctx context.Context, ident, verb string, outcome func(n *storage.Node) string) error {
-	_, err := c.store.UpdateNode(ctx, ident, func(n *storage.Node) (*storage.Event, error) {
+// vmediaAction runs the synchronous part of a virtual media call: check
+// gives the failure message's prefix and, when the call cannot go on, the
+// reason, recorded at once; otherwise the node is reserved and run does the
+// work in the background, its failure recorded the same way.
+func (c *Conductor) vmediaAction(ctx context.Context, ident, verb string, check func(n *storage.Node) (string, string),
+	run func(ctx context.Context, vm driver.VirtualMedia, dn driver.Node) error) error {
+	var prefix string
+	var vm driver.VirtualMedia
+	updated, err := c.store.UpdateNode(ctx, ident, func(n *storage.Node) (*storage.Event, error) {
 		if n.Reservation != nil {
 			return nil, fault.Locked(n.UUID, *n.Reservation)
 		}
@@ -74,18 +93,53 @@ func (c *Conductor) vmediaAction(ctx context.Context, ident, verb string, outcom
 		if n.Maintenance && deref(n.Fault) == "power failure" {
 			return nil, fault.New(fault.Unavailable, "Unable to %s virtual media for node %s due to power failure state", verb, n.UUID)
 		}
-		msg := outcome(n)
-		n.LastError = strp(msg)
-		c.log.Warn("virtual media "+verb+" failed", "node", n.UUID, "state", n.ProvisionState, "verb", verb+"_virtual_media", "err", msg)
-		return &storage.Event{
-			NodeUUID: n.UUID, CreatedAt: c.now(), Conductor: c.cfg.Hostname,
-			// node_history_record without an event_type, as Ironic calls it.
-			EventType: "UNKNOWN", Severity: "ERROR", Event: msg,
-			User: actorOf(ctx), Verb: verb + "_virtual_media",
-			FromState: n.ProvisionState, ToState: n.ProvisionState,
-		}, nil
+		p, reason := check(n)
+		prefix = p
+		feature, ok := managementFeature[driver.VirtualMedia](n, hw)
+		if reason == "" && !ok {
+			reason = unsupported(n, verb+"_virtual_media").Error()
+		}
+		if reason != "" {
+			return c.vmediaFailed(ctx, n, verb, prefix+reason), nil
+		}
+		vm = feature
+		n.LastError = nil
+		n.Reservation = strp(c.cfg.Hostname)
+		return nil, nil
 	})
-	return err
+	if err != nil || vm == nil {
+		return err
+	}
+	c.spawn(func(ctx context.Context) {
+		opErr := run(ctx, vm, driverNode(updated))
+		_, err := c.store.UpdateNode(context.WithoutCancel(ctx), updated.UUID, func(n *storage.Node) (*storage.Event, error) {
+			n.Reservation = nil
+			if opErr != nil {
+				return c.vmediaFailed(ctx, n, verb, prefix+opErr.Error()), nil
+			}
+			return nil, nil
+		})
+		switch {
+		case err != nil:
+			c.log.Error("virtual media: could not record the result", "node", updated.UUID, "verb", verb+"_virtual_media", "err", err)
+		case opErr == nil:
+			c.log.Info("virtual media "+verb+" done", "node", updated.UUID, "state", updated.ProvisionState, "verb", verb+"_virtual_media")
+		}
+	})
+	return nil
+}
+
+// vmediaFailed records msg as n's last_error and returns its history event
+// (node_history_record without an event_type, as Ironic calls it).
+func (c *Conductor) vmediaFailed(ctx context.Context, n *storage.Node, verb, msg string) *storage.Event {
+	n.LastError = strp(msg)
+	c.log.Warn("virtual media "+verb+" failed", "node", n.UUID, "state", n.ProvisionState, "verb", verb+"_virtual_media", "err", msg)
+	return &storage.Event{
+		NodeUUID: n.UUID, CreatedAt: c.now(), Conductor: c.cfg.Hostname,
+		EventType: "UNKNOWN", Severity: "ERROR", Event: msg,
+		User: actorOf(ctx), Verb: verb + "_virtual_media",
+		FromState: n.ProvisionState, ToState: n.ProvisionState,
+	}
 }
 
 // URLScheme is the scheme Python's urllib.parse.urlparse finds: the

@@ -230,3 +230,36 @@ func TestConductorBadBMCs(t *testing.T) {
 	}
 	t.Logf("all %d bad BMCs back in enroll after %v", len(cases), time.Since(start))
 }
+
+// TestConductorVirtualMediaAPI: POST/DELETE /v1/nodes/{id}/vmedia reach the
+// BMC through the redfish management interface; a failure lands in
+// last_error and the node is unlocked.
+func TestConductorVirtualMediaAPI(t *testing.T) {
+	b := redfishfake.Start(t, "idrac9", false)
+	h := startConductor(t, newTestDriver(t, Config{}))
+	ctx := ctxT(t, 30*time.Second)
+	n := h.enroll(b.Node(nil).DriverInfo)
+	const slot = "/redfish/v1/Managers/iDRAC.Embedded.1/VirtualMedia/CD"
+	if err := h.c.AttachVirtualMedia(ctx, n.UUID, engine.VMediaRequest{DeviceType: "cdrom", ImageURL: "http://10.0.0.1/x.iso"}); err != nil {
+		t.Fatal(err)
+	}
+	got := h.wait(n.UUID, 10*time.Second, func(*storage.Node) bool { return true })
+	if b.Get(slot)["Inserted"] != true || got.LastError != nil {
+		t.Fatalf("attach: slot %v last_error %v", b.Get(slot), deref(got.LastError))
+	}
+	if err := h.c.DetachVirtualMedia(ctx, n.UUID, nil); err != nil {
+		t.Fatal(err)
+	}
+	h.wait(n.UUID, 10*time.Second, func(*storage.Node) bool { return true })
+	if b.Get(slot)["Inserted"] != false {
+		t.Fatalf("detach: slot %v", b.Get(slot))
+	}
+	// iDRAC has no floppy slot.
+	if err := h.c.AttachVirtualMedia(ctx, n.UUID, engine.VMediaRequest{DeviceType: "floppy", ImageURL: "http://10.0.0.1/f.img"}); err != nil {
+		t.Fatal(err)
+	}
+	got = h.wait(n.UUID, 10*time.Second, func(n *storage.Node) bool { return n.LastError != nil })
+	if want := "Could not attach device floppy to node " + n.UUID + ": No suitable virtual media device found"; !strings.HasPrefix(deref(got.LastError), want) {
+		t.Fatalf("last_error %q, want %q...", deref(got.LastError), want)
+	}
+}
