@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"net"
+	"net/netip"
+	"net/url"
 	"os"
 	"strings"
 
@@ -18,6 +20,24 @@ type params struct {
 	NodeUUID      string
 	Debug         bool
 	BMCUser       string // castiron-bmc-user: create this IPMI user in-band
+}
+
+// serverAddr is castiron's address when the API URL (else the inspection
+// URL) names one by IP; invalid for a host name.
+func (p params) serverAddr() netip.Addr {
+	raw := p.APIURL
+	if raw == "" {
+		raw = p.InspectionURL
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return netip.Addr{}
+	}
+	a, err := netip.ParseAddr(u.Hostname())
+	if err != nil {
+		return netip.Addr{}
+	}
+	return a.Unmap()
 }
 
 func readCmdline(path string) (params, error) {

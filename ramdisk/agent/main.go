@@ -106,6 +106,31 @@ func main() {
 	select {}
 }
 
+// netUp configures the boot NIC for the family of castiron's address: IPv6
+// (DHCPv6 or SLAAC) when the API URL names an IPv6 address, else DHCPv4.
+// The lease is kept renewed by a goroutine wg waits for.
+func netUp(ctx context.Context, wg *sync.WaitGroup, pid1 bool, cfg netup.Config, log *slog.Logger) error {
+	if cfg.Server.Is6() {
+		lease, err := netup.Up6(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		wg.Go(func() { netup.KeepRenewed6(ctx, cfg, lease) })
+		return nil
+	}
+	lease, err := netup.Up(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if pid1 && lease.Hostname != "" {
+		if err := unix.Sethostname([]byte(lease.Hostname)); err != nil {
+			log.Warn("sethostname failed", "err", err)
+		}
+	}
+	wg.Go(func() { netup.KeepRenewed(ctx, cfg, lease) })
+	return nil
+}
+
 // run does the agent's work; it returns after the machine was told to power
 // off or reboot (which, as PID 1, does not return) or on a fatal error.
 func run(ctx context.Context, pid1 bool, opts options, level *slog.LevelVar, log *slog.Logger, m machine) error {
@@ -143,20 +168,13 @@ func run(ctx context.Context, pid1 bool, opts options, level *slog.LevelVar, log
 		mountEFIVars(log)
 	}
 	if pid1 || opts.dhcp {
-		netCfg := netup.Config{MAC: p.BootMAC, Log: log}
+		netCfg := netup.Config{MAC: p.BootMAC, Log: log, Server: p.serverAddr()}
 		if pid1 {
 			netCfg.ResolvConf = "/etc/resolv.conf"
 		}
-		lease, err := netup.Up(ctx, netCfg)
-		if err != nil {
+		if err := netUp(ctx, &wg, pid1, netCfg, log); err != nil {
 			return err
 		}
-		if pid1 && lease.Hostname != "" {
-			if err := unix.Sethostname([]byte(lease.Hostname)); err != nil {
-				log.Warn("sethostname failed", "err", err)
-			}
-		}
-		wg.Go(func() { netup.KeepRenewed(ctx, netCfg, lease) })
 	}
 
 	root := opts.root

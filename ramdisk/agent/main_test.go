@@ -66,6 +66,22 @@ func TestParseCmdline(t *testing.T) {
 	}
 }
 
+// TestServerAddr: the agent picks DHCPv6 exactly when the API URL names an
+// IPv6 address.
+func TestServerAddr(t *testing.T) {
+	for raw, want := range map[string]string{
+		"ipa-api-url=http://[fd51::1]:6385":                  "fd51::1",
+		"ipa-api-url=https://10.0.0.1:6385":                  "10.0.0.1",
+		"ipa-inspection-callback-url=http://[fd51::2]/v1/x":  "fd51::2",
+		"ipa-api-url=http://castiron.example:6385":           "invalid IP",
+		"ipa-api-url=http://[::ffff:10.0.0.9]:6385 BOOTIF=x": "10.0.0.9",
+	} {
+		if got := parseCmdline(raw).serverAddr().String(); got != want {
+			t.Errorf("%s: server %s, want %s", raw, got, want)
+		}
+	}
+}
+
 func TestConsoleHandler(t *testing.T) {
 	var buf bytes.Buffer
 	h := newConsoleHandler(&buf, slog.LevelInfo, "castiron-agent")

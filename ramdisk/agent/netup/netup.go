@@ -1,5 +1,6 @@
 // Package netup brings up the ramdisk's network: it waits for the boot NIC,
-// sets it up, gets an IPv4 lease by DHCP and applies it with netlink.
+// sets it up, gets an IPv4 lease by DHCP (Up) or an IPv6 address by DHCPv6
+// or SLAAC (Up6) and applies it with netlink.
 package netup
 
 import (
@@ -8,6 +9,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
+	"net/netip"
 	"time"
 
 	"github.com/insomniacslk/dhcp/dhcpv4/nclient4"
@@ -33,7 +35,10 @@ type Config struct {
 	// ResolvConf, when set, is written with the lease's DNS servers
 	// (/etc/resolv.conf in the ramdisk; tests leave it empty).
 	ResolvConf string
-	Log        *slog.Logger
+	// Server is castiron's address (the API URL's host), when it is one.
+	// Up6 makes sure it is reachable.
+	Server netip.Addr
+	Log    *slog.Logger
 }
 
 func (c Config) withDefaults() Config {

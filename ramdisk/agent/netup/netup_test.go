@@ -57,6 +57,9 @@ func agentMain() int {
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 	defer cancel()
 	var res agentResult
+	if s := os.Getenv("NETUP_TEST_SERVER6"); s != "" {
+		return agentMain6(ctx, cfg, s)
+	}
 	lease, err := Up(ctx, cfg)
 	if err == nil {
 		res = agentResult{Interface: lease.Interface, Address: lease.Address.String(), Router: ipString(lease.Router)}
@@ -118,6 +121,7 @@ type lab struct {
 	net          int
 	leases       string
 	dnsmasqLog   string // file: dnsmasq writes it while the test reads
+	server6      string // IPv6 labs: the server end's address
 }
 
 func (l *lab) log() string {
