@@ -111,6 +111,10 @@ func serveFlags() (*flag.FlagSet, *serveConfig) {
 	str(&p.iface, "pxe-interface", "", "network interface of the provisioning network; unset: no DHCP/TFTP/PXE")
 	choice(fs, &p.dhcpMode, "dhcp-mode", "full", []string{"full", "proxy"}, "full (castiron hands out addresses) or proxy (the site's DHCP server does; castiron adds boot options)")
 	str(&p.dhcpRange, "dhcp-range", "", "FIRST,LAST addresses to hand out in full mode (default: the upper part of the interface's subnet)")
+	choice(fs, &p.dhcp6Mode, "dhcp6-mode", "full", []string{"full", "off"}, "full: DHCPv6 hands out addresses and boot files when the PXE interface has a global IPv6 address; off: no DHCPv6")
+	str(&p.dhcp6Range, "dhcp6-range", "", "FIRST,LAST IPv6 addresses (one /64) DHCPv6 hands out (default: <prefix>::1000 to <prefix>::1fff of the interface's /64)")
+	choice(fs, &p.raMode, "router-advertisements", "auto", []string{"auto", "managed", "empty", "off"},
+		"IPv6 router advertisements on the PXE interface: managed (M/O flags, the interface's prefix on-link), empty (configure nothing; stops iPXE waiting for IPv6), off (the site has a router), auto (managed with DHCPv6, else empty)")
 	str(&p.publicURL, "public-url", "", "how nodes reach castiron, e.g. http://10.0.0.1:6385 (default: the PXE interface's address and the API port)")
 	str(&p.ipxeDir, "ipxe-dir", "/usr/lib/ipxe", "directory of the iPXE binaries (Debian package ipxe)")
 	str(&p.ramdiskDir, "ramdisk-dir", "", "directory with vmlinuz and initramfs written by make ramdisk (default DATA-DIR/ramdisk)")

@@ -2,14 +2,12 @@ package main
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
-	"net/url"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -30,6 +28,7 @@ import (
 // pxeConfig is the provisioning-network part of serve's flags.
 type pxeConfig struct {
 	iface, dhcpMode, dhcpRange, publicURL string
+	dhcp6Mode, dhcp6Range, raMode         string
 	ipxeDir, ramdiskDir, imagesDir        string
 	discovery                             bool
 }
@@ -38,22 +37,27 @@ type pxeConfig struct {
 // router-advertisement responder, HTTP boot and image serving, and the boot
 // timeline they write. Built by newProvisioning, run by run.
 type provisioning struct {
-	cfg       pxeConfig
-	log       *slog.Logger
-	store     *storage.SQLite
-	gate      gateAdapter
-	serverIP  netip.Addr
-	publicURL string
-	recorder  *boot.BatchRecorder
-	dhcp      *dhcp.Server
-	tftp      *tftp.Server
-	ra        *ra.Responder
-	mounts    map[string]http.Handler
-	// agentAddr, when set, is an extra listener on the provisioning
-	// network for the agent-facing endpoints only (the API listens on
-	// loopback).
-	agentAddr string
-	agentUp   atomic.Bool
+	cfg      pxeConfig
+	log      *slog.Logger
+	store    *storage.SQLite
+	gate     gateAdapter
+	site     provisioningSite
+	recorder *boot.BatchRecorder
+	meter    boot.Meter
+	dhcp     *dhcp.Server  // IPv4; nil without an IPv4 address
+	dhcp6    *dhcp.Server6 // nil without IPv6 or with --dhcp6-mode off
+	tftp     []*tftp.Server
+	ra       *ra.Responder // nil with --router-advertisements off
+	mounts   map[string]http.Handler
+	// agents are extra listeners on the provisioning network for the
+	// agent-facing endpoints only (site.agentAddrs).
+	agents []*agentListener
+}
+
+// agentListener is one of the provisioning network's agent listeners.
+type agentListener struct {
+	addr string
+	up   atomic.Bool
 }
 
 // listenerChecks are the readiness checks of the servers this
@@ -61,11 +65,19 @@ type provisioning struct {
 func (p *provisioning) listenerChecks() []health.Check {
 	var checks []health.Check
 	if p.dhcp != nil {
-		checks = append(checks, listenerCheck("dhcp", p.dhcp.Listening),
-			listenerCheck("tftp", p.tftp.Listening), listenerCheck("router advertisements", p.ra.Listening))
+		checks = append(checks, listenerCheck("dhcp", p.dhcp.Listening))
 	}
-	if p.agentAddr != "" {
-		checks = append(checks, listenerCheck("agent listener", p.agentUp.Load))
+	if p.dhcp6 != nil {
+		checks = append(checks, listenerCheck("dhcp6", p.dhcp6.Listening))
+	}
+	for _, t := range p.tftp {
+		checks = append(checks, listenerCheck("tftp "+t.Addr(), t.Listening))
+	}
+	if p.ra != nil {
+		checks = append(checks, listenerCheck("router advertisements", p.ra.Listening))
+	}
+	for _, a := range p.agents {
+		checks = append(checks, listenerCheck("agent listener "+a.addr, a.up.Load))
 	}
 	return checks
 }
@@ -121,110 +133,160 @@ func (d dhcpLeases) DeleteLease(ctx context.Context, mac string) error {
 	return d.store.DeleteLease(ctx, mac)
 }
 
-// provisioningSite is where the provisioning network is and how booting
-// machines reach castiron: worked out from the flags before anything is
-// built, since both the conductor and the boot servers need the public URL.
-type provisioningSite struct {
-	iface     *net.Interface // nil without --pxe-interface
-	serverIP  netip.Addr
-	subnet    *net.IPNet
-	publicURL string
-	// agentAddr, when set, is an extra listener on the provisioning network
-	// for the agent-facing endpoints only (the API listens elsewhere).
-	agentAddr string
-}
-
-func siteOf(c *serveConfig) (provisioningSite, error) {
-	site := provisioningSite{publicURL: c.pxe.publicURL}
-	if c.pxe.iface == "" {
-		return site, nil
-	}
-	ifc, err := net.InterfaceByName(c.pxe.iface)
-	if err != nil {
-		return site, fmt.Errorf("--pxe-interface %s: %w", c.pxe.iface, err)
-	}
-	ip, ipnet, err := ifaceIPv4(ifc)
-	if err != nil {
-		return site, fmt.Errorf("--pxe-interface %s: %w", c.pxe.iface, err)
-	}
-	site.iface, site.serverIP, site.subnet = ifc, ip, ipnet
-	_, apiPort, err := net.SplitHostPort(c.listen)
-	if err != nil {
-		return site, fmt.Errorf("--listen %q: %w", c.listen, err)
-	}
-	if site.publicURL == "" {
-		site.publicURL = "http://" + net.JoinHostPort(ip.String(), apiPort)
-	}
-	pub, err := url.Parse(site.publicURL)
-	if err != nil || pub.Host == "" {
-		return site, fmt.Errorf("--public-url %q: not a URL", site.publicURL)
-	}
-	if !listenCovers(c.listen, ip) {
-		site.agentAddr = net.JoinHostPort(ip.String(), portOf(pub, apiPort))
-	}
-	return site, nil
-}
-
 // newProvisioning prepares everything; nothing listens until run.
 func newProvisioning(c *serveConfig, site provisioningSite, store *storage.SQLite, cond *engine.Conductor, meter boot.Meter, log *slog.Logger) (*provisioning, error) {
-	p := &provisioning{cfg: c.pxe, log: log, store: store, mounts: map[string]http.Handler{}, gate: gateAdapter{cond},
-		serverIP: site.serverIP, publicURL: site.publicURL, agentAddr: site.agentAddr}
+	p := &provisioning{cfg: c.pxe, log: log, store: store, mounts: map[string]http.Handler{}, gate: gateAdapter{cond}, site: site, meter: meter}
 	p.recorder = boot.NewBatchRecorder(timelineSink(store), log)
 	p.mounts["/images/"] = images.Handler(c.pxe.imagesDir, log)
+	for _, addr := range site.agentAddrs {
+		p.agents = append(p.agents, &agentListener{addr: addr})
+	}
 	if site.iface == nil {
 		return p, nil
 	}
-	ip, ipnet := site.serverIP, site.subnet
-	var err error
-	gate := p.gate
+	loaders := map[string]string{}
+	for _, name := range tftp.DefaultFiles() {
+		loaders[name] = filepath.Join(c.pxe.ipxeDir, name)
+	}
 	p.mounts["/boot/"] = httpboot.New(httpboot.Config{
-		PublicURL:     p.publicURL,
+		URLs:          site.urlsFor,
+		Loaders:       loaders,
 		KernelPath:    filepath.Join(c.pxe.ramdiskDir, "vmlinuz"),
 		InitramfsPath: filepath.Join(c.pxe.ramdiskDir, "initramfs"),
-		Gate:          gate,
+		Gate:          p.gate,
 		Recorder:      p.recorder,
 		Logger:        log,
 		Meter:         meter,
 	})
+	if site.serverIP.IsValid() {
+		if err := p.newDHCP4(c); err != nil {
+			return nil, err
+		}
+	}
+	if site.serverIP6.IsValid() && c.pxe.dhcp6Mode == "full" {
+		if err := p.newDHCP6(c); err != nil {
+			return nil, err
+		}
+	}
+	for _, ip := range []netip.Addr{site.serverIP, site.serverIP6} {
+		if !ip.IsValid() {
+			continue
+		}
+		t, err := tftp.New(tftp.Config{
+			Addr:     net.JoinHostPort(ip.String(), "69"),
+			Dir:      c.pxe.ipxeDir,
+			Recorder: p.recorder,
+			MACForIP: p.macForIP,
+			Logger:   log.With("component", "tftp"),
+			Meter:    meter,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("tftp: %w", err)
+		}
+		p.tftp = append(p.tftp, t)
+	}
+	adv, on := p.advert(c.pxe.raMode)
+	if on {
+		var err error
+		if p.ra, err = ra.New(c.pxe.iface, adv, log.With("component", "ra")); err != nil {
+			return nil, fmt.Errorf("router advertisements: %w", err)
+		}
+	}
+	return p, nil
+}
+
+// scriptURL is the iPXE script URL the DHCP servers hand out, on base.
+func scriptURL(base string) func(net.HardwareAddr, string) string {
+	return func(mac net.HardwareAddr, arch string) string {
+		u := base + "/boot/ipxe?mac=" + mac.String()
+		if arch != "" {
+			u += "&arch=" + arch
+		}
+		return u
+	}
+}
+
+func (p *provisioning) newDHCP4(c *serveConfig) error {
+	ip, ipnet := p.site.serverIP, p.site.subnet
 	dcfg := dhcp.Config{
 		Interface: c.pxe.iface,
 		Mode:      dhcp.Mode(c.pxe.dhcpMode),
 		ServerIP:  ip,
 		Netmask:   ipnet.Mask,
-		BootFiles: dhcp.BootFiles{
-			HTTPBootBase: p.publicURL + "/boot/",
-			ScriptURL: func(mac net.HardwareAddr, _ string) string {
-				return p.publicURL + "/boot/ipxe?mac=" + mac.String()
-			},
-		},
-		Meter: meter,
+		BootFiles: dhcp.BootFiles{HTTPBootBase: p.site.urls4.Boot + "/boot/", ScriptURL: scriptURL(p.site.urls4.Boot)},
+		Meter:     p.meter,
 	}
 	if dcfg.Mode == dhcp.ModeFull {
 		first, last, err := dhcpRange(c.pxe.dhcpRange, ip, ipnet)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		dcfg.RangeStart, dcfg.RangeEnd = first, last
 	}
-	if p.dhcp, err = dhcp.New(dcfg, gate, dhcpLeases{store}, p.recorder, log); err != nil {
-		return nil, fmt.Errorf("dhcp: %w", err)
+	var err error
+	if p.dhcp, err = dhcp.New(dcfg, p.gate, dhcpLeases{p.store}, p.recorder, p.log); err != nil {
+		return fmt.Errorf("dhcp: %w", err)
 	}
-	if p.tftp, err = tftp.New(tftp.Config{
-		Addr:     net.JoinHostPort(ip.String(), "69"),
-		Dir:      c.pxe.ipxeDir,
-		Recorder: p.recorder,
-		MACForIP: p.dhcp.MACForIP,
-		Logger:   log.With("component", "tftp"),
-		Meter:    meter,
-	}); err != nil {
-		return nil, fmt.Errorf("tftp: %w", err)
+	return nil
+}
+
+func (p *provisioning) newDHCP6(c *serveConfig) error {
+	first, last, err := dhcp6Range(c.pxe.dhcp6Range, p.site.prefix6)
+	if err != nil {
+		return err
 	}
-	// iPXE waits ~13 s for IPv6 autoconfiguration unless a router
-	// advertisement says there is nothing to configure (lab NOTES gotcha 1).
-	if p.ra, err = ra.New(c.pxe.iface, ra.Advert{}, log.With("component", "ra")); err != nil {
-		return nil, fmt.Errorf("router advertisements: %w", err)
+	p.dhcp6, err = dhcp.New6(dhcp.Config6{
+		Interface:  c.pxe.iface,
+		ServerAddr: p.site.serverIP6,
+		RangeStart: first,
+		RangeEnd:   last,
+		BootFiles:  dhcp.BootFiles{HTTPBootBase: p.site.urls6.Boot + "/boot/", ScriptURL: scriptURL(p.site.urls6.Boot)},
+		Meter:      p.meter,
+	}, p.gate, dhcpLeases{p.store.Leases6()}, p.recorder, p.log)
+	if err != nil {
+		return fmt.Errorf("dhcp6: %w", err)
 	}
-	return p, nil
+	return nil
+}
+
+// advert is the router advertisement for --router-advertisements: "empty"
+// configures nothing (iPXE waits ~13 s for IPv6 autoconfiguration unless an
+// RA says there is nothing to configure, lab NOTES gotcha 1); "managed"
+// sends hosts to DHCPv6 (M, O) and announces the interface's prefix
+// on-link; "auto" is managed when castiron runs DHCPv6, else empty; "off"
+// sends nothing (the site's router advertises).
+func (p *provisioning) advert(mode string) (ra.Advert, bool) {
+	if mode == "auto" {
+		mode = "empty"
+		if p.dhcp6 != nil {
+			mode = "managed"
+		}
+	}
+	switch mode {
+	case "off":
+		return ra.Advert{}, false
+	case "managed":
+		if !p.site.prefix6.IsValid() {
+			return ra.Advert{Managed: true, Other: true}, true
+		}
+		return ra.Advert{Managed: true, Other: true, Prefixes: []netip.Prefix{p.site.prefix6}, Autonomous: true}, true
+	}
+	return ra.Advert{}, true
+}
+
+// macForIP names the machine behind a TFTP client address, from the DHCP
+// server of its family.
+func (p *provisioning) macForIP(ip net.IP) string {
+	if ip.To4() != nil {
+		if p.dhcp != nil {
+			return p.dhcp.MACForIP(ip)
+		}
+		return ""
+	}
+	if p.dhcp6 != nil {
+		return p.dhcp6.MACForIP(ip)
+	}
+	return ""
 }
 
 // run serves until ctx ends; a server that cannot start is an error at once.
@@ -244,22 +306,31 @@ func (p *provisioning) run(ctx context.Context, agentHandler http.Handler) error
 	start("prune", p.prune)
 	if p.dhcp != nil {
 		start("dhcp", p.dhcp.Run)
-		start("tftp", p.tftp.Run)
-		start("ra", p.ra.Run)
-		p.log.Info("provisioning network up", "interface", p.cfg.iface, "server", p.serverIP.String(),
-			"dhcp_mode", p.cfg.dhcpMode, "public_url", p.publicURL, "ramdisk_dir", p.cfg.ramdiskDir)
 	}
-	if p.agentAddr != "" {
+	if p.dhcp6 != nil {
+		start("dhcp6", p.dhcp6.Run)
+	}
+	for _, t := range p.tftp {
+		start("tftp", t.Run)
+	}
+	if p.ra != nil {
+		start("ra", p.ra.Run)
+	}
+	if p.site.iface != nil {
+		p.log.Info("provisioning network up", "interface", p.cfg.iface, "server", p.site.serverIP, "server6", p.site.serverIP6,
+			"dhcp_mode", p.cfg.dhcpMode, "dhcp6", p.dhcp6 != nil, "public_url", p.site.publicURL, "ramdisk_dir", p.cfg.ramdiskDir)
+	}
+	for _, a := range p.agents {
 		srv := &http.Server{Handler: agentHandler, ReadHeaderTimeout: 10 * time.Second}
 		start("agent listener", func(ctx context.Context) error {
-			ln, err := net.Listen("tcp", p.agentAddr)
+			ln, err := net.Listen("tcp", a.addr)
 			if err != nil {
 				return err
 			}
 			go func() { <-ctx.Done(); _ = srv.Close() }()
-			p.log.Info("agent endpoints listening on the provisioning network", "addr", p.agentAddr)
-			p.agentUp.Store(true)
-			defer p.agentUp.Store(false)
+			p.log.Info("agent endpoints listening on the provisioning network", "addr", a.addr)
+			a.up.Store(true)
+			defer a.up.Store(false)
 			if err := srv.Serve(ln); err != http.ErrServerClosed {
 				return err
 			}
@@ -285,8 +356,10 @@ func (p *provisioning) prune(ctx context.Context) error {
 		if _, err := p.store.PruneBootEvents(ctx, now.Add(-7*24*time.Hour)); err != nil && ctx.Err() == nil {
 			p.log.Warn("pruning the boot timeline failed", "err", err)
 		}
-		if _, err := p.store.PruneLeases(ctx, now.Add(-24*time.Hour)); err != nil && ctx.Err() == nil {
-			p.log.Warn("pruning expired leases failed", "err", err)
+		for _, ls := range []storage.LeaseStore{p.store, p.store.Leases6()} {
+			if _, err := ls.PruneLeases(ctx, now.Add(-24*time.Hour)); err != nil && ctx.Err() == nil {
+				p.log.Warn("pruning expired leases failed", "err", err)
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -309,70 +382,4 @@ func agentOnly(api http.Handler) http.Handler {
 			http.NotFound(w, r)
 		}
 	})
-}
-
-func ifaceIPv4(ifc *net.Interface) (netip.Addr, *net.IPNet, error) {
-	addrs, err := ifc.Addrs()
-	if err != nil {
-		return netip.Addr{}, nil, err
-	}
-	for _, a := range addrs {
-		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil {
-			ip, _ := netip.AddrFromSlice(n.IP.To4())
-			return ip, n, nil
-		}
-	}
-	return netip.Addr{}, nil, fmt.Errorf("no IPv4 address on the interface")
-}
-
-// dhcpRange parses FIRST,LAST, or picks the upper half of the subnet.
-func dhcpRange(spec string, server netip.Addr, n *net.IPNet) (netip.Addr, netip.Addr, error) {
-	if spec != "" {
-		a, b, ok := strings.Cut(spec, ",")
-		first, err1 := netip.ParseAddr(strings.TrimSpace(a))
-		last, err2 := netip.ParseAddr(strings.TrimSpace(b))
-		if !ok || err1 != nil || err2 != nil || !first.Is4() || !last.Is4() || last.Less(first) {
-			return netip.Addr{}, netip.Addr{}, fmt.Errorf("--dhcp-range %q: want FIRST,LAST IPv4 addresses", spec)
-		}
-		return first, last, nil
-	}
-	ones, bits := n.Mask.Size()
-	if bits != 32 || ones > 29 {
-		return netip.Addr{}, netip.Addr{}, fmt.Errorf("--dhcp-range is required for a /%d network", ones)
-	}
-	base := binary.BigEndian.Uint32(n.IP.To4().Mask(n.Mask))
-	size := uint32(1) << (32 - ones)
-	first, last := base+size/2, base+size-2
-	s := binary.BigEndian.Uint32(server.AsSlice())
-	if s >= first && s <= last {
-		first = s + 1 // keep our own address out of the pool
-	}
-	return u32Addr(first), u32Addr(last), nil
-}
-
-func u32Addr(v uint32) netip.Addr {
-	var b [4]byte
-	binary.BigEndian.PutUint32(b[:], v)
-	return netip.AddrFrom4(b)
-}
-
-// listenCovers reports whether the API listener already accepts connections
-// on ip.
-func listenCovers(listen string, ip netip.Addr) bool {
-	host, _, err := net.SplitHostPort(listen)
-	if err != nil {
-		return false
-	}
-	if host == "" || host == "0.0.0.0" || host == "::" {
-		return true
-	}
-	a, err := netip.ParseAddr(host)
-	return err == nil && a == ip
-}
-
-func portOf(u *url.URL, def string) string {
-	if p := u.Port(); p != "" {
-		return p
-	}
-	return def
 }

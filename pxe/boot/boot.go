@@ -41,6 +41,7 @@ const (
 	HTTPScript    = "http_ipxe_script"
 	HTTPKernel    = "http_kernel"
 	HTTPInitramfs = "http_initramfs"
+	HTTPLoader    = "http_loader" // an iPXE binary for UEFI HTTP boot
 	AgentLookup   = "agent_lookup"
 	AgentInspect  = "agent_inventory"
 	AgentBeat     = "agent_heartbeat"

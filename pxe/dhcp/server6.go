@@ -8,7 +8,9 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/insomniacslk/dhcp/dhcpv6"
@@ -49,6 +51,8 @@ type Config6 struct {
 	BootFiles
 	// Workers reading port 547 (default 8).
 	Workers int
+	// Meter counts packets by type and answer (metrics); nil counts nothing.
+	Meter boot.Meter
 }
 
 func (c *Config6) setDefaults() {
@@ -60,6 +64,9 @@ func (c *Config6) setDefaults() {
 	}
 	if c.Workers <= 0 {
 		c.Workers = DefaultWorkers
+	}
+	if c.Meter == nil {
+		c.Meter = boot.NoMeter{}
 	}
 	c.BootFiles.setDefaults()
 }
@@ -114,7 +121,12 @@ type Server6 struct {
 	leaseState[uint64]
 	quiet *throttle
 	now   func() time.Time
+	// listening is true while Run holds its socket (readiness).
+	listening atomic.Bool
 }
+
+// Listening reports whether Run has bound its socket and is serving.
+func (s *Server6) Listening() bool { return s.listening.Load() }
 
 // New6 checks cfg and makes a server; the stored leases are loaded by Run
 // (or the first Reply6).
@@ -183,6 +195,8 @@ func (s *Server6) Run(ctx context.Context) error {
 	}
 	s.log.Info("dhcp6 server listening", "interface", s.cfg.Interface, "server", s.cfg.ServerAddr,
 		"range", s.cfg.RangeStart.String()+"-"+s.cfg.RangeEnd.String())
+	s.listening.Store(true)
+	defer s.listening.Store(false)
 	var wg sync.WaitGroup
 	for range s.cfg.Workers {
 		wg.Go(func() { s.serve(ctx, conn) })
@@ -204,10 +218,19 @@ func (s *Server6) handle(ctx context.Context, conn *net.UDPConn, pkt []byte, pee
 	// commit) and the reader reuses its buffer.
 	msg, err := dhcpv6.FromBytes(append([]byte(nil), pkt...))
 	if err != nil {
+		s.cfg.Meter.DHCPPacket("malformed", "none")
 		s.log.Debug("dhcp6: malformed packet", "peer", peer, "err", err)
 		return
 	}
 	send := func(resp dhcpv6.DHCPv6, err error) {
+		answer := "none"
+		switch {
+		case err != nil:
+			answer = "error"
+		case resp != nil:
+			answer = typeLabel6(resp)
+		}
+		s.cfg.Meter.DHCPPacket(typeLabel6(msg), answer)
 		if err != nil {
 			s.log.Warn("dhcp6: request not served", "peer", peer, "err", err)
 			return
@@ -233,6 +256,25 @@ func (s *Server6) handle(ctx context.Context, conn *net.UDPConn, pkt []byte, pee
 		return
 	}
 	send(resp, err)
+}
+
+// typeLabel6 is a message's type as a metric label, the innermost one of
+// a relayed message: "solicit", "advertise", ..., "other".
+func typeLabel6(m dhcpv6.DHCPv6) string {
+	if r, ok := m.(*dhcpv6.RelayMessage); ok {
+		inner, err := r.GetInnerMessage()
+		if err != nil {
+			return "other"
+		}
+		m = inner
+	}
+	switch t := m.Type(); t {
+	case dhcpv6.MessageTypeSolicit, dhcpv6.MessageTypeAdvertise, dhcpv6.MessageTypeRequest, dhcpv6.MessageTypeConfirm,
+		dhcpv6.MessageTypeRenew, dhcpv6.MessageTypeRebind, dhcpv6.MessageTypeReply, dhcpv6.MessageTypeRelease,
+		dhcpv6.MessageTypeDecline, dhcpv6.MessageTypeInformationRequest:
+		return strings.ToLower(strings.ReplaceAll(t.String(), " ", "_"))
+	}
+	return "other"
 }
 
 func (s *Server6) survive(peer netip.AddrPort) {

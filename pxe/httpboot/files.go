@@ -81,8 +81,11 @@ func okOrIncomplete(ok bool) string {
 }
 
 func kindName(kind string) string {
-	if kind == boot.HTTPKernel {
+	switch kind {
+	case boot.HTTPKernel:
 		return "kernel"
+	case boot.HTTPLoader:
+		return "boot loader"
 	}
 	return "initramfs"
 }

@@ -5,25 +5,41 @@
 //	GET /boot/ipxe?mac=aa:bb:cc:dd:ee:ff   iPXE script (also /boot/ipxe/{mac})
 //	GET /boot/vmlinuz?mac=...              kernel (Range, HEAD)
 //	GET /boot/initramfs?mac=...            initramfs (Range, HEAD)
+//	GET /boot/snponly.efi                  an iPXE binary (UEFI HTTP boot)
 package httpboot
 
 import (
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 
 	"castiron/pxe/boot"
 )
 
+// URLs say where a node reaches castiron, without trailing slashes: Boot is
+// the plain-HTTP base iPXE loads the kernel and initramfs from, API the base
+// the agent calls (its ipa-api-url). They differ when the API speaks TLS.
+type URLs struct{ Boot, API string }
+
 // Config configures a Handler.
 type Config struct {
+	// URLs gives the URLs for a node that reached castiron on the local
+	// address local (an IPv6 node is told IPv6 URLs). Nil: PublicURL.
+	URLs func(local netip.Addr) URLs
 	// PublicURL is the API's URL as nodes reach it, e.g.
-	// "http://10.0.0.1:6385". Empty: taken from each request's Host.
+	// "http://10.0.0.1:6385", used for both. Empty (and no URLs): taken
+	// from each request's Host.
 	PublicURL string
 	// KernelPath and InitramfsPath are the agent ramdisk's files; opened
 	// per request, so a rebuilt ramdisk is served without a restart.
 	KernelPath, InitramfsPath string
+	// Loaders are the boot loaders UEFI HTTP boot clients fetch (DHCP's
+	// HTTPBootBase + name): file name -> path, e.g. "snponly.efi" ->
+	// "/usr/lib/ipxe/snponly.efi". Other names are 404.
+	Loaders map[string]string
 	// ExtraKernelArgs are appended to the kernel command line.
 	ExtraKernelArgs []string
 	// Gate decides who gets a script; nil refuses everyone.
@@ -74,6 +90,14 @@ func New(cfg Config) *Handler {
 	h.mux.HandleFunc("GET /boot/initramfs", func(w http.ResponseWriter, r *http.Request) {
 		h.serveFile(w, r, cfg.InitramfsPath, boot.HTTPInitramfs)
 	})
+	h.mux.HandleFunc("GET /boot/{loader}", func(w http.ResponseWriter, r *http.Request) {
+		path, ok := cfg.Loaders[r.PathValue("loader")]
+		if !ok {
+			textError(w, http.StatusNotFound, "castiron: no such boot file")
+			return
+		}
+		h.serveFile(w, r, path, boot.HTTPLoader)
+	})
 	return h
 }
 
@@ -109,8 +133,10 @@ func (h *Handler) serveScript(w http.ResponseWriter, r *http.Request) {
 		textError(w, http.StatusNotFound, "castiron: no network boot for %s: not enrolled, or not in a state that boots", ev.MAC)
 		return
 	}
+	urls := h.urls(r)
 	script := renderScript(scriptParams{
-		BaseURL:   h.publicURL(r),
+		BootURL:   urls.Boot,
+		APIURL:    urls.API,
 		MAC:       mac,
 		Decision:  decision,
 		ExtraArgs: h.cfg.ExtraKernelArgs,
@@ -130,16 +156,28 @@ func (h *Handler) serveScript(w http.ResponseWriter, r *http.Request) {
 	h.log.Info("boot script served", "mac", ev.MAC, "node", decision.NodeUUID, "purpose", decision.Purpose, "client", r.RemoteAddr)
 }
 
-// publicURL is the configured URL or, without one, the URL the node used.
-func (h *Handler) publicURL(r *http.Request) string {
+// urls are the configured URLs for the address the node reached, or
+// without any, the URL the node used.
+func (h *Handler) urls(r *http.Request) URLs {
+	if h.cfg.URLs != nil {
+		var local netip.Addr
+		if a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
+			if ap, err := netip.ParseAddrPort(a.String()); err == nil {
+				local = ap.Addr().Unmap()
+			}
+		}
+		u := h.cfg.URLs(local)
+		return URLs{Boot: strings.TrimRight(u.Boot, "/"), API: strings.TrimRight(u.API, "/")}
+	}
 	if h.cfg.PublicURL != "" {
-		return h.cfg.PublicURL
+		return URLs{Boot: h.cfg.PublicURL, API: h.cfg.PublicURL}
 	}
 	scheme := "http"
 	if r.TLS != nil {
 		scheme = "https"
 	}
-	return scheme + "://" + r.Host
+	u := scheme + "://" + r.Host
+	return URLs{Boot: u, API: u}
 }
 
 func textError(w http.ResponseWriter, code int, format string, a ...any) {

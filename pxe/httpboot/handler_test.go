@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -87,6 +88,7 @@ type fixture struct {
 	rec             *events
 	meter           *boot.Tally
 	kernel, initrd  []byte
+	loader          []byte
 	kPath, initPath string
 }
 
@@ -103,8 +105,11 @@ func newFixture(t testing.TB, kernelSize, initrdSize int) *fixture {
 	}
 	os.WriteFile(f.kPath, f.kernel, 0o644)
 	os.WriteFile(f.initPath, f.initrd, 0o644)
+	f.loader = randomBytes(t, 3000)
+	os.WriteFile(filepath.Join(dir, "snponly.efi"), f.loader, 0o644)
 	h := New(Config{
 		PublicURL:       "http://10.202.0.1:6385/",
+		Loaders:         map[string]string{"snponly.efi": filepath.Join(dir, "snponly.efi")},
 		KernelPath:      f.kPath,
 		InitramfsPath:   f.initPath,
 		ExtraKernelArgs: []string{"ipa-debug=1"},
@@ -257,6 +262,39 @@ func TestPublicURLFromRequest(t *testing.T) {
 	}
 }
 
+// TestURLsByFamily: a node that fetched its script over IPv6 is told the
+// IPv6 URLs (boot and API may differ: the API may speak TLS).
+func TestURLsByFamily(t *testing.T) {
+	h := New(Config{Gate: testGate, Logger: slog.New(slog.DiscardHandler), URLs: func(local netip.Addr) URLs {
+		if local.Is6() {
+			return URLs{Boot: "http://[fd51::1]:8080", API: "https://[fd51::1]:6385/"}
+		}
+		return URLs{Boot: "http://10.0.0.1:8080", API: "https://10.0.0.1:6385"}
+	}})
+	for _, tc := range []struct{ listen, boot, api string }{
+		{"127.0.0.1:0", "http://10.0.0.1:8080/boot/vmlinuz", "ipa-api-url=https://10.0.0.1:6385 "},
+		{"[::1]:0", "http://[fd51::1]:8080/boot/vmlinuz", "ipa-api-url=https://[fd51::1]:6385 "},
+	} {
+		ln, err := net.Listen("tcp", tc.listen)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewUnstartedServer(h)
+		srv.Listener = ln
+		srv.Start()
+		resp, err := http.Get(srv.URL + "/boot/ipxe?mac=" + macInspect)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		srv.Close()
+		if !bytes.Contains(body, []byte(tc.boot)) || !bytes.Contains(body, []byte(tc.api)) {
+			t.Errorf("over %s the script lacks %s or %s:\n%s", tc.listen, tc.boot, tc.api, body)
+		}
+	}
+}
+
 func TestNilGateRefuses(t *testing.T) {
 	srv := httptest.NewServer(New(Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
 	defer srv.Close()
@@ -289,6 +327,7 @@ func TestFiles(t *testing.T) {
 		{"open range", "GET", "/boot/initramfs", map[string]string{"Range": "bytes=102000-"}, 206, f.initrd[102000:], boot.HTTPInitramfs, ""},
 		{"head", "HEAD", "/boot/vmlinuz", nil, 200, nil, "", ""},
 		{"unknown file", "GET", "/boot/pxelinux.0", nil, 404, nil, "", ""},
+		{"boot loader", "GET", "/boot/snponly.efi", nil, 200, f.loader, boot.HTTPLoader, ""},
 		{"post", "POST", "/boot/vmlinuz", nil, 405, nil, "", ""},
 	}
 	for _, tc := range tests {

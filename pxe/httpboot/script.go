@@ -28,7 +28,8 @@ const (
 
 // scriptParams is what one node's script depends on.
 type scriptParams struct {
-	BaseURL   string // public URL of the API, no trailing slash
+	BootURL   string // where iPXE loads kernel and initramfs, no trailing slash
+	APIURL    string // where the agent calls castiron, no trailing slash
 	MAC       net.HardwareAddr
 	Decision  boot.Decision
 	ExtraArgs []string
@@ -45,7 +46,7 @@ func kernelArgs(p scriptParams) []string {
 		// the serial port, which is what a BMC's SOL and the lab capture.
 		"console=tty0",
 		"console=ttyS0,115200",
-		protocol.ParamAPIURL + "=" + p.BaseURL,
+		protocol.ParamAPIURL + "=" + p.APIURL,
 		// netX is the interface iPXE booted from; hexhyp gives aa-bb-...
 		protocol.ParamBootIF + "=01-${netX/mac:hexhyp}",
 	}
@@ -54,7 +55,7 @@ func kernelArgs(p scriptParams) []string {
 	}
 	// The agent inspects exactly when this parameter is present.
 	if p.Decision.Purpose == "inspect" {
-		args = append(args, protocol.ParamInspectionURL+"="+p.BaseURL+"/v1/continue_inspection")
+		args = append(args, protocol.ParamInspectionURL+"="+p.APIURL+"/v1/continue_inspection")
 	}
 	return append(args, p.ExtraArgs...)
 }
@@ -80,8 +81,8 @@ func renderScript(p scriptParams) string {
 	line("iseq x${castiron-try} x%s && goto giveup ||", strings.Repeat(".", p.Attempts))
 	line("set castiron-try ${castiron-try}.")
 	line("imgfree ||")
-	line("kernel --name %s %s/boot/vmlinuz%s %s || goto failed", kernelImageName, p.BaseURL, query, strings.Join(kernelArgs(p), " "))
-	line("initrd --name %s %s/boot/initramfs%s || goto failed", initrdImageName, p.BaseURL, query)
+	line("kernel --name %s %s/boot/vmlinuz%s %s || goto failed", kernelImageName, p.BootURL, query, strings.Join(kernelArgs(p), " "))
+	line("initrd --name %s %s/boot/initramfs%s || goto failed", initrdImageName, p.BootURL, query)
 	line("boot || goto failed")
 	line(":failed")
 	line("echo castiron: loading kernel/initramfs failed (try ${castiron-try}), again in %d s", p.RetrySecs)

@@ -133,6 +133,9 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
+// Addr is the UDP address the server listens on (Config.Addr).
+func (s *Server) Addr() string { return s.addr }
+
 // Run serves until ctx ends, then waits for running transfers (each ends
 // within Timeout×(Retries+1)). A bind error is returned at once.
 func (s *Server) Run(ctx context.Context) error {

@@ -92,14 +92,19 @@ func randomBytes(t testing.TB, n int) []byte {
 	return b
 }
 
-// freeUDPAddr picks a loopback port nobody uses right now.
-func freeUDPAddr(t testing.TB) string {
+// freeUDPAddr picks a loopback port nobody uses right now (IPv6 loopback
+// when the config asks for it).
+func freeUDPAddr(t testing.TB, v6 bool) string {
 	t.Helper()
-	c, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	network, addr := "udp4", "127.0.0.1:0"
+	if v6 {
+		network, addr = "udp6", "[::1]:0"
+	}
+	c, err := net.ListenPacket(network, addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := c.LocalAddr().String()
+	addr = c.LocalAddr().String()
 	c.Close()
 	return addr
 }
@@ -108,14 +113,14 @@ func freeUDPAddr(t testing.TB) string {
 func startServer(t testing.TB, cfg Config) (addr string, rec *events) {
 	t.Helper()
 	rec = &events{}
-	cfg.Addr = freeUDPAddr(t)
+	cfg.Addr = freeUDPAddr(t, cfg.Addr == "[::1]:0")
 	cfg.Recorder = rec
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	if cfg.MACForIP == nil {
 		cfg.MACForIP = func(ip net.IP) string {
-			if ip.Equal(net.IPv4(127, 0, 0, 1)) {
+			if ip.Equal(net.IPv4(127, 0, 0, 1)) || ip.Equal(net.IPv6loopback) {
 				return testMAC
 			}
 			return ""
@@ -368,6 +373,24 @@ func TestEmbeddedFS(t *testing.T) {
 	}
 	if _, _, err := fetch(c, "secret.txt"); err == nil {
 		t.Fatal("non-allowed embedded file served")
+	}
+}
+
+// TestIPv6: the server on an IPv6 address (an IPv6-only provisioning
+// network: EDK2's PXEv6 gets tftp://[addr]/snponly.efi), with options.
+func TestIPv6(t *testing.T) {
+	data := bytes.Repeat([]byte("v6"), 5000)
+	addr, rec := startServer(t, Config{Addr: "[::1]:0", FS: fstest.MapFS{"snponly.efi": {Data: data}}})
+	c := client(t, addr)
+	c.RequestTSize(true)
+	c.SetBlockSize(1432)
+	got, tsize, err := fetch(c, "snponly.efi")
+	if err != nil || !bytes.Equal(got, data) || tsize != int64(len(data)) {
+		t.Fatalf("got %d bytes tsize %d err %v", len(got), tsize, err)
+	}
+	ev := rec.waitFor(t, 2*time.Second, func(ev boot.Event) bool { return ev.Kind == boot.TFTPServed })
+	if ev.MAC != testMAC || !strings.Contains(ev.Detail, "file=snponly.efi bytes=10000") {
+		t.Errorf("event %+v", ev)
 	}
 }
 

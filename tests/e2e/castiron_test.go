@@ -79,9 +79,13 @@ func castironBinary(t testing.TB) string {
 }
 
 // castironArgs are the serve flags for a lab.
-func castironArgs(dataDir, ramdisk string, o CastironOptions) []string {
+func castironArgs(l *Lab, dataDir, ramdisk string, o CastironOptions) []string {
+	listen := "0.0.0.0"
+	if l.Opts.IPv6Only {
+		listen = "[::]"
+	}
 	args := []string{"serve",
-		"--listen", "0.0.0.0:" + strconv.Itoa(CastironPort),
+		"--listen", listen + ":" + strconv.Itoa(CastironPort),
 		"--data-dir", dataDir,
 		"--insecure-noauth",
 		"--callback-timeout", o.CallbackTimeout.String(),
@@ -92,11 +96,14 @@ func castironArgs(dataDir, ramdisk string, o CastironOptions) []string {
 	args = append(args,
 		"--pxe-interface", Bridge,
 		"--dhcp-mode", o.DHCPMode,
-		"--dhcp-range", DHCPRange,
-		"--public-url", fmt.Sprintf("http://%s:%d", ServerIP, CastironPort),
 		"--ipxe-dir", ipxeDir,
 		"--ramdisk-dir", ramdisk,
 	)
+	if !l.Opts.IPv6Only {
+		// IPv6: castiron derives the URL from the bridge's address and
+		// hands out <prefix>::1000-1fff.
+		args = append(args, "--dhcp-range", DHCPRange, "--public-url", fmt.Sprintf("http://%s:%d", ServerIP, CastironPort))
+	}
 	return append(args, o.ExtraArgs...)
 }
 
@@ -121,13 +128,13 @@ func StartCastiron(t testing.TB, l *Lab, o CastironOptions) *Castiron {
 	if err := os.MkdirAll(dataDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	args := castironArgs(dataDir, ramdisk, o)
+	args := castironArgs(l, dataDir, ramdisk, o)
 	d, err := l.StartDaemon("castiron", append([]string{bin}, args...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := &Castiron{
-		URL:     fmt.Sprintf("http://%s:%d", ServerIP, CastironPort),
+		URL:     fmt.Sprintf("http://%s:%d", l.ServerAddr(), CastironPort),
 		LogPath: filepath.Join(l.Dir, "castiron.log"),
 		DataDir: dataDir,
 		d:       d,

@@ -24,6 +24,8 @@ const (
 	Bridge    = "br0"
 	ServerIP  = "10.205.0.1"
 	labPrefix = 24
+	// ServerIP6 is the bridge's address in an IPv6-only lab (a ULA /64).
+	ServerIP6 = "fd52:205::1"
 	// DHCPRange is what castiron hands out on Bridge.
 	DHCPRange = "10.205.0.100,10.205.0.199"
 )
@@ -41,6 +43,10 @@ type LabOptions struct {
 	MemMB int        // -m [1024]
 	CPUs  int        // -smp [1]
 	NICs  int        // virtio-net NICs, each on its own tap in Bridge; the first boots [1]
+	// IPv6Only gives the bridge ServerIP6/64 and no IPv4 address: castiron
+	// serves DHCPv6 and router advertisements, the VM boots over IPv6 (UEFI:
+	// OVMF's PXEv4 is switched off, so PXEv6 runs first).
+	IPv6Only bool
 }
 
 func (o *LabOptions) defaults() error {
@@ -161,8 +167,8 @@ func NewLab(t testing.TB, opts LabOptions) *Lab {
 	if err := l.setup(ctx); err != nil {
 		t.Fatalf("NewLab: %v", err)
 	}
-	t.Logf("lab: netns %s, %s %s/%d, VM %s (%s, %d MiB, %d CPU, MACs %v), BMC %s:%d in the namespace, dir %s",
-		l.NS.Name, Bridge, ServerIP, labPrefix, l.VMName, opts.Boot, opts.MemMB, opts.CPUs, l.MACs,
+	t.Logf("lab: netns %s, %s %s (%s), VM %s (%s, %d MiB, %d CPU, MACs %v), BMC %s:%d in the namespace, dir %s",
+		l.NS.Name, Bridge, l.ServerAddr(), l.netName(), l.VMName, opts.Boot, opts.MemMB, opts.CPUs, l.MACs,
 		BMCAddress, BMCPort, dir)
 	return l
 }
@@ -193,7 +199,12 @@ func (l *Lab) setup(ctx context.Context) error {
 	cmds := []string{
 		"link set lo up",
 		fmt.Sprintf("link add %s type bridge stp_state 0 forward_delay 0", Bridge),
-		fmt.Sprintf("addr add %s/%d dev %s", ServerIP, labPrefix, Bridge),
+	}
+	if l.Opts.IPv6Only {
+		// nodad: usable at once (lab IPV6.md), castiron binds to it.
+		cmds = append(cmds, fmt.Sprintf("addr add %s/64 dev %s nodad", ServerIP6, Bridge))
+	} else {
+		cmds = append(cmds, fmt.Sprintf("addr add %s/%d dev %s", ServerIP, labPrefix, Bridge))
 	}
 	for _, tap := range l.Taps {
 		// persistent: every power-on reattaches to the same bridge port
@@ -231,6 +242,7 @@ func (l *Lab) writeEnv() error {
 		{"E2E_QEMU", "qemu-system-x86_64"},
 		{"E2E_ACCEL", "tcg"}, // KVM here is nested PVM and unusably slow (NOTES.md)
 		{"E2E_BOOT", l.Opts.Boot},
+		{"E2E_NET", l.netName()},
 		{"E2E_MEM", strconv.Itoa(l.Opts.MemMB)},
 		{"E2E_CPUS", strconv.Itoa(l.Opts.CPUs)},
 		{"E2E_UUID", l.UUID},
@@ -252,6 +264,22 @@ func (l *Lab) writeEnv() error {
 		fmt.Fprintf(&b, "export %s=%s\n", kv[0], shellQuote(kv[1]))
 	}
 	return os.WriteFile(l.envPath, []byte(b.String()), 0o644)
+}
+
+// netName is "ipv6" for an IPv6-only lab, else "ipv4".
+func (l *Lab) netName() string {
+	if l.Opts.IPv6Only {
+		return "ipv6"
+	}
+	return "ipv4"
+}
+
+// ServerAddr is castiron's address on the bridge, as it goes in a URL.
+func (l *Lab) ServerAddr() string {
+	if l.Opts.IPv6Only {
+		return "[" + ServerIP6 + "]"
+	}
+	return ServerIP
 }
 
 // StartDaemon starts a long-running program inside the namespace (castiron,

@@ -7,7 +7,7 @@
 #   default (IPMI "force boot from hard drive")   -> disks only
 #   disks with an MBR boot signature get the lower boot indexes (see below)
 # Settings (all from ENVFILE, written by tests/e2e/lab_test.go):
-#   E2E_VM_NAME E2E_BOOT=bios|uefi E2E_ACCEL E2E_MEM E2E_CPUS E2E_UUID E2E_SERIAL
+#   E2E_VM_NAME E2E_BOOT=bios|uefi E2E_NET=ipv4|ipv6 E2E_ACCEL E2E_MEM E2E_CPUS E2E_UUID E2E_SERIAL
 #   E2E_NICS="tap0=52:54:00:..:..:.. tap1=..."  E2E_DISKS="/path/disk0.raw=SERIAL0 ..."
 #   E2E_OVMF_CODE E2E_OVMF_VARS  E2E_CONSOLE_SOCK E2E_MONITOR_PORT E2E_PIDFILE E2E_RUN E2E_EVENTS
 set -u
@@ -39,6 +39,11 @@ if [ "$E2E_BOOT" = uefi ]; then
   cp "$E2E_OVMF_VARS" "$E2E_RUN/OVMF_VARS.fd" || exit 1
   args+=(-drive "if=pflash,format=raw,unit=0,readonly=on,file=$E2E_OVMF_CODE"
          -drive "if=pflash,format=raw,unit=1,file=$E2E_RUN/OVMF_VARS.fd")
+  # IPv6-only network: without PXEv4 (which waits ~60 s for a DHCPv4 answer
+  # that never comes, lab IPV6.md) OVMF's PXEv6 is the first network boot.
+  if [ "${E2E_NET:-ipv4}" = ipv6 ]; then
+    args+=(-fw_cfg "name=opt/org.tianocore/IPv4PXESupport,string=n")
+  fi
 else
   # SeaBIOS "sercon": mirror the BIOS/iPXE text console to COM1 (what -nographic does implicitly,
   # which cannot be combined with -daemonize).
