@@ -132,7 +132,7 @@ func (c *Conductor) allocate(ctx context.Context, uuid string) {
 		return
 	}
 	var af *allocationFailure
-	reason := err.Error()
+	reason := Word(err).Error()
 	if errors.As(err, &af) {
 		c.log.Error(reason, "allocation", uuid, "verb", "allocate")
 	} else {
@@ -362,7 +362,7 @@ func (c *Conductor) backfillAllocation(ctx context.Context, a *storage.Allocatio
 		return nil
 	}
 	var af *allocationFailure
-	reason := err.Error()
+	reason := Word(err).Error()
 	switch {
 	case errors.As(err, &af):
 		err = fault.New(fault.Invalid, "%s", reason)

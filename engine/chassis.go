@@ -90,7 +90,7 @@ func (c *Conductor) checkNodeChassis(ctx context.Context, before *string, n *sto
 	}
 	ch, err := c.store.GetChassis(ctx, *n.ChassisUUID)
 	if fault.Is(err, fault.NotFound) {
-		return fault.New(fault.Invalid, "%s", err.Error())
+		return fault.New(fault.Invalid, "%s", Word(err).Error())
 	}
 	if err != nil {
 		return err

@@ -168,7 +168,7 @@ func applyInspection(in Inspection) work {
 		inv := in.Data.Inventory
 		created, err := c.portsFromInventory(ctx, n, inv, bootMAC(in.Data))
 		if err != nil {
-			return failed(fmt.Errorf("Failed to create ports from the inventory: %v", err))
+			return failed(fmt.Errorf("Failed to create ports from the inventory: %v", Word(err)))
 		}
 		if len(created) > 0 {
 			c.log.Info("ports created by inspection", "node", n.UUID, "state", n.ProvisionState, "verb", "inspect", "macs", created)

@@ -33,7 +33,7 @@ func ensurePortgroupMaps(pg *storage.Portgroup) {
 func (c *Conductor) nodeForPortgroup(ctx context.Context, ident string) (*storage.Node, error) {
 	n, err := c.store.GetNode(ctx, ident)
 	if fault.Is(err, fault.NotFound) {
-		return nil, fault.New(fault.Invalid, "%s", err.Error())
+		return nil, fault.New(fault.Invalid, "%s", Word(err).Error())
 	}
 	return n, err
 }
@@ -202,7 +202,7 @@ func (c *Conductor) checkPortPortgroup(ctx context.Context, old, p *storage.Port
 	pg, err := c.store.GetPortgroup(ctx, *p.PortgroupUUID)
 	if fault.Is(err, fault.NotFound) {
 		// Ironic turns PortgroupNotFound into a 400 on port requests.
-		return fault.New(fault.Invalid, "%s", err.Error())
+		return fault.New(fault.Invalid, "%s", Word(err).Error())
 	}
 	if err != nil {
 		return err

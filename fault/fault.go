@@ -53,6 +53,17 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
+// FaultKind implements Classified.
+func (e *Error) FaultKind() Kind { return e.Kind }
+
+// Classified is an error that knows its kind: *Error, and the neutral errors
+// of lower layers (storage's "duplicate", "not found", ...), which engine
+// words as Ironic does.
+type Classified interface {
+	error
+	FaultKind() Kind
+}
+
 // New makes a classified error with a formatted message.
 func New(k Kind, format string, args ...any) error {
 	return &Error{Kind: k, Msg: fmt.Sprintf(format, args...)}
@@ -65,9 +76,9 @@ func Wrap(k Kind, err error, format string, args ...any) error {
 
 // KindOf reports the kind of err; unclassified errors are Internal.
 func KindOf(err error) Kind {
-	var e *Error
-	if errors.As(err, &e) {
-		return e.Kind
+	var c Classified
+	if errors.As(err, &c) {
+		return c.FaultKind()
 	}
 	return Internal
 }

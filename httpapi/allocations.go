@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"castiron/engine"
 	"castiron/fault"
 	"castiron/storage"
 )
@@ -179,7 +180,7 @@ func (a *API) listAllocations(w http.ResponseWriter, r *http.Request) error {
 // missing thing is a parameter, not the resource addressed.
 func asBadRequest(err error) error {
 	if fault.Is(err, fault.NotFound) {
-		return fault.New(fault.Invalid, "%s", err.Error())
+		return fault.New(fault.Invalid, "%s", engine.Word(err).Error())
 	}
 	return err
 }

@@ -192,7 +192,7 @@ func (a *API) listDeployTemplates(w http.ResponseWriter, r *http.Request) error 
 	if page.Marker != "" {
 		// DeployTemplate.get_by_uuid: a name finds nothing.
 		if !argUUIDLike(page.Marker) {
-			return storage.DeployTemplateNotFound(page.Marker)
+			return &storage.NotFoundError{Table: "deploy_templates", Key: page.Marker}
 		}
 		if _, err := a.cond.Store().GetDeployTemplate(ctx, page.Marker); err != nil {
 			return err

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"castiron/engine"
 	"castiron/fault"
 )
 
@@ -67,6 +68,7 @@ func writeRaw(w http.ResponseWriter, status int, body []byte) {
 // writeError answers err with Ironic's body and the status of its kind.
 // Unclassified errors are logged and answered 500 without their text.
 func writeError(w http.ResponseWriter, r *http.Request, err error) {
+	err = engine.Word(err)
 	k := fault.KindOf(err)
 	status := statusOf(k)
 	msg := err.Error()

@@ -204,7 +204,7 @@ func (a *API) listInspectionRules(w http.ResponseWriter, r *http.Request) error 
 	ctx := r.Context()
 	if page.Marker != "" {
 		if !argUUIDLike(page.Marker) {
-			return storage.InspectionRuleNotFound(page.Marker)
+			return &storage.NotFoundError{Table: "inspection_rules", Key: page.Marker}
 		}
 		if _, err := a.cond.Store().GetInspectionRule(ctx, page.Marker); err != nil {
 			return err

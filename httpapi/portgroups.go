@@ -239,7 +239,7 @@ func (a *API) createPortgroup(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if _, err := a.cond.Store().GetNode(r.Context(), pg.NodeUUID); fault.Is(err, fault.NotFound) {
-		return fault.New(fault.Invalid, "%s", err.Error())
+		return fault.New(fault.Invalid, "%s", engine.Word(err).Error())
 	} else if err != nil {
 		return err
 	}

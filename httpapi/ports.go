@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"castiron/engine"
 	"castiron/fault"
 	"castiron/storage"
 )
@@ -228,7 +229,7 @@ func (a *API) createPort(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if err := a.cond.CreatePort(actorContext(r), p); err != nil {
-		if fault.Is(err, fault.NotFound) && strings.HasPrefix(err.Error(), "Node ") {
+		if err := engine.Word(err); fault.Is(err, fault.NotFound) && strings.HasPrefix(err.Error(), "Node ") {
 			return fault.New(fault.Invalid, "%s", err.Error()) // Ironic: 400 for an unknown node here
 		}
 		return err
@@ -277,7 +278,7 @@ func (a *API) patchPort(w http.ResponseWriter, r *http.Request) error {
 		if node, ok := after["node_uuid"].(string); ok && node != before["node_uuid"] {
 			n, err := a.cond.Store().GetNode(r.Context(), node)
 			if err != nil {
-				return fault.New(fault.Invalid, "%s", err.Error())
+				return fault.New(fault.Invalid, "%s", engine.Word(err).Error())
 			}
 			after["node_uuid"] = n.UUID
 		}

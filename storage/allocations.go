@@ -2,13 +2,8 @@ package storage
 
 import (
 	"context"
-	"database/sql/driver"
 	"fmt"
 	"time"
-
-	"github.com/google/uuid"
-
-	"castiron/fault"
 )
 
 // Allocation is a request for a node (Ironic's allocation, API 1.52+).
@@ -94,6 +89,16 @@ func newAllocationSQL() allocationSQL {
 		nullStrCol("conductor_affinity", func(a *Allocation) **string { return &a.ConductorAffinity }),
 		fixed(timeCol("created_at", func(a *Allocation) *time.Time { return &a.CreatedAt })),
 		nullTimeCol("updated_at", func(a *Allocation) **time.Time { return &a.UpdatedAt }),
+	}).withRecord(record[Allocation]{
+		uuid:      func(a *Allocation) *string { return &a.UUID },
+		created:   func(a *Allocation) *time.Time { return &a.CreatedAt },
+		updated:   func(a *Allocation) **time.Time { return &a.UpdatedAt },
+		normalize: normalizeAllocation,
+		unique: map[string]func(*Allocation) []string{
+			"uuid": one(func(a *Allocation) string { return a.UUID }),
+			"name": one(func(a *Allocation) string { return deref(a.Name) }),
+		},
+		parent: func(a *Allocation) string { return deref(a.NodeUUID) },
 	})
 	return allocationSQL{
 		table:  t,
@@ -102,10 +107,7 @@ func newAllocationSQL() allocationSQL {
 	}
 }
 
-// AllocationNotFound is Ironic's AllocationNotFound.
-func AllocationNotFound(ident string) error {
-	return fault.New(fault.NotFound, "Allocation %s could not be found.", ident)
-}
+func allocationNotFound(ident string) error { return &NotFoundError{Table: "allocations", Key: ident} }
 
 // normalizeAllocation gives a its stored shape.
 func normalizeAllocation(a *Allocation) {
@@ -126,45 +128,17 @@ func normalizeAllocation(a *Allocation) {
 	}
 }
 
-func allocationWriteError(err error, a *Allocation) error {
-	if v, ok := violationOf(err); ok {
-		switch {
-		case v.foreign:
-			return fault.NodeNotFound(deref(a.NodeUUID))
-		case v.unique == "allocations.uuid":
-			return fault.New(fault.Conflict, "An allocation with UUID %s already exists.", a.UUID)
-		case v.unique == "allocations.name":
-			return fault.New(fault.Conflict, "An allocation with name %s already exists.", deref(a.Name))
-		}
-	}
-	return fmt.Errorf("storage: write allocation %s: %w", a.UUID, err)
-}
-
 // getAllocation looks ident up as a UUID when it is one, else as a name.
 func (s *SQLite) getAllocation(ctx context.Context, r runner, ident string) (*Allocation, error) {
 	if u, ok := canonicalUUID(ident); ok {
-		return allocs.getOne(ctx, r, AllocationNotFound(ident), allocs.byUUID, u)
+		return allocs.getOne(ctx, r, allocationNotFound(ident), allocs.byUUID, u)
 	}
-	return allocs.getOne(ctx, r, AllocationNotFound(ident), allocs.byName, ident)
+	return allocs.getOne(ctx, r, allocationNotFound(ident), allocs.byName, ident)
 }
 
 // CreateAllocation inserts a and fills a.ID.
 func (s *SQLite) CreateAllocation(ctx context.Context, a *Allocation) error {
-	if a.UUID == "" {
-		a.UUID = uuid.NewString()
-	} else if u, ok := canonicalUUID(a.UUID); ok {
-		a.UUID = u
-	} else {
-		return fault.New(fault.Invalid, "Expected a UUID but received %s.", a.UUID)
-	}
-	if a.CreatedAt.IsZero() {
-		a.CreatedAt = time.Now()
-	}
-	normalizeAllocation(a)
-	if err := s.writer().queryRow(ctx, allocs.insert, allocs.insertArgs(a)...).Scan(&a.ID); err != nil {
-		return allocationWriteError(err, a)
-	}
-	return nil
+	return allocs.create(ctx, s.writer(), a)
 }
 
 // GetAllocation finds an allocation by UUID or name.
@@ -193,9 +167,8 @@ func (s *SQLite) ListAllocations(ctx context.Context, q AllocationQuery) ([]*All
 		}
 	}
 	return allocs.paged(ctx, s.reader(), f, q.Page, pageSpec{
-		defaultSort:    "id",
-		markerCol:      "uuid",
-		markerNotFound: AllocationNotFound,
+		defaultSort: "id",
+		markerCol:   "uuid",
 	})
 }
 
@@ -207,14 +180,7 @@ func (s *SQLite) UpdateAllocation(ctx context.Context, ident string, fn func(a *
 		if err != nil {
 			return err
 		}
-		w, err := beginAllocationWrite(a)
-		if err != nil {
-			return err
-		}
-		if err := fn(a); err != nil {
-			return err
-		}
-		if err := w.finish(ctx, r, a); err != nil {
+		if err := allocs.rewrite(ctx, r, a, fn); err != nil {
 			return err
 		}
 		out = a
@@ -241,77 +207,20 @@ func (s *SQLite) UpdateAllocationAndNode(ctx context.Context, ident, nodeIdent s
 		if err != nil {
 			return err
 		}
-		aw, err := beginAllocationWrite(a)
-		if err != nil {
-			return err
-		}
-		nodeID, nodeUUID, nodeCreated := n.ID, n.UUID, n.CreatedAt
-		nodeBefore, err := s.nodes.values(n)
-		if err != nil {
-			return err
-		}
-		if err := fn(a, n); err != nil {
-			return err
-		}
-		if n.ID != nodeID || n.UUID != nodeUUID {
-			return fmt.Errorf("storage: update node %s: id and uuid cannot change", nodeUUID)
-		}
-		n.CreatedAt = nodeCreated
-		now := time.Now()
-		n.UpdatedAt = &now
-		normalizeNode(n)
-		nodeAfter, err := s.nodes.values(n)
-		if err != nil {
-			return err
-		}
-		if err := s.nodes.updateChanged(ctx, r, nodeBefore, nodeAfter, n.ID); err != nil {
-			return nodeWriteError(err, n)
-		}
-		if err := aw.finish(ctx, r, a); err != nil {
-			return err
-		}
-		outA, outN = a, n
-		return nil
+		// fn runs inside the allocation's rewrite, which runs inside the
+		// node's: each writes the columns fn changed in its row.
+		return s.nodes.rewrite(ctx, r, n, func(n *Node) error {
+			if err := allocs.rewrite(ctx, r, a, func(a *Allocation) error { return fn(a, n) }); err != nil {
+				return err
+			}
+			outA, outN = a, n
+			return nil
+		})
 	})
 	if err != nil {
 		return nil, nil, err
 	}
 	return outA, outN, nil
-}
-
-// allocationWrite remembers an allocation as read, to write back only the
-// columns an update changed.
-type allocationWrite struct {
-	id      int64
-	uuid    string
-	created time.Time
-	before  []driver.Value
-}
-
-func beginAllocationWrite(a *Allocation) (*allocationWrite, error) {
-	before, err := allocs.values(a)
-	if err != nil {
-		return nil, err
-	}
-	return &allocationWrite{id: a.ID, uuid: a.UUID, created: a.CreatedAt, before: before}, nil
-}
-
-func (w *allocationWrite) finish(ctx context.Context, r runner, a *Allocation) error {
-	if a.ID != w.id || a.UUID != w.uuid {
-		return fmt.Errorf("storage: update allocation %s: id and uuid cannot change", w.uuid)
-	}
-	a.CreatedAt = w.created
-	now := time.Now()
-	a.UpdatedAt = &now
-	normalizeAllocation(a)
-	after, err := allocs.values(a)
-	if err != nil {
-		return err
-	}
-	if err := allocs.updateChanged(ctx, r, w.before, after, a.ID); err != nil {
-		return allocationWriteError(err, a)
-	}
-	return nil
 }
 
 // DeleteAllocation frees the allocation's node and deletes it, as Ironic's

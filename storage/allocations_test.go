@@ -68,9 +68,9 @@ func TestAllocationRoundTrip(t *testing.T) {
 	if got, err := s.GetAllocation(ctx, "ALLOC-1"); err == nil {
 		t.Fatalf("names are case-sensitive, got %s", got.UUID)
 	}
-	wantKind(t, mustErr(s.GetAllocation(ctx, "nope")), fault.NotFound, "Allocation nope could not be found.")
+	wantKind(t, mustErr(s.GetAllocation(ctx, "nope")), fault.NotFound, "storage: no allocations row nope")
 	u := uuid.NewString()
-	wantKind(t, mustErr(s.GetAllocation(ctx, u)), fault.NotFound, "Allocation "+u+" could not be found.")
+	wantKind(t, mustErr(s.GetAllocation(ctx, u)), fault.NotFound, "storage: no allocations row "+u)
 
 	// Defaults: a UUID, non-nil lists and map.
 	a := mustCreateAllocation(t, s, &Allocation{State: "allocating"})
@@ -89,18 +89,18 @@ func TestAllocationDuplicatesAndUnknownNode(t *testing.T) {
 	s := openTest(t)
 	ctx := context.Background()
 	a := mustCreateAllocation(t, s, newAllocation("dup"))
-	wantKind(t, s.CreateAllocation(ctx, newAllocation("dup")), fault.Conflict, "An allocation with name dup already exists.")
+	wantKind(t, s.CreateAllocation(ctx, newAllocation("dup")), fault.Conflict, "storage: allocations (name)=(dup) already exists")
 	b := newAllocation("")
 	b.UUID = a.UUID
-	wantKind(t, s.CreateAllocation(ctx, b), fault.Conflict, "An allocation with UUID "+a.UUID+" already exists.")
+	wantKind(t, s.CreateAllocation(ctx, b), fault.Conflict, "storage: allocations (uuid)=("+a.UUID+") already exists")
 	c := newAllocation("c")
 	c.NodeUUID = ptr(uuid.NewString())
-	wantKind(t, s.CreateAllocation(ctx, c), fault.NotFound, "Node "+*c.NodeUUID+" could not be found.")
+	wantKind(t, s.CreateAllocation(ctx, c), fault.NotFound, "storage: no nodes row "+*c.NodeUUID)
 	wantKind(t, s.CreateAllocation(ctx, &Allocation{UUID: "not-a-uuid", State: "allocating"}), fault.Invalid, "")
 
 	other := mustCreateAllocation(t, s, newAllocation("other"))
 	_, err := s.UpdateAllocation(ctx, other.UUID, func(a *Allocation) error { a.Name = ptr("dup"); return nil })
-	wantKind(t, err, fault.Conflict, "An allocation with name dup already exists.")
+	wantKind(t, err, fault.Conflict, "storage: allocations (name)=(dup) already exists")
 }
 
 func TestListAllocations(t *testing.T) {
@@ -154,7 +154,7 @@ func TestListAllocations(t *testing.T) {
 	}
 	m := uuid.NewString()
 	_, err := s.ListAllocations(ctx, AllocationQuery{Page: Page{Marker: m}})
-	wantKind(t, err, fault.NotFound, "Allocation "+m+" could not be found.")
+	wantKind(t, err, fault.NotFound, "storage: no allocations row "+m)
 	_, err = s.ListAllocations(ctx, AllocationQuery{Page: Page{SortKey: "traits"}})
 	wantKind(t, err, fault.Invalid, "")
 }
@@ -186,7 +186,7 @@ func TestUpdateAllocationAndNode(t *testing.T) {
 		n.InstanceUUID = &a.UUID
 		return nil
 	})
-	wantKind(t, err, fault.Conflict, "Instance "+a.UUID+" is already associated with a node, it cannot be associated with this other node "+n2.UUID)
+	wantKind(t, err, fault.Conflict, "storage: nodes (instance_uuid)=("+a.UUID+") already exists")
 	if ga, _ := s.GetAllocation(ctx, a.UUID); ga.LastError != nil {
 		t.Fatal("failed transaction changed the allocation")
 	}
@@ -204,9 +204,9 @@ func TestUpdateAllocationAndNode(t *testing.T) {
 		t.Fatal("rolled-back change is visible")
 	}
 	_, _, err = s.UpdateAllocationAndNode(ctx, "nope", n2.UUID, func(*Allocation, *Node) error { return nil })
-	wantKind(t, err, fault.NotFound, "Allocation nope could not be found.")
+	wantKind(t, err, fault.NotFound, "storage: no allocations row nope")
 	_, _, err = s.UpdateAllocationAndNode(ctx, a.UUID, "nope", func(*Allocation, *Node) error { return nil })
-	wantKind(t, err, fault.NotFound, "Node nope could not be found.")
+	wantKind(t, err, fault.NotFound, "storage: no nodes row nope")
 }
 
 func TestDeleteAllocation(t *testing.T) {
@@ -238,7 +238,7 @@ func TestDeleteAllocation(t *testing.T) {
 	if got.AllocationUUID != nil || got.InstanceUUID != nil {
 		t.Fatalf("node not freed: allocation %v instance %v", got.AllocationUUID, got.InstanceUUID)
 	}
-	wantKind(t, s.DeleteAllocation(ctx, a.UUID, nil), fault.NotFound, "Allocation "+a.UUID+" could not be found.")
+	wantKind(t, s.DeleteAllocation(ctx, a.UUID, nil), fault.NotFound, "storage: no allocations row "+a.UUID)
 
 	// Without a node, check gets nil.
 	b := mustCreateAllocation(t, s, newAllocation("b"))

@@ -61,16 +61,16 @@ func TestChassisErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := s.CreateChassis(ctx, &Chassis{UUID: c.UUID})
-	wantKind(t, err, fault.Conflict, "A chassis with UUID "+c.UUID+" already exists.")
+	wantKind(t, err, fault.Conflict, "storage: chassis (uuid)=("+c.UUID+") already exists")
 	err = s.CreateChassis(ctx, &Chassis{UUID: "not-a-uuid"})
-	wantKind(t, err, fault.Invalid, "Expected a UUID but received not-a-uuid.")
+	wantKind(t, err, fault.Invalid, "storage: invalid uuid \"not-a-uuid\"")
 	missing := uuid.NewString()
 	_, err = s.GetChassis(ctx, missing)
-	wantKind(t, err, fault.NotFound, "Chassis "+missing+" could not be found.")
+	wantKind(t, err, fault.NotFound, "storage: no chassis row "+missing)
 	_, err = s.UpdateChassis(ctx, missing, func(*Chassis) error { return nil })
-	wantKind(t, err, fault.NotFound, "Chassis "+missing+" could not be found.")
+	wantKind(t, err, fault.NotFound, "storage: no chassis row "+missing)
 	err = s.DeleteChassis(ctx, missing)
-	wantKind(t, err, fault.NotFound, "Chassis "+missing+" could not be found.")
+	wantKind(t, err, fault.NotFound, "storage: no chassis row "+missing)
 }
 
 func TestListChassis(t *testing.T) {
@@ -118,9 +118,9 @@ func TestListChassis(t *testing.T) {
 	}
 	missing := uuid.NewString()
 	_, err := s.ListChassis(ctx, Page{Marker: missing})
-	wantKind(t, err, fault.NotFound, "Chassis "+missing+" could not be found.")
+	wantKind(t, err, fault.NotFound, "storage: no chassis row "+missing)
 	_, err = s.ListChassis(ctx, Page{SortKey: "extra"})
-	wantKind(t, err, fault.Invalid, "The sort_key value extra is an invalid field for sorting")
+	wantKind(t, err, fault.Invalid, "storage: invalid sort_key \"extra\"")
 }
 
 func TestUpdateChassis(t *testing.T) {
@@ -165,7 +165,7 @@ func TestDeleteChassisRefusedWhileNodesNameIt(t *testing.T) {
 	n.ChassisUUID = ptr(c.UUID)
 	mustCreateNode(t, s, n)
 	err := s.DeleteChassis(ctx, c.UUID)
-	wantKind(t, err, fault.Invalid, "Cannot complete the requested action because chassis "+c.UUID+" contains nodes.")
+	wantKind(t, err, fault.Conflict, "storage: chassis "+c.UUID+" is in use by nodes")
 	if _, err := s.GetChassis(ctx, c.UUID); err != nil {
 		t.Fatalf("refused delete removed the chassis: %v", err)
 	}

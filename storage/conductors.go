@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"time"
-
-	"castiron/fault"
 )
 
 // conductorSQL is the generated SQL of the conductors table.
@@ -38,7 +36,7 @@ func newConductorSQL() conductorSQL {
 }
 
 func conductorNotFound(hostname string) error {
-	return fault.New(fault.NotFound, "Conductor %s could not be found.", hostname)
+	return &NotFoundError{Table: "conductors", Key: hostname}
 }
 
 // RegisterConductor inserts or replaces a conductor row and marks it
@@ -63,8 +61,9 @@ func (s *SQLite) RegisterConductor(ctx context.Context, c *Conductor) error {
 
 // setConductor updates one registered conductor; an unknown one is NotFound.
 func (s *SQLite) setConductor(ctx context.Context, hostname, query string, args ...any) error {
-	err := execOne(ctx, s.writer(), conductorNotFound(hostname), query, args...)
-	if err != nil && !fault.Is(err, fault.NotFound) {
+	nf := conductorNotFound(hostname)
+	err := execOne(ctx, s.writer(), nf, query, args...)
+	if err != nil && err != nf {
 		return fmt.Errorf("storage: update conductor %s: %w", hostname, err)
 	}
 	return err
@@ -97,8 +96,7 @@ func (s *SQLite) ListConductors(ctx context.Context, page Page) ([]*Conductor, e
 		page.SortKey = ""
 	}
 	return s.conds.paged(ctx, s.reader(), &filter{}, page, pageSpec{
-		defaultSort:    "hostname",
-		markerCol:      "hostname",
-		markerNotFound: conductorNotFound,
+		defaultSort: "hostname",
+		markerCol:   "hostname",
 	})
 }

@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
-
-	"castiron/fault"
 )
 
 // DeployStep is one step of a deploy template, as Ironic stores it.
@@ -32,7 +30,7 @@ type DeployTemplate struct {
 }
 
 // DeployTemplateStore keeps deploy templates. Names and UUIDs are unique
-// (fault.Conflict with Ironic's wording).
+// (DuplicateErrors).
 type DeployTemplateStore interface {
 	CreateDeployTemplate(ctx context.Context, t *DeployTemplate) error
 	// GetDeployTemplate finds a template by UUID, or by name when ident is
@@ -45,9 +43,8 @@ type DeployTemplateStore interface {
 	DeleteDeployTemplate(ctx context.Context, ident string) error
 }
 
-// DeployTemplateNotFound is Ironic's DeployTemplateNotFound.
-func DeployTemplateNotFound(ident string) error {
-	return fault.New(fault.NotFound, "Deploy template %s could not be found.", ident)
+func deployTemplateNotFound(ident string) error {
+	return &NotFoundError{Table: "deploy_templates", Key: ident}
 }
 
 // deploySteps is the JSON array column of a template's steps.
@@ -98,6 +95,15 @@ func newDeployTemplateSQL() deployTemplateSQL {
 		objectCol("extra", func(t *DeployTemplate) *JSONObject { return &t.Extra }),
 		fixed(timeCol("created_at", func(t *DeployTemplate) *time.Time { return &t.CreatedAt })),
 		nullTimeCol("updated_at", func(t *DeployTemplate) **time.Time { return &t.UpdatedAt }),
+	}).withRecord(record[DeployTemplate]{
+		uuid:      func(t *DeployTemplate) *string { return &t.UUID },
+		created:   func(t *DeployTemplate) *time.Time { return &t.CreatedAt },
+		updated:   func(t *DeployTemplate) **time.Time { return &t.UpdatedAt },
+		normalize: normalizeDeployTemplate,
+		unique: map[string]func(*DeployTemplate) []string{
+			"uuid": one(func(t *DeployTemplate) string { return t.UUID }),
+			"name": one(func(t *DeployTemplate) string { return t.Name }),
+		},
 	})
 	return deployTemplateSQL{
 		table:  t,
@@ -122,41 +128,17 @@ func normalizeDeployTemplate(t *DeployTemplate) {
 	}
 }
 
-func deployTemplateWriteError(err error, t *DeployTemplate) error {
-	if v, ok := violationOf(err); ok {
-		switch v.unique {
-		case "deploy_templates.name":
-			return fault.New(fault.Conflict, "A deploy template with name %s already exists.", t.Name)
-		case "deploy_templates.uuid":
-			return fault.New(fault.Conflict, "A deploy template with UUID %s already exists.", t.UUID)
-		}
-	}
-	return fmt.Errorf("storage: write deploy template %s: %w", t.UUID, err)
-}
-
 // CreateDeployTemplate inserts t and fills t.ID (and UUID and CreatedAt
 // when empty).
 func (s *SQLite) CreateDeployTemplate(ctx context.Context, t *DeployTemplate) error {
-	if err := newVolumeUUID(&t.UUID); err != nil {
-		return err
-	}
-	if t.CreatedAt.IsZero() {
-		t.CreatedAt = time.Now()
-	}
-	normalizeDeployTemplate(t)
-	return s.writeTx(ctx, func(r runner) error {
-		if err := r.queryRow(ctx, templateTable.insert, templateTable.insertArgs(t)...).Scan(&t.ID); err != nil {
-			return deployTemplateWriteError(err, t)
-		}
-		return nil
-	})
+	return s.writeTx(ctx, func(r runner) error { return templateTable.create(ctx, r, t) })
 }
 
 func (s *SQLite) getDeployTemplate(ctx context.Context, r runner, ident string) (*DeployTemplate, error) {
 	if u, ok := canonicalUUID(ident); ok {
-		return templateTable.getOne(ctx, r, DeployTemplateNotFound(ident), templateTable.byUUID, u)
+		return templateTable.getOne(ctx, r, deployTemplateNotFound(ident), templateTable.byUUID, u)
 	}
-	return templateTable.getOne(ctx, r, DeployTemplateNotFound(ident), templateTable.byName, ident)
+	return templateTable.getOne(ctx, r, deployTemplateNotFound(ident), templateTable.byName, ident)
 }
 
 // GetDeployTemplate finds a template by UUID or name.
@@ -167,23 +149,30 @@ func (s *SQLite) GetDeployTemplate(ctx context.Context, ident string) (*DeployTe
 // ListDeployTemplates returns one page of templates.
 func (s *SQLite) ListDeployTemplates(ctx context.Context, page Page) ([]*DeployTemplate, error) {
 	return templateTable.paged(ctx, s.reader(), &filter{}, page, pageSpec{
-		defaultSort:    "id",
-		markerCol:      "uuid",
-		markerNotFound: DeployTemplateNotFound,
+		defaultSort: "id",
+		markerCol:   "uuid",
 	})
 }
 
 // UpdateDeployTemplate reads the template, applies fn and writes it back in
 // one write transaction. An error from fn is returned unchanged.
 func (s *SQLite) UpdateDeployTemplate(ctx context.Context, ident string, fn func(t *DeployTemplate) error) (*DeployTemplate, error) {
-	return templateTable.update(ctx, s, rowUpdate[DeployTemplate]{
-		get:       func(r runner) (*DeployTemplate, error) { return s.getDeployTemplate(ctx, r, ident) },
-		identity:  func(t *DeployTemplate) (int64, string, time.Time) { return t.ID, t.UUID, t.CreatedAt },
-		setTime:   func(t *DeployTemplate, created, now time.Time) { t.CreatedAt, t.UpdatedAt = created, &now },
-		normalize: normalizeDeployTemplate,
-		writeErr:  deployTemplateWriteError,
-		what:      "deploy template",
-	}, fn)
+	var out *DeployTemplate
+	err := s.writeTx(ctx, func(r runner) error {
+		t, err := s.getDeployTemplate(ctx, r, ident)
+		if err != nil {
+			return err
+		}
+		if err := templateTable.rewrite(ctx, r, t, fn); err != nil {
+			return err
+		}
+		out = t
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // DeleteDeployTemplate removes a template by UUID or name.

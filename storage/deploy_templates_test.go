@@ -42,11 +42,11 @@ func TestDeployTemplates(t *testing.T) {
 	}
 
 	err := s.CreateDeployTemplate(ctx, &DeployTemplate{Name: "CUSTOM_RAID1"})
-	wantKind(t, err, fault.Conflict, "A deploy template with name CUSTOM_RAID1 already exists.")
+	wantKind(t, err, fault.Conflict, "storage: deploy_templates (name)=(CUSTOM_RAID1) already exists")
 	err = s.CreateDeployTemplate(ctx, &DeployTemplate{UUID: full.UUID, Name: "CUSTOM_C"})
-	wantKind(t, err, fault.Conflict, "A deploy template with UUID "+full.UUID+" already exists.")
+	wantKind(t, err, fault.Conflict, "storage: deploy_templates (uuid)=("+full.UUID+") already exists")
 	_, err = s.GetDeployTemplate(ctx, "CUSTOM_NONE")
-	wantKind(t, err, fault.NotFound, "Deploy template CUSTOM_NONE could not be found.")
+	wantKind(t, err, fault.NotFound, "storage: no deploy_templates row CUSTOM_NONE")
 
 	names := func(ts []*DeployTemplate) []string {
 		out := []string{}
@@ -70,7 +70,7 @@ func TestDeployTemplates(t *testing.T) {
 		}
 	}
 	_, err = s.ListDeployTemplates(ctx, Page{SortKey: "steps"})
-	wantKind(t, err, fault.Invalid, "The sort_key value steps is an invalid field for sorting")
+	wantKind(t, err, fault.Invalid, "storage: invalid sort_key \"steps\"")
 
 	out, err := s.UpdateDeployTemplate(ctx, "CUSTOM_B", func(t *DeployTemplate) error {
 		t.Name = "CUSTOM_B2"
@@ -84,10 +84,10 @@ func TestDeployTemplates(t *testing.T) {
 		t.Fatalf("after update: %+v", got)
 	}
 	_, err = s.UpdateDeployTemplate(ctx, minimal.UUID, func(t *DeployTemplate) error { t.Name = "CUSTOM_RAID1"; return nil })
-	wantKind(t, err, fault.Conflict, "A deploy template with name CUSTOM_RAID1 already exists.")
+	wantKind(t, err, fault.Conflict, "storage: deploy_templates (name)=(CUSTOM_RAID1) already exists")
 
 	if err := s.DeleteDeployTemplate(ctx, "CUSTOM_B2"); err != nil {
 		t.Fatal(err)
 	}
-	wantKind(t, s.DeleteDeployTemplate(ctx, minimal.UUID), fault.NotFound, "Deploy template "+minimal.UUID+" could not be found.")
+	wantKind(t, s.DeleteDeployTemplate(ctx, minimal.UUID), fault.NotFound, "storage: no deploy_templates row "+minimal.UUID)
 }

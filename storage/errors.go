@@ -2,15 +2,79 @@ package storage
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
+
+	"castiron/fault"
 )
+
+// Storage errors are neutral: they say which table, column and value a
+// failure is about, never how Ironic words it (engine does, see engine.Word).
+// Each carries its fault kind, so that an error nobody words still maps to
+// the right HTTP status.
+
+// NotFoundError: no row of Table has Key in Column ("" for the table's
+// identity: a uuid, or a name when the key is not a uuid).
+type NotFoundError struct {
+	Table, Column, Key string
+}
+
+func (e *NotFoundError) Error() string {
+	if e.Column != "" {
+		return fmt.Sprintf("storage: no %s row with %s %s", e.Table, e.Column, e.Key)
+	}
+	return fmt.Sprintf("storage: no %s row %s", e.Table, e.Key)
+}
+
+// FaultKind implements fault.Classified.
+func (e *NotFoundError) FaultKind() fault.Kind { return fault.NotFound }
+
+// DuplicateError: a unique constraint of Table refused Values in Columns
+// for the row Row (its uuid) because another row holds them.
+type DuplicateError struct {
+	Table   string
+	Columns []string
+	Values  []string
+	Row     string
+}
+
+func (e *DuplicateError) Error() string {
+	return fmt.Sprintf("storage: %s (%s)=(%s) already exists", e.Table, strings.Join(e.Columns, ", "), strings.Join(e.Values, ", "))
+}
+
+// FaultKind implements fault.Classified.
+func (e *DuplicateError) FaultKind() fault.Kind { return fault.Conflict }
+
+// InUseError: the row Key of Table cannot be deleted while rows of By name it.
+type InUseError struct {
+	Table, Key, By string
+}
+
+func (e *InUseError) Error() string {
+	return fmt.Sprintf("storage: %s %s is in use by %s", e.Table, e.Key, e.By)
+}
+
+// FaultKind implements fault.Classified.
+func (e *InUseError) FaultKind() fault.Kind { return fault.Conflict }
+
+// InvalidError: Value cannot go in (or, for paging, be used as) Column.
+type InvalidError struct {
+	Table, Column, Value string
+}
+
+func (e *InvalidError) Error() string {
+	return fmt.Sprintf("storage: invalid %s %q", e.Column, e.Value)
+}
+
+// FaultKind implements fault.Classified.
+func (e *InvalidError) FaultKind() fault.Kind { return fault.Invalid }
 
 // violation is a constraint a write broke, as far as callers care.
 type violation struct {
-	unique  string // "table.column" of a UNIQUE or PRIMARY KEY, or ""
+	unique  string // the columns of a UNIQUE or PRIMARY KEY ("name", "type, connector_id"), or ""
 	foreign bool   // a FOREIGN KEY
 }
 
@@ -18,23 +82,32 @@ type violation struct {
 // instead of checking beforehand keeps duplicate detection race-free and
 // costs nothing on the success path.
 func violationOf(err error) (violation, bool) {
+	if v, ok := pgViolationOf(err); ok {
+		return v, true
+	}
 	var se *sqlite.Error
 	if !errors.As(err, &se) {
 		return violation{}, false
 	}
 	switch se.Code() {
 	case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
-		// "constraint failed: UNIQUE constraint failed: nodes.name (2067)"
+		// "constraint failed: UNIQUE constraint failed: t.a, t.b (2067)"
 		const marker = "constraint failed: "
 		msg := se.Error()
 		i := strings.LastIndex(msg, marker)
 		if i < 0 {
 			return violation{}, false
 		}
-		cols, _, _ := strings.Cut(msg[i+len(marker):], " ")
-		// A multi-column constraint reads "t.a, t.b"; none of ours is one.
-		cols, _, _ = strings.Cut(cols, ",")
-		return violation{unique: cols}, true
+		list := msg[i+len(marker):]
+		if j := strings.LastIndex(list, " ("); j >= 0 {
+			list = list[:j]
+		}
+		var cols []string
+		for _, c := range strings.Split(list, ", ") {
+			_, col, _ := strings.Cut(c, ".")
+			cols = append(cols, col)
+		}
+		return violation{unique: strings.Join(cols, ", ")}, true
 	case sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY:
 		return violation{foreign: true}, true
 	}

@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-
-	"castiron/fault"
 )
 
 // event is an Event with its row id, which only pagination needs.
@@ -36,6 +34,10 @@ func newEventSQL() eventSQL {
 		strCol("verb", func(e *event) *string { return &e.Verb }),
 		strCol("from_state", func(e *event) *string { return &e.FromState }),
 		strCol("to_state", func(e *event) *string { return &e.ToState }),
+	}).withRecord(record[event]{
+		uuid:   func(e *event) *string { return &e.UUID },
+		unique: map[string]func(*event) []string{"uuid": one(func(e *event) string { return e.UUID })},
+		parent: func(e *event) string { return e.NodeUUID },
 	})
 	return eventSQL{
 		table:  t,
@@ -44,7 +46,7 @@ func newEventSQL() eventSQL {
 }
 
 func historyNotFound(eventUUID string) error {
-	return fault.New(fault.NotFound, "Node history record %s could not be found.", eventUUID)
+	return &NotFoundError{Table: "node_history", Key: eventUUID}
 }
 
 // insertEvent fills e's UUID and CreatedAt when empty and inserts it through
@@ -66,15 +68,7 @@ func (s *SQLite) insertEvent(ctx context.Context, r runner, e *Event) error {
 	e.NodeUUID = uuidKey(e.NodeUUID)
 	row := event{Event: *e}
 	if err := r.queryRow(ctx, s.hist.insert, s.hist.insertArgs(&row)...).Scan(&row.id); err != nil {
-		if v, ok := violationOf(err); ok {
-			switch {
-			case v.foreign:
-				return fault.NodeNotFound(e.NodeUUID)
-			case v.unique == "node_history.uuid":
-				return fault.New(fault.Conflict, "A node history record with UUID %s already exists.", e.UUID)
-			}
-		}
-		return fmt.Errorf("storage: add event to node %s: %w", e.NodeUUID, err)
+		return s.hist.writeError(err, &row)
 	}
 	return nil
 }
@@ -91,10 +85,9 @@ func (s *SQLite) ListEvents(ctx context.Context, nodeUUID string, page Page) ([]
 	f := &filter{}
 	f.add("node_uuid = ?", key)
 	rows, err := s.hist.paged(ctx, s.reader(), f, page, pageSpec{
-		defaultSort:    "created_at",
-		markerCol:      "uuid",
-		markerNotFound: historyNotFound,
-		scope:          func(f *filter) { f.add("node_uuid = ?", key) },
+		defaultSort: "created_at",
+		markerCol:   "uuid",
+		scope:       func(f *filter) { f.add("node_uuid = ?", key) },
 	})
 	if err != nil {
 		return nil, err
@@ -106,7 +99,7 @@ func (s *SQLite) ListEvents(ctx context.Context, nodeUUID string, page Page) ([]
 			return nil, fmt.Errorf("storage: list events of node %s: %w", nodeUUID, err)
 		}
 		if n == 0 {
-			return nil, fault.NodeNotFound(nodeUUID)
+			return nil, &NotFoundError{Table: "nodes", Key: nodeUUID}
 		}
 	}
 	out := make([]*Event, len(rows))

@@ -7,8 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
-
-	"castiron/fault"
 )
 
 // InspectionRule is a rule applied to the inspection data of every node
@@ -46,8 +44,8 @@ type InspectionRuleStore interface {
 }
 
 // InspectionRuleNotFound is Ironic's InspectionRuleNotFound.
-func InspectionRuleNotFound(ident string) error {
-	return fault.New(fault.NotFound, "Rule %s could not be found.", ident)
+func inspectionRuleNotFound(ident string) error {
+	return &NotFoundError{Table: "inspection_rules", Key: ident}
 }
 
 // ruleOps is a JSON array column of operation documents.
@@ -97,6 +95,12 @@ func newInspectionRuleSQL() inspectionRuleSQL {
 		{name: "actions", ref: func(r *InspectionRule) codec { return ruleOps{&r.Actions} }, unsortable: true},
 		fixed(timeCol("created_at", func(r *InspectionRule) *time.Time { return &r.CreatedAt })),
 		nullTimeCol("updated_at", func(r *InspectionRule) **time.Time { return &r.UpdatedAt }),
+	}).withRecord(record[InspectionRule]{
+		uuid:      func(r *InspectionRule) *string { return &r.UUID },
+		created:   func(r *InspectionRule) *time.Time { return &r.CreatedAt },
+		updated:   func(r *InspectionRule) **time.Time { return &r.UpdatedAt },
+		normalize: normalizeInspectionRule,
+		unique:    map[string]func(*InspectionRule) []string{"uuid": one(func(r *InspectionRule) string { return r.UUID })},
 	})
 	return inspectionRuleSQL{table: t, byUUID: t.selectFrom() + " WHERE uuid = ?"}
 }
@@ -115,33 +119,14 @@ func normalizeInspectionRule(r *InspectionRule) {
 	}
 }
 
-func inspectionRuleWriteError(err error, r *InspectionRule) error {
-	if v, ok := violationOf(err); ok && v.unique == "inspection_rules.uuid" {
-		return fault.New(fault.Conflict, "A rule with UUID %s already exists.", r.UUID)
-	}
-	return fmt.Errorf("storage: write inspection rule %s: %w", r.UUID, err)
-}
-
 // CreateInspectionRule inserts r and fills r.ID (and UUID and CreatedAt
 // when empty).
 func (s *SQLite) CreateInspectionRule(ctx context.Context, r *InspectionRule) error {
-	if err := newVolumeUUID(&r.UUID); err != nil {
-		return err
-	}
-	if r.CreatedAt.IsZero() {
-		r.CreatedAt = time.Now()
-	}
-	normalizeInspectionRule(r)
-	return s.writeTx(ctx, func(rn runner) error {
-		if err := rn.queryRow(ctx, ruleTable.insert, ruleTable.insertArgs(r)...).Scan(&r.ID); err != nil {
-			return inspectionRuleWriteError(err, r)
-		}
-		return nil
-	})
+	return s.writeTx(ctx, func(rn runner) error { return ruleTable.create(ctx, rn, r) })
 }
 
 func (s *SQLite) getInspectionRule(ctx context.Context, rn runner, ident string) (*InspectionRule, error) {
-	return ruleTable.getOne(ctx, rn, InspectionRuleNotFound(ident), ruleTable.byUUID, uuidKey(ident))
+	return ruleTable.getOne(ctx, rn, inspectionRuleNotFound(ident), ruleTable.byUUID, uuidKey(ident))
 }
 
 // GetInspectionRule finds a rule by UUID.
@@ -156,23 +141,30 @@ func (s *SQLite) ListInspectionRules(ctx context.Context, q InspectionRuleQuery)
 		f.add("phase = ?", *q.Phase)
 	}
 	return ruleTable.paged(ctx, s.reader(), f, q.Page, pageSpec{
-		defaultSort:    "id",
-		markerCol:      "uuid",
-		markerNotFound: InspectionRuleNotFound,
+		defaultSort: "id",
+		markerCol:   "uuid",
 	})
 }
 
 // UpdateInspectionRule reads the rule, applies fn and writes it back in one
 // write transaction. An error from fn is returned unchanged.
 func (s *SQLite) UpdateInspectionRule(ctx context.Context, uuid string, fn func(r *InspectionRule) error) (*InspectionRule, error) {
-	return ruleTable.update(ctx, s, rowUpdate[InspectionRule]{
-		get:       func(rn runner) (*InspectionRule, error) { return s.getInspectionRule(ctx, rn, uuid) },
-		identity:  func(r *InspectionRule) (int64, string, time.Time) { return r.ID, r.UUID, r.CreatedAt },
-		setTime:   func(r *InspectionRule, created, now time.Time) { r.CreatedAt, r.UpdatedAt = created, &now },
-		normalize: normalizeInspectionRule,
-		writeErr:  inspectionRuleWriteError,
-		what:      "inspection rule",
-	}, fn)
+	var out *InspectionRule
+	err := s.writeTx(ctx, func(rn runner) error {
+		r, err := s.getInspectionRule(ctx, rn, uuid)
+		if err != nil {
+			return err
+		}
+		if err := ruleTable.rewrite(ctx, rn, r, fn); err != nil {
+			return err
+		}
+		out = r
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // DeleteInspectionRule removes a rule.

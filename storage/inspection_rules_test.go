@@ -39,12 +39,12 @@ func TestInspectionRules(t *testing.T) {
 		t.Fatalf("minimal round trip: %+v", got)
 	}
 	err = s.CreateInspectionRule(ctx, &InspectionRule{UUID: full.UUID})
-	wantKind(t, err, fault.Conflict, "A rule with UUID "+full.UUID+" already exists.")
+	wantKind(t, err, fault.Conflict, "storage: inspection_rules (uuid)=("+full.UUID+") already exists")
 	err = s.CreateInspectionRule(ctx, &InspectionRule{UUID: "not-a-uuid"})
-	wantKind(t, err, fault.Invalid, "Expected a UUID but received not-a-uuid.")
+	wantKind(t, err, fault.Invalid, "storage: invalid uuid \"not-a-uuid\"")
 	missing := uuid.NewString()
 	_, err = s.GetInspectionRule(ctx, missing)
-	wantKind(t, err, fault.NotFound, "Rule "+missing+" could not be found.")
+	wantKind(t, err, fault.NotFound, "storage: no inspection_rules row "+missing)
 
 	list, err := s.ListInspectionRules(ctx, InspectionRuleQuery{Page: Page{SortKey: "priority", SortDir: Desc}})
 	if err != nil || len(list) != 2 || list[0].UUID != full.UUID {
@@ -72,5 +72,5 @@ func TestInspectionRules(t *testing.T) {
 	if err := s.DeleteInspectionRule(ctx, minimal.UUID); err != nil {
 		t.Fatal(err)
 	}
-	wantKind(t, s.DeleteInspectionRule(ctx, minimal.UUID), fault.NotFound, "Rule "+minimal.UUID+" could not be found.")
+	wantKind(t, s.DeleteInspectionRule(ctx, minimal.UUID), fault.NotFound, "storage: no inspection_rules row "+minimal.UUID)
 }

@@ -24,7 +24,7 @@ type Lease struct {
 	UpdatedAt time.Time
 }
 
-// LeaseConflictError is returned (wrapped in a fault.Conflict) when a lease's
+// LeaseConflictError (a fault.Conflict) is returned when a lease's
 // address is held by another MAC whose lease has not expired.
 type LeaseConflictError struct {
 	IP     netip.Addr
@@ -35,19 +35,22 @@ func (e *LeaseConflictError) Error() string {
 	return fmt.Sprintf("address %s is leased to %s", e.IP, e.HeldBy)
 }
 
+// FaultKind implements fault.Classified.
+func (e *LeaseConflictError) FaultKind() fault.Kind { return fault.Conflict }
+
 // LeaseStore keeps DHCP leases durable.
 type LeaseStore interface {
 	// PutLease inserts or replaces the lease of l.MAC. It returns once the
 	// lease is durable. A lease of another MAC on the same address that
 	// expired by l.UpdatedAt (the write's "now", default time.Now()) is taken
-	// over (deleted); an unexpired one gives a fault.Conflict wrapping
-	// *LeaseConflictError. Concurrent calls share commits.
+	// over (deleted); an unexpired one gives a *LeaseConflictError.
+	// Concurrent calls share commits.
 	PutLease(ctx context.Context, l Lease) error
 	// PutLeases is PutLease for many leases in one transaction: errs[i]
 	// is the outcome of ls[i]; err (nothing stored) when the database
 	// failed.
 	PutLeases(ctx context.Context, ls []Lease) (errs []error, err error)
-	// GetLease returns the lease of mac, or a fault.NotFound.
+	// GetLease returns the lease of mac, or a NotFoundError.
 	GetLease(ctx context.Context, mac string) (Lease, error)
 	// ListLeases returns every lease, expired ones included, ordered by MAC.
 	ListLeases(ctx context.Context) ([]Lease, error)
@@ -90,14 +93,14 @@ func (t *leaseTable) columns() string {
 func (t *leaseTable) normal(l Lease) (Lease, error) {
 	hw, err := net.ParseMAC(l.MAC)
 	if err != nil || len(hw) != 6 {
-		return l, fault.New(fault.Invalid, "invalid lease MAC %q", l.MAC)
+		return l, &InvalidError{Table: t.name, Column: "mac", Value: l.MAC}
 	}
 	l.MAC = hw.String()
 	if l.IP.Is4In6() {
 		l.IP = l.IP.Unmap()
 	}
 	if !l.IP.IsValid() || l.IP.Is6() != t.v6 || l.IP.Zone() != "" {
-		return l, fault.New(fault.Invalid, "invalid lease address %q", l.IP)
+		return l, &InvalidError{Table: t.name, Column: "ip", Value: l.IP.String()}
 	}
 	if l.UpdatedAt.IsZero() {
 		l.UpdatedAt = time.Now()
@@ -186,7 +189,7 @@ func (t *leaseTable) put(ctx context.Context, r runner, l Lease) error {
 	if err == nil {
 		return nil
 	}
-	if v, ok := violationOf(err); !ok || v.unique != t.name+".ip" {
+	if v, ok := violationOf(err); !ok || v.unique != "ip" {
 		return fmt.Errorf("storage: put lease: %w", err)
 	}
 	res, err := r.exec(ctx, `DELETE FROM `+t.name+` WHERE ip = ? AND mac <> ? AND expires_at <= ?`, l.IP.String(), l.MAC, formatTime(l.UpdatedAt))
@@ -198,8 +201,7 @@ func (t *leaseTable) put(ctx context.Context, r runner, l Lease) error {
 		if err := r.queryRow(ctx, "SELECT mac FROM "+t.name+" WHERE ip = ?", l.IP.String()).Scan(&holder); err != nil {
 			return fmt.Errorf("storage: put lease: %w", err)
 		}
-		c := &LeaseConflictError{IP: l.IP, HeldBy: holder}
-		return fault.Wrap(fault.Conflict, c, "%s", c.Error())
+		return &LeaseConflictError{IP: l.IP, HeldBy: holder}
 	}
 	if _, err := r.exec(ctx, t.upsert(), args...); err != nil {
 		return fmt.Errorf("storage: put lease: %w", err)
@@ -211,7 +213,7 @@ func (t *leaseTable) put(ctx context.Context, r runner, l Lease) error {
 func (t *leaseTable) GetLease(ctx context.Context, mac string) (Lease, error) {
 	hw, err := net.ParseMAC(mac)
 	if err != nil {
-		return Lease{}, fault.New(fault.NotFound, "no DHCP lease for %q", mac)
+		return Lease{}, &NotFoundError{Table: t.name, Key: mac}
 	}
 	rows, err := t.s.reader().query(ctx, t.columns()+" WHERE mac = ?", hw.String())
 	if err != nil {
@@ -222,7 +224,7 @@ func (t *leaseTable) GetLease(ctx context.Context, mac string) (Lease, error) {
 		return Lease{}, err
 	}
 	if len(ls) == 0 {
-		return Lease{}, fault.New(fault.NotFound, "no DHCP lease for %s", hw)
+		return Lease{}, &NotFoundError{Table: t.name, Key: hw.String()}
 	}
 	return ls[0], nil
 }

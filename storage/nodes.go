@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-
-	"castiron/fault"
 )
 
 // nodeSQL is the generated SQL of the nodes table.
@@ -82,6 +80,16 @@ func newNodeSQL() nodeSQL {
 		listCol("traits", func(n *Node) *[]string { return &n.Traits }),
 		fixed(timeCol("created_at", func(n *Node) *time.Time { return &n.CreatedAt })),
 		nullTimeCol("updated_at", func(n *Node) **time.Time { return &n.UpdatedAt }),
+	}).withRecord(record[Node]{
+		uuid:      func(n *Node) *string { return &n.UUID },
+		created:   func(n *Node) *time.Time { return &n.CreatedAt },
+		updated:   func(n *Node) **time.Time { return &n.UpdatedAt },
+		normalize: normalizeNode,
+		unique: map[string]func(*Node) []string{
+			"uuid":          one(func(n *Node) string { return n.UUID }),
+			"name":          one(func(n *Node) string { return deref(n.Name) }),
+			"instance_uuid": one(func(n *Node) string { return deref(n.InstanceUUID) }),
+		},
 	})
 	return nodeSQL{
 		table:      t,
@@ -132,23 +140,6 @@ func normalizeNode(n *Node) {
 	}
 }
 
-// nodeWriteError turns a constraint violation into Ironic's Conflict.
-func nodeWriteError(err error, n *Node) error {
-	if v, ok := violationOf(err); ok {
-		switch v.unique {
-		case "nodes.uuid":
-			return fault.New(fault.Conflict, "A node with UUID %s already exists.", n.UUID)
-		case "nodes.name":
-			return fault.New(fault.Conflict, "A node with name %s already exists.", deref(n.Name))
-		case "nodes.instance_uuid":
-			// Ironic's InstanceAssociated, which has no final period.
-			return fault.New(fault.Conflict, "Instance %s is already associated with a node, it cannot be associated with this other node %s",
-				deref(n.InstanceUUID), n.UUID)
-		}
-	}
-	return fmt.Errorf("storage: write node %s: %w", n.UUID, err)
-}
-
 func deref(s *string) string {
 	if s == nil {
 		return ""
@@ -159,30 +150,15 @@ func deref(s *string) string {
 // CreateNode inserts n and fills n.ID. An empty UUID or CreatedAt is filled
 // in; the UUID is stored in canonical lower-case form.
 func (s *SQLite) CreateNode(ctx context.Context, n *Node) error {
-	if n.UUID == "" {
-		n.UUID = uuid.NewString()
-	} else if u, ok := canonicalUUID(n.UUID); ok {
-		n.UUID = u
-	} else {
-		return fault.New(fault.Invalid, "Expected a UUID but received %s.", n.UUID)
-	}
-	if n.CreatedAt.IsZero() {
-		n.CreatedAt = time.Now()
-	}
-	normalizeNode(n)
-	err := s.writer().queryRow(ctx, s.nodes.insert, s.nodes.insertArgs(n)...).Scan(&n.ID)
-	if err != nil {
-		return nodeWriteError(err, n)
-	}
-	return nil
+	return s.nodes.create(ctx, s.writer(), n)
 }
 
 // getNode looks ident up as a UUID when it is one, else as a name.
 func (s *SQLite) getNode(ctx context.Context, r runner, ident string) (*Node, error) {
 	if u, ok := canonicalUUID(ident); ok {
-		return s.nodes.getOne(ctx, r, fault.NodeNotFound(ident), s.nodes.byUUID, u)
+		return s.nodes.getOne(ctx, r, &NotFoundError{Table: "nodes", Key: ident}, s.nodes.byUUID, u)
 	}
-	return s.nodes.getOne(ctx, r, fault.NodeNotFound(ident), s.nodes.byName, ident)
+	return s.nodes.getOne(ctx, r, &NotFoundError{Table: "nodes", Key: ident}, s.nodes.byName, ident)
 }
 
 // GetNode finds a node by UUID, or by name when ident is not a UUID.
@@ -192,7 +168,7 @@ func (s *SQLite) GetNode(ctx context.Context, ident string) (*Node, error) {
 
 // GetNodeByInstance finds a node by instance_uuid.
 func (s *SQLite) GetNodeByInstance(ctx context.Context, instanceUUID string) (*Node, error) {
-	return s.nodes.getOne(ctx, s.reader(), fault.New(fault.NotFound, "Instance %s could not be found.", instanceUUID),
+	return s.nodes.getOne(ctx, s.reader(), &NotFoundError{Table: "nodes", Column: "instance_uuid", Key: instanceUUID},
 		s.nodes.byInstance, instanceUUID)
 }
 
@@ -250,10 +226,9 @@ func (s *SQLite) ListNodes(ctx context.Context, q NodeQuery) ([]*Node, error) {
 		f.nullness("reservation", *q.Reserved)
 	}
 	return s.nodes.paged(ctx, s.reader(), f, q.Page, pageSpec{
-		defaultSort:    "id",
-		markerCol:      "uuid",
-		markerNotFound: fault.NodeNotFound,
-		columns:        withUUID(q.Columns),
+		defaultSort: "id",
+		markerCol:   "uuid",
+		columns:     withUUID(q.Columns),
 	})
 }
 
@@ -280,29 +255,9 @@ func (s *SQLite) UpdateNode(ctx context.Context, ident string, fn NodeUpdate) (*
 		if err != nil {
 			return err
 		}
-		id, nodeUUID, created := n.ID, n.UUID, n.CreatedAt
-		before, err := s.nodes.values(n)
-		if err != nil {
+		var ev *Event
+		if err := s.nodes.rewrite(ctx, r, n, func(n *Node) (err error) { ev, err = fn(n); return err }); err != nil {
 			return err
-		}
-		ev, err := fn(n)
-		if err != nil {
-			return err
-		}
-		if n.ID != id || n.UUID != nodeUUID {
-			// Ports and history reference the uuid.
-			return fmt.Errorf("storage: update node %s: id and uuid cannot change", nodeUUID)
-		}
-		n.CreatedAt = created
-		now := time.Now()
-		n.UpdatedAt = &now
-		normalizeNode(n)
-		after, err := s.nodes.values(n)
-		if err != nil {
-			return err
-		}
-		if err := s.nodes.updateChanged(ctx, r, before, after, n.ID); err != nil {
-			return nodeWriteError(err, n)
 		}
 		if ev != nil {
 			ev.NodeUUID = n.UUID
@@ -322,11 +277,7 @@ func (s *SQLite) UpdateNode(ctx context.Context, ident string, fn NodeUpdate) (*
 // DeleteNode removes a node; its ports and history go with it through
 // ON DELETE CASCADE.
 func (s *SQLite) DeleteNode(ctx context.Context, nodeUUID string) error {
-	err := execOne(ctx, s.writer(), fault.NodeNotFound(nodeUUID), "DELETE FROM nodes WHERE uuid = ?", uuidKey(nodeUUID))
-	if err != nil && !fault.Is(err, fault.NotFound) {
-		return fmt.Errorf("storage: delete node %s: %w", nodeUUID, err)
-	}
-	return err
+	return deleteOne(ctx, s.writer(), "nodes", nodeUUID)
 }
 
 // ReleaseAllReservations clears every reservation held by host and returns

@@ -5,9 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
-
-	"castiron/fault"
 )
 
 // filter accumulates WHERE conditions and their arguments.
@@ -66,9 +65,6 @@ type pageSpec struct {
 	defaultSort string
 	// markerCol identifies the marker row (uuid, hostname).
 	markerCol string
-	// markerNotFound is the error for an unknown marker; Ironic looks the
-	// marker up as the resource itself, so it is that resource's NotFound.
-	markerNotFound func(marker string) error
 	// scope restricts the marker lookup (e.g. to one node's history).
 	scope func(f *filter)
 	// columns, when set, are the only columns read (a projection); the
@@ -85,7 +81,7 @@ func (t *table[T]) paged(ctx context.Context, r runner, f *filter, p Page, spec 
 		key = spec.defaultSort
 	}
 	if !t.sortable[key] {
-		return nil, fault.New(fault.Invalid, "The sort_key value %s is an invalid field for sorting", p.SortKey)
+		return nil, &InvalidError{Table: t.name, Column: "sort_key", Value: p.SortKey}
 	}
 	var desc bool
 	switch p.SortDir {
@@ -93,10 +89,10 @@ func (t *table[T]) paged(ctx context.Context, r runner, f *filter, p Page, spec 
 	case Desc:
 		desc = true
 	default:
-		return nil, fault.New(fault.Invalid, "Invalid sort direction: %s. Acceptable values are 'asc' or 'desc'", p.SortDir)
+		return nil, &InvalidError{Table: t.name, Column: "sort_dir", Value: string(p.SortDir)}
 	}
 	if p.Limit < 0 {
-		return nil, fault.New(fault.Invalid, "Limit must be positive")
+		return nil, &InvalidError{Table: t.name, Column: "limit", Value: strconv.Itoa(p.Limit)}
 	}
 
 	dir := " ASC"
@@ -118,7 +114,8 @@ func (t *table[T]) paged(ctx context.Context, r runner, f *filter, p Page, spec 
 		}
 		err := r.queryRow(ctx, "SELECT "+key+", "+t.tie+" FROM "+t.name+mf.where(), mf.args...).Scan(&mv, &mt)
 		if errors.Is(err, sql.ErrNoRows) {
-			return nil, spec.markerNotFound(p.Marker)
+			// Ironic looks the marker up as the resource itself.
+			return nil, &NotFoundError{Table: t.name, Key: p.Marker}
 		}
 		if err != nil {
 			return nil, fmt.Errorf("storage: read marker: %w", err)

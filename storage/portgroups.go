@@ -3,12 +3,9 @@ package storage
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
-
-	"github.com/google/uuid"
-
-	"castiron/fault"
 )
 
 // Portgroup is a group of a node's ports (a bond, LAG or MLAG), Ironic's
@@ -48,8 +45,8 @@ type PortgroupStore interface {
 	// UpdatePortgroup reads the portgroup, applies fn and writes it back
 	// atomically, setting UpdatedAt. An error from fn is returned unchanged.
 	UpdatePortgroup(ctx context.Context, uuid string, fn func(pg *Portgroup) error) (*Portgroup, error)
-	// DeletePortgroup removes a portgroup that has no ports (else Ironic's
-	// PortgroupNotEmpty, a fault.Invalid).
+	// DeletePortgroup removes a portgroup that has no ports (else an
+	// InUseError naming it by its id, as Ironic's PortgroupNotEmpty does).
 	DeletePortgroup(ctx context.Context, uuid string) error
 }
 
@@ -75,6 +72,17 @@ func newPortgroupSQL() portgroupSQL {
 		objectCol("properties", func(pg *Portgroup) *JSONObject { return &pg.Properties }),
 		fixed(timeCol("created_at", func(pg *Portgroup) *time.Time { return &pg.CreatedAt })),
 		nullTimeCol("updated_at", func(pg *Portgroup) **time.Time { return &pg.UpdatedAt }),
+	}).withRecord(record[Portgroup]{
+		uuid:      func(pg *Portgroup) *string { return &pg.UUID },
+		created:   func(pg *Portgroup) *time.Time { return &pg.CreatedAt },
+		updated:   func(pg *Portgroup) **time.Time { return &pg.UpdatedAt },
+		normalize: normalizePortgroup,
+		unique: map[string]func(*Portgroup) []string{
+			"uuid":    one(func(pg *Portgroup) string { return pg.UUID }),
+			"name":    one(func(pg *Portgroup) string { return deref(pg.Name) }),
+			"address": one(func(pg *Portgroup) string { return deref(pg.Address) }),
+		},
+		parent: func(pg *Portgroup) string { return pg.NodeUUID },
 	})
 	return portgroupSQL{
 		table:  t,
@@ -83,10 +91,7 @@ func newPortgroupSQL() portgroupSQL {
 	}
 }
 
-// PortgroupNotFound is Ironic's PortgroupNotFound message.
-func PortgroupNotFound(ident string) error {
-	return fault.New(fault.NotFound, "Portgroup %s could not be found.", ident)
-}
+func portgroupNotFound(ident string) error { return &NotFoundError{Table: "portgroups", Key: ident} }
 
 // normalizePortgroup gives pg its stored shape: lower-case MAC, canonical
 // node UUID, UTC microsecond times, non-nil maps.
@@ -105,46 +110,16 @@ func normalizePortgroup(pg *Portgroup) {
 	}
 }
 
-func portgroupWriteError(err error, pg *Portgroup) error {
-	if v, ok := violationOf(err); ok {
-		switch {
-		case v.foreign:
-			return fault.NodeNotFound(pg.NodeUUID)
-		case v.unique == "portgroups.uuid":
-			return fault.New(fault.Conflict, "A portgroup with UUID %s already exists.", pg.UUID)
-		case v.unique == "portgroups.name":
-			return fault.New(fault.Conflict, "A portgroup with name %s already exists.", deref(pg.Name))
-		case v.unique == "portgroups.address":
-			return fault.New(fault.Conflict, "A portgroup with MAC address %s already exists.", deref(pg.Address))
-		}
-	}
-	return fmt.Errorf("storage: write portgroup %s: %w", pg.UUID, err)
-}
-
 // CreatePortgroup inserts pg and fills pg.ID.
 func (s *SQLite) CreatePortgroup(ctx context.Context, pg *Portgroup) error {
-	if pg.UUID == "" {
-		pg.UUID = uuid.NewString()
-	} else if u, ok := canonicalUUID(pg.UUID); ok {
-		pg.UUID = u
-	} else {
-		return fault.New(fault.Invalid, "Expected a UUID but received %s.", pg.UUID)
-	}
-	if pg.CreatedAt.IsZero() {
-		pg.CreatedAt = time.Now()
-	}
-	normalizePortgroup(pg)
-	if err := s.writer().queryRow(ctx, portgroupTable.insert, portgroupTable.insertArgs(pg)...).Scan(&pg.ID); err != nil {
-		return portgroupWriteError(err, pg)
-	}
-	return nil
+	return portgroupTable.create(ctx, s.writer(), pg)
 }
 
 func (s *SQLite) getPortgroup(ctx context.Context, r runner, ident string) (*Portgroup, error) {
 	if u, ok := canonicalUUID(ident); ok {
-		return portgroupTable.getOne(ctx, r, PortgroupNotFound(ident), portgroupTable.byUUID, u)
+		return portgroupTable.getOne(ctx, r, portgroupNotFound(ident), portgroupTable.byUUID, u)
 	}
-	return portgroupTable.getOne(ctx, r, PortgroupNotFound(ident), portgroupTable.byName, ident)
+	return portgroupTable.getOne(ctx, r, portgroupNotFound(ident), portgroupTable.byName, ident)
 }
 
 // GetPortgroup finds a portgroup by UUID, or by name when ident is not one.
@@ -163,9 +138,8 @@ func (s *SQLite) ListPortgroups(ctx context.Context, q PortgroupQuery) ([]*Portg
 		f.add("address = ?", strings.ToLower(*q.Address))
 	}
 	return portgroupTable.paged(ctx, s.reader(), f, q.Page, pageSpec{
-		defaultSort:    "id",
-		markerCol:      "uuid",
-		markerNotFound: PortgroupNotFound,
+		defaultSort: "id",
+		markerCol:   "uuid",
 	})
 }
 
@@ -174,32 +148,12 @@ func (s *SQLite) ListPortgroups(ctx context.Context, q PortgroupQuery) ([]*Portg
 func (s *SQLite) UpdatePortgroup(ctx context.Context, pgUUID string, fn func(pg *Portgroup) error) (*Portgroup, error) {
 	var out *Portgroup
 	err := s.writeTx(ctx, func(r runner) error {
-		pg, err := portgroupTable.getOne(ctx, r, PortgroupNotFound(pgUUID), portgroupTable.byUUID, uuidKey(pgUUID))
+		pg, err := portgroupTable.getOne(ctx, r, portgroupNotFound(pgUUID), portgroupTable.byUUID, uuidKey(pgUUID))
 		if err != nil {
 			return err
 		}
-		id, pu, created := pg.ID, pg.UUID, pg.CreatedAt
-		before, err := portgroupTable.values(pg)
-		if err != nil {
+		if err := portgroupTable.rewrite(ctx, r, pg, fn); err != nil {
 			return err
-		}
-		if err := fn(pg); err != nil {
-			return err
-		}
-		if pg.ID != id || pg.UUID != pu {
-			// Ports reference the uuid.
-			return fmt.Errorf("storage: update portgroup %s: id and uuid cannot change", pu)
-		}
-		pg.CreatedAt = created
-		now := time.Now()
-		pg.UpdatedAt = &now
-		normalizePortgroup(pg)
-		after, err := portgroupTable.values(pg)
-		if err != nil {
-			return err
-		}
-		if err := portgroupTable.updateChanged(ctx, r, before, after, pg.ID); err != nil {
-			return portgroupWriteError(err, pg)
 		}
 		out = pg
 		return nil
@@ -214,7 +168,7 @@ func (s *SQLite) UpdatePortgroup(ctx context.Context, pgUUID string, fn func(pg 
 // delete share one write transaction, so a port cannot join in between.
 func (s *SQLite) DeletePortgroup(ctx context.Context, pgUUID string) error {
 	return s.writeTx(ctx, func(r runner) error {
-		pg, err := portgroupTable.getOne(ctx, r, PortgroupNotFound(pgUUID), portgroupTable.byUUID, uuidKey(pgUUID))
+		pg, err := portgroupTable.getOne(ctx, r, portgroupNotFound(pgUUID), portgroupTable.byUUID, uuidKey(pgUUID))
 		if err != nil {
 			return err
 		}
@@ -224,9 +178,8 @@ func (s *SQLite) DeletePortgroup(ctx context.Context, pgUUID string) error {
 			return fmt.Errorf("storage: delete portgroup %s: %w", pg.UUID, err)
 		}
 		if one > 0 {
-			// Ironic's PortgroupNotEmpty, an Invalid (400). Ironic names
-			// the portgroup by its database id here.
-			return fault.New(fault.Invalid, "Cannot complete the requested action because portgroup %d contains ports.", pg.ID)
+			// Ironic names the portgroup by its database id here.
+			return &InUseError{Table: "portgroups", Key: strconv.FormatInt(pg.ID, 10), By: "ports"}
 		}
 		if _, err := r.exec(ctx, "DELETE FROM portgroups WHERE id = ?", pg.ID); err != nil {
 			return fmt.Errorf("storage: delete portgroup %s: %w", pg.UUID, err)

@@ -61,11 +61,11 @@ func TestPortgroupErrors(t *testing.T) {
 		kind fault.Kind
 		msg  string
 	}{
-		{"uuid", &Portgroup{UUID: pg.UUID, NodeUUID: a.UUID}, fault.Conflict, "A portgroup with UUID " + pg.UUID + " already exists."},
-		{"name", &Portgroup{NodeUUID: a.UUID, Name: ptr("bond0")}, fault.Conflict, "A portgroup with name bond0 already exists."},
-		{"address any case", &Portgroup{NodeUUID: a.UUID, Address: ptr("52:54:00:00:00:01")}, fault.Conflict, "A portgroup with MAC address 52:54:00:00:00:01 already exists."},
-		{"unknown node", &Portgroup{NodeUUID: missingNode}, fault.NotFound, "Node " + missingNode + " could not be found."},
-		{"bad uuid", &Portgroup{UUID: "nope", NodeUUID: a.UUID}, fault.Invalid, "Expected a UUID but received nope."},
+		{"uuid", &Portgroup{UUID: pg.UUID, NodeUUID: a.UUID}, fault.Conflict, "storage: portgroups (uuid)=(" + pg.UUID + ") already exists"},
+		{"name", &Portgroup{NodeUUID: a.UUID, Name: ptr("bond0")}, fault.Conflict, "storage: portgroups (name)=(bond0) already exists"},
+		{"address any case", &Portgroup{NodeUUID: a.UUID, Address: ptr("52:54:00:00:00:01")}, fault.Conflict, "storage: portgroups (address)=(52:54:00:00:00:01) already exists"},
+		{"unknown node", &Portgroup{NodeUUID: missingNode}, fault.NotFound, "storage: no nodes row " + missingNode},
+		{"bad uuid", &Portgroup{UUID: "nope", NodeUUID: a.UUID}, fault.Invalid, "storage: invalid uuid \"nope\""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -77,11 +77,11 @@ func TestPortgroupErrors(t *testing.T) {
 		t.Fatalf("port with the portgroup's MAC: %v", err)
 	}
 	_, err := s.GetPortgroup(ctx, "nope")
-	wantKind(t, err, fault.NotFound, "Portgroup nope could not be found.")
+	wantKind(t, err, fault.NotFound, "storage: no portgroups row nope")
 	missing := uuid.NewString()
 	_, err = s.UpdatePortgroup(ctx, missing, func(*Portgroup) error { return nil })
-	wantKind(t, err, fault.NotFound, "Portgroup "+missing+" could not be found.")
-	wantKind(t, s.DeletePortgroup(ctx, missing), fault.NotFound, "Portgroup "+missing+" could not be found.")
+	wantKind(t, err, fault.NotFound, "storage: no portgroups row "+missing)
+	wantKind(t, s.DeletePortgroup(ctx, missing), fault.NotFound, "storage: no portgroups row "+missing)
 }
 
 func TestListPortgroups(t *testing.T) {
@@ -129,9 +129,9 @@ func TestListPortgroups(t *testing.T) {
 	}
 	missing := uuid.NewString()
 	_, err := s.ListPortgroups(ctx, PortgroupQuery{Page: Page{Marker: missing}})
-	wantKind(t, err, fault.NotFound, "Portgroup "+missing+" could not be found.")
+	wantKind(t, err, fault.NotFound, "storage: no portgroups row "+missing)
 	_, err = s.ListPortgroups(ctx, PortgroupQuery{Page: Page{SortKey: "properties"}})
-	wantKind(t, err, fault.Invalid, "The sort_key value properties is an invalid field for sorting")
+	wantKind(t, err, fault.Invalid, "storage: invalid sort_key \"properties\"")
 }
 
 func TestUpdatePortgroup(t *testing.T) {
@@ -163,12 +163,12 @@ func TestUpdatePortgroup(t *testing.T) {
 		t.Fatalf("after update: %+v", got)
 	}
 	_, err = s.UpdatePortgroup(ctx, pg.UUID, func(p *Portgroup) error { p.Name = ptr("bond1"); return nil })
-	wantKind(t, err, fault.Conflict, "A portgroup with name bond1 already exists.")
+	wantKind(t, err, fault.Conflict, "storage: portgroups (name)=(bond1) already exists")
 	_, err = s.UpdatePortgroup(ctx, pg.UUID, func(p *Portgroup) error { p.Address = ptr("52:54:00:00:00:09"); return nil })
-	wantKind(t, err, fault.Conflict, "A portgroup with MAC address 52:54:00:00:00:09 already exists.")
+	wantKind(t, err, fault.Conflict, "storage: portgroups (address)=(52:54:00:00:00:09) already exists")
 	missing := uuid.NewString()
 	_, err = s.UpdatePortgroup(ctx, pg.UUID, func(p *Portgroup) error { p.NodeUUID = missing; return nil })
-	wantKind(t, err, fault.NotFound, "Node "+missing+" could not be found.")
+	wantKind(t, err, fault.NotFound, "storage: no nodes row "+missing)
 	sentinel := errors.New("no")
 	if _, err := s.UpdatePortgroup(ctx, pg.UUID, func(p *Portgroup) error { p.Mode = nil; return sentinel }); err != sentinel {
 		t.Fatalf("err = %v, want sentinel", err)
@@ -191,7 +191,7 @@ func TestDeletePortgroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := s.DeletePortgroup(ctx, pg.UUID)
-	wantKind(t, err, fault.Invalid, fmt.Sprintf("Cannot complete the requested action because portgroup %d contains ports.", pg.ID))
+	wantKind(t, err, fault.Conflict, fmt.Sprintf("storage: portgroups %d is in use by ports", pg.ID))
 	if err := s.DeletePort(ctx, p.UUID); err != nil {
 		t.Fatal(err)
 	}

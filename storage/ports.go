@@ -2,13 +2,8 @@ package storage
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"time"
-
-	"github.com/google/uuid"
-
-	"castiron/fault"
 )
 
 // portSQL is the generated SQL of the ports table.
@@ -33,6 +28,17 @@ func newPortSQL() portSQL {
 		boolCol("is_smartnic", func(p *Port) *bool { return &p.IsSmartNIC }),
 		fixed(timeCol("created_at", func(p *Port) *time.Time { return &p.CreatedAt })),
 		nullTimeCol("updated_at", func(p *Port) **time.Time { return &p.UpdatedAt }),
+	}).withRecord(record[Port]{
+		uuid:      func(p *Port) *string { return &p.UUID },
+		created:   func(p *Port) *time.Time { return &p.CreatedAt },
+		updated:   func(p *Port) **time.Time { return &p.UpdatedAt },
+		normalize: normalizePort,
+		unique: map[string]func(*Port) []string{
+			"uuid":    one(func(p *Port) string { return p.UUID }),
+			"address": one(func(p *Port) string { return p.Address }),
+			"name":    one(func(p *Port) string { return deref(p.Name) }),
+		},
+		parent: func(p *Port) string { return p.NodeUUID },
 	})
 	return portSQL{
 		table:     t,
@@ -55,50 +61,22 @@ func normalizePort(p *Port) {
 	}
 }
 
-func portWriteError(err error, p *Port) error {
-	if v, ok := violationOf(err); ok {
-		switch {
-		case v.foreign:
-			return fault.NodeNotFound(p.NodeUUID)
-		case v.unique == "ports.uuid":
-			return fault.New(fault.Conflict, "A port with UUID %s already exists.", p.UUID)
-		case v.unique == "ports.address":
-			return fault.New(fault.Conflict, "A port with MAC address %s already exists.", p.Address)
-		case v.unique == "ports.name":
-			return fault.New(fault.Conflict, "A port with name %s already exists.", deref(p.Name))
-		}
-	}
-	return fmt.Errorf("storage: write port %s: %w", p.UUID, err)
+// CreatePort inserts p and fills p.ID (and UUID and CreatedAt when empty).
+// An unknown node is a NotFoundError of nodes.
+func (s *SQLite) CreatePort(ctx context.Context, p *Port) error {
+	return s.ports.create(ctx, s.writer(), p)
 }
 
-// CreatePort inserts p and fills p.ID (and UUID and CreatedAt when empty).
-// An unknown node gives NodeNotFound.
-func (s *SQLite) CreatePort(ctx context.Context, p *Port) error {
-	if p.UUID == "" {
-		p.UUID = uuid.NewString()
-	} else if u, ok := canonicalUUID(p.UUID); ok {
-		p.UUID = u
-	} else {
-		return fault.New(fault.Invalid, "Expected a UUID but received %s.", p.UUID)
-	}
-	if p.CreatedAt.IsZero() {
-		p.CreatedAt = time.Now()
-	}
-	normalizePort(p)
-	if err := s.writer().queryRow(ctx, s.ports.insert, s.ports.insertArgs(p)...).Scan(&p.ID); err != nil {
-		return portWriteError(err, p)
-	}
-	return nil
-}
+func portNotFound(ident string) error { return &NotFoundError{Table: "ports", Key: ident} }
 
 // GetPort finds a port by UUID.
 func (s *SQLite) GetPort(ctx context.Context, portUUID string) (*Port, error) {
-	return s.ports.getOne(ctx, s.reader(), fault.PortNotFound(portUUID), s.ports.byUUID, uuidKey(portUUID))
+	return s.ports.getOne(ctx, s.reader(), portNotFound(portUUID), s.ports.byUUID, uuidKey(portUUID))
 }
 
 // GetPortByAddress finds a port by MAC address, in any letter case.
 func (s *SQLite) GetPortByAddress(ctx context.Context, address string) (*Port, error) {
-	return s.ports.getOne(ctx, s.reader(), fault.PortNotFound(address), s.ports.byAddress, strings.ToLower(address))
+	return s.ports.getOne(ctx, s.reader(), portNotFound(address), s.ports.byAddress, strings.ToLower(address))
 }
 
 // ListPorts returns the ports matching q, one page of them when q.Limit is set.
@@ -119,9 +97,8 @@ func (s *SQLite) ListPorts(ctx context.Context, q PortQuery) ([]*Port, error) {
 		f.add("node_uuid IN (SELECT uuid FROM nodes"+sub.where()+")", sub.args...)
 	}
 	return s.ports.paged(ctx, s.reader(), f, q.Page, pageSpec{
-		defaultSort:    "id",
-		markerCol:      "uuid",
-		markerNotFound: fault.PortNotFound,
+		defaultSort: "id",
+		markerCol:   "uuid",
 	})
 }
 
@@ -130,31 +107,12 @@ func (s *SQLite) ListPorts(ctx context.Context, q PortQuery) ([]*Port, error) {
 func (s *SQLite) UpdatePort(ctx context.Context, portUUID string, fn func(p *Port) error) (*Port, error) {
 	var out *Port
 	err := s.writeTx(ctx, func(r runner) error {
-		p, err := s.ports.getOne(ctx, r, fault.PortNotFound(portUUID), s.ports.byUUID, uuidKey(portUUID))
+		p, err := s.ports.getOne(ctx, r, portNotFound(portUUID), s.ports.byUUID, uuidKey(portUUID))
 		if err != nil {
 			return err
 		}
-		id, pu, created := p.ID, p.UUID, p.CreatedAt
-		before, err := s.ports.values(p)
-		if err != nil {
+		if err := s.ports.rewrite(ctx, r, p, fn); err != nil {
 			return err
-		}
-		if err := fn(p); err != nil {
-			return err
-		}
-		if p.ID != id || p.UUID != pu {
-			return fmt.Errorf("storage: update port %s: id and uuid cannot change", pu)
-		}
-		p.CreatedAt = created
-		now := time.Now()
-		p.UpdatedAt = &now
-		normalizePort(p)
-		after, err := s.ports.values(p)
-		if err != nil {
-			return err
-		}
-		if err := s.ports.updateChanged(ctx, r, before, after, p.ID); err != nil {
-			return portWriteError(err, p)
 		}
 		out = p
 		return nil
@@ -167,9 +125,5 @@ func (s *SQLite) UpdatePort(ctx context.Context, portUUID string, fn func(p *Por
 
 // DeletePort removes a port.
 func (s *SQLite) DeletePort(ctx context.Context, portUUID string) error {
-	err := execOne(ctx, s.writer(), fault.PortNotFound(portUUID), "DELETE FROM ports WHERE uuid = ?", uuidKey(portUUID))
-	if err != nil && !fault.Is(err, fault.NotFound) {
-		return fmt.Errorf("storage: delete port %s: %w", portUUID, err)
-	}
-	return err
+	return deleteOne(ctx, s.writer(), "ports", portUUID)
 }

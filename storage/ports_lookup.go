@@ -5,8 +5,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-
-	"castiron/fault"
 )
 
 // PortLookupStore finds a port by any of the identities Ironic's
@@ -32,7 +30,7 @@ func isIntLike(v string) (int64, bool) {
 
 // LookupPort implements PortLookupStore.
 func (s *SQLite) LookupPort(ctx context.Context, ident string) (*Port, error) {
-	notFound := fault.PortNotFound(ident)
+	notFound := portNotFound(ident)
 	if id, ok := isIntLike(ident); ok {
 		return s.ports.getOne(ctx, s.reader(), notFound, s.ports.selectFrom()+" WHERE id = ?", id)
 	}

@@ -30,7 +30,7 @@ func TestLookupPort(t *testing.T) {
 	} {
 		p, err := s.LookupPort(ctx, tc.ident)
 		if tc.want == "" {
-			if !fault.Is(err, fault.NotFound) || err.Error() != "Port "+tc.ident+" could not be found." {
+			if !fault.Is(err, fault.NotFound) || err.Error() != "storage: no ports row "+tc.ident {
 				t.Errorf("LookupPort(%s) = %v, %v; want PortNotFound", tc.ident, p, err)
 			}
 			continue

@@ -204,7 +204,7 @@ func TestCreateNodeFillsAndCanonicalizes(t *testing.T) {
 		t.Fatalf("GetNode(upper-case uuid): %v", err)
 	}
 	err := s.CreateNode(ctx, &Node{UUID: "not-a-uuid", Driver: "d", ProvisionState: "enroll"})
-	wantKind(t, err, fault.Invalid, "Expected a UUID but received not-a-uuid.")
+	wantKind(t, err, fault.Invalid, "storage: invalid uuid \"not-a-uuid\"")
 }
 
 func TestNotFound(t *testing.T) {
@@ -218,31 +218,31 @@ func TestNotFound(t *testing.T) {
 		kind fault.Kind
 		msg  string
 	}{
-		{"node by uuid", func() error { _, err := s.GetNode(ctx, missing); return err }, fault.NotFound, "Node " + missing + " could not be found."},
-		{"node by name", func() error { _, err := s.GetNode(ctx, "nope"); return err }, fault.NotFound, "Node nope could not be found."},
-		{"node by instance", func() error { _, err := s.GetNodeByInstance(ctx, missing); return err }, fault.NotFound, "Instance " + missing + " could not be found."},
+		{"node by uuid", func() error { _, err := s.GetNode(ctx, missing); return err }, fault.NotFound, "storage: no nodes row " + missing},
+		{"node by name", func() error { _, err := s.GetNode(ctx, "nope"); return err }, fault.NotFound, "storage: no nodes row nope"},
+		{"node by instance", func() error { _, err := s.GetNodeByInstance(ctx, missing); return err }, fault.NotFound, "storage: no nodes row with instance_uuid " + missing},
 		{"update node", func() error {
 			_, err := s.UpdateNode(ctx, "nope", func(*Node) (*Event, error) { return nil, nil })
 			return err
-		}, fault.NotFound, "Node nope could not be found."},
-		{"delete node", func() error { return s.DeleteNode(ctx, missing) }, fault.NotFound, "Node " + missing + " could not be found."},
-		{"port", func() error { _, err := s.GetPort(ctx, missing); return err }, fault.NotFound, "Port " + missing + " could not be found."},
-		{"port by address", func() error { _, err := s.GetPortByAddress(ctx, "52:54:00:00:00:01"); return err }, fault.NotFound, "Port 52:54:00:00:00:01 could not be found."},
-		{"update port", func() error { _, err := s.UpdatePort(ctx, missing, func(*Port) error { return nil }); return err }, fault.NotFound, "Port " + missing + " could not be found."},
-		{"delete port", func() error { return s.DeletePort(ctx, missing) }, fault.NotFound, "Port " + missing + " could not be found."},
+		}, fault.NotFound, "storage: no nodes row nope"},
+		{"delete node", func() error { return s.DeleteNode(ctx, missing) }, fault.NotFound, "storage: no nodes row " + missing},
+		{"port", func() error { _, err := s.GetPort(ctx, missing); return err }, fault.NotFound, "storage: no ports row " + missing},
+		{"port by address", func() error { _, err := s.GetPortByAddress(ctx, "52:54:00:00:00:01"); return err }, fault.NotFound, "storage: no ports row 52:54:00:00:00:01"},
+		{"update port", func() error { _, err := s.UpdatePort(ctx, missing, func(*Port) error { return nil }); return err }, fault.NotFound, "storage: no ports row " + missing},
+		{"delete port", func() error { return s.DeletePort(ctx, missing) }, fault.NotFound, "storage: no ports row " + missing},
 		{"port of unknown node", func() error {
 			return s.CreatePort(ctx, &Port{NodeUUID: missing, Address: "52:54:00:00:00:02"})
-		}, fault.NotFound, "Node " + missing + " could not be found."},
-		{"conductor", func() error { _, err := s.GetConductor(ctx, "c1"); return err }, fault.NotFound, "Conductor c1 could not be found."},
-		{"touch conductor", func() error { return s.TouchConductor(ctx, "c1", time.Now()) }, fault.NotFound, "Conductor c1 could not be found."},
-		{"unregister conductor", func() error { return s.UnregisterConductor(ctx, "c1") }, fault.NotFound, "Conductor c1 could not be found."},
-		{"event", func() error { _, err := s.GetEvent(ctx, n.UUID, missing); return err }, fault.NotFound, "Node history record " + missing + " could not be found."},
-		{"event of unknown node", func() error { return s.AddEvent(ctx, &Event{NodeUUID: missing}) }, fault.NotFound, "Node " + missing + " could not be found."},
-		{"events of unknown node", func() error { _, err := s.ListEvents(ctx, missing, Page{}); return err }, fault.NotFound, "Node " + missing + " could not be found."},
-		{"node marker", func() error { _, err := s.ListNodes(ctx, NodeQuery{Page: Page{Marker: missing}}); return err }, fault.NotFound, "Node " + missing + " could not be found."},
-		{"port marker", func() error { _, err := s.ListPorts(ctx, PortQuery{Page: Page{Marker: missing}}); return err }, fault.NotFound, "Port " + missing + " could not be found."},
-		{"conductor marker", func() error { _, err := s.ListConductors(ctx, Page{Marker: "c9"}); return err }, fault.NotFound, "Conductor c9 could not be found."},
-		{"event marker", func() error { _, err := s.ListEvents(ctx, n.UUID, Page{Marker: missing}); return err }, fault.NotFound, "Node history record " + missing + " could not be found."},
+		}, fault.NotFound, "storage: no nodes row " + missing},
+		{"conductor", func() error { _, err := s.GetConductor(ctx, "c1"); return err }, fault.NotFound, "storage: no conductors row c1"},
+		{"touch conductor", func() error { return s.TouchConductor(ctx, "c1", time.Now()) }, fault.NotFound, "storage: no conductors row c1"},
+		{"unregister conductor", func() error { return s.UnregisterConductor(ctx, "c1") }, fault.NotFound, "storage: no conductors row c1"},
+		{"event", func() error { _, err := s.GetEvent(ctx, n.UUID, missing); return err }, fault.NotFound, "storage: no node_history row " + missing},
+		{"event of unknown node", func() error { return s.AddEvent(ctx, &Event{NodeUUID: missing}) }, fault.NotFound, "storage: no nodes row " + missing},
+		{"events of unknown node", func() error { _, err := s.ListEvents(ctx, missing, Page{}); return err }, fault.NotFound, "storage: no nodes row " + missing},
+		{"node marker", func() error { _, err := s.ListNodes(ctx, NodeQuery{Page: Page{Marker: missing}}); return err }, fault.NotFound, "storage: no nodes row " + missing},
+		{"port marker", func() error { _, err := s.ListPorts(ctx, PortQuery{Page: Page{Marker: missing}}); return err }, fault.NotFound, "storage: no ports row " + missing},
+		{"conductor marker", func() error { _, err := s.ListConductors(ctx, Page{Marker: "c9"}); return err }, fault.NotFound, "storage: no conductors row c9"},
+		{"event marker", func() error { _, err := s.ListEvents(ctx, n.UUID, Page{Marker: missing}); return err }, fault.NotFound, "storage: no node_history row " + missing},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { wantKind(t, tc.call(), tc.kind, tc.msg) })
@@ -275,31 +275,31 @@ func TestDuplicates(t *testing.T) {
 		call func() error
 		msg  string
 	}{
-		{"node uuid", func() error { return s.CreateNode(ctx, dupUUID) }, "A node with UUID " + a.UUID + " already exists."},
-		{"node name", func() error { return s.CreateNode(ctx, newNode("a")) }, "A node with name a already exists."},
+		{"node uuid", func() error { return s.CreateNode(ctx, dupUUID) }, "storage: nodes (uuid)=(" + a.UUID + ") already exists"},
+		{"node name", func() error { return s.CreateNode(ctx, newNode("a")) }, "storage: nodes (name)=(a) already exists"},
 		{"node instance", func() error { return s.CreateNode(ctx, instDup) },
-			"Instance " + inst + " is already associated with a node, it cannot be associated with this other node " + instDup.UUID},
+			"storage: nodes (instance_uuid)=(" + inst + ") already exists"},
 		{"node name on update", func() error {
 			_, err := s.UpdateNode(ctx, b.UUID, func(n *Node) (*Event, error) { n.Name = ptr("a"); return nil, nil })
 			return err
-		}, "A node with name a already exists."},
+		}, "storage: nodes (name)=(a) already exists"},
 		{"node instance on update", func() error {
 			_, err := s.UpdateNode(ctx, "b", func(n *Node) (*Event, error) { n.InstanceUUID = ptr(inst); return nil, nil })
 			return err
-		}, "Instance " + inst + " is already associated with a node, it cannot be associated with this other node " + b.UUID},
+		}, "storage: nodes (instance_uuid)=(" + inst + ") already exists"},
 		{"port uuid", func() error {
 			return s.CreatePort(ctx, &Port{UUID: p.UUID, NodeUUID: a.UUID, Address: "52:54:00:00:00:09"})
-		}, "A port with UUID " + p.UUID + " already exists."},
+		}, "storage: ports (uuid)=(" + p.UUID + ") already exists"},
 		{"port mac, other case", func() error {
 			return s.CreatePort(ctx, &Port{NodeUUID: b.UUID, Address: "52:54:00:aa:bb:cc"})
-		}, "A port with MAC address 52:54:00:aa:bb:cc already exists."},
+		}, "storage: ports (address)=(52:54:00:aa:bb:cc) already exists"},
 		{"port name", func() error {
 			return s.CreatePort(ctx, &Port{NodeUUID: b.UUID, Address: "52:54:00:00:00:0a", Name: ptr("p0")})
-		}, "A port with name p0 already exists."},
+		}, "storage: ports (name)=(p0) already exists"},
 		{"port mac on update", func() error {
 			_, err := s.UpdatePort(ctx, q.UUID, func(p *Port) error { p.Address = "52:54:00:AA:BB:CC"; return nil })
 			return err
-		}, "A port with MAC address 52:54:00:aa:bb:cc already exists."},
+		}, "storage: ports (address)=(52:54:00:aa:bb:cc) already exists"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { wantKind(t, tc.call(), fault.Conflict, tc.msg) })
@@ -727,10 +727,10 @@ func TestListNodesPagination(t *testing.T) {
 		page Page
 		msg  string
 	}{
-		{"json sort key", Page{SortKey: "properties"}, "The sort_key value properties is an invalid field for sorting"},
-		{"unknown sort key", Page{SortKey: "id; DROP TABLE nodes"}, "The sort_key value id; DROP TABLE nodes is an invalid field for sorting"},
-		{"sort dir", Page{SortDir: "up"}, "Invalid sort direction: up. Acceptable values are 'asc' or 'desc'"},
-		{"negative limit", Page{Limit: -1}, "Limit must be positive"},
+		{"json sort key", Page{SortKey: "properties"}, "storage: invalid sort_key \"properties\""},
+		{"unknown sort key", Page{SortKey: "id; DROP TABLE nodes"}, "storage: invalid sort_key \"id; DROP TABLE nodes\""},
+		{"sort dir", Page{SortDir: "up"}, "storage: invalid sort_dir \"up\""},
+		{"negative limit", Page{Limit: -1}, "storage: invalid limit \"-1\""},
 	}
 	for _, tc := range bad {
 		t.Run(tc.name, func(t *testing.T) {
@@ -815,7 +815,7 @@ func TestPorts(t *testing.T) {
 		})
 	}
 	_, err = s.ListPorts(ctx, PortQuery{Page: Page{SortKey: "extra"}})
-	wantKind(t, err, fault.Invalid, "The sort_key value extra is an invalid field for sorting")
+	wantKind(t, err, fault.Invalid, "storage: invalid sort_key \"extra\"")
 
 	t.Run("update", func(t *testing.T) {
 		out, err := s.UpdatePort(ctx, full.UUID, func(p *Port) error {
@@ -838,7 +838,7 @@ func TestPorts(t *testing.T) {
 		}
 		missing := uuid.NewString()
 		_, err = s.UpdatePort(ctx, full.UUID, func(p *Port) error { p.NodeUUID = missing; return nil })
-		wantKind(t, err, fault.NotFound, "Node "+missing+" could not be found.")
+		wantKind(t, err, fault.NotFound, "storage: no nodes row "+missing)
 		if again, _ := s.GetPort(ctx, full.UUID); !reflect.DeepEqual(again, got) {
 			t.Fatalf("failed updates changed the port: %+v", again)
 		}
@@ -954,7 +954,7 @@ func TestEvents(t *testing.T) {
 		t.Fatalf("GetEvent = %+v, %v; want %+v", got, err, evs[2])
 	}
 	_, err = s.GetEvent(ctx, other.UUID, evs[2].UUID)
-	wantKind(t, err, fault.NotFound, "Node history record "+evs[2].UUID+" could not be found.")
+	wantKind(t, err, fault.NotFound, "storage: no node_history row "+evs[2].UUID)
 
 	msgs := func(es []*Event) []string {
 		out := []string{}

@@ -13,9 +13,9 @@ import (
 // error rolls everything back and is passed through to the caller unchanged.
 type NodeUpdate func(n *Node) (*Event, error)
 
-// Store is castiron's persistence. Errors are fault-classified:
-// fault.NotFound for unknown idents, fault.Conflict for duplicates (with
-// Ironic's wording where Ironic has one).
+// Store is castiron's persistence. Errors are neutral and fault-classified
+// (errors.go): NotFoundError for unknown idents, DuplicateError for unique
+// constraints, InUseError, InvalidError; engine.Word words them as Ironic does.
 type Store interface {
 	// CreateNode inserts n (UUID, CreatedAt set by the caller) and fills n.ID.
 	CreateNode(ctx context.Context, n *Node) error

@@ -75,6 +75,8 @@ type table[T any] struct {
 	selectList string // "id, uuid, ..." in scan order
 	insert     string // INSERT ... [RETURNING id]
 	sortable   map[string]bool
+
+	rec record[T]
 }
 
 func newTable[T any](name, tie string, id func(*T) *int64, cols []column[T]) table[T] {
@@ -232,57 +234,6 @@ func (t *table[T]) appendRowsWith(ctx context.Context, r runner, out []*T, query
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("storage: list %s: %w", t.name, err)
-	}
-	return out, nil
-}
-
-// rowUpdate describes a read-apply-write of one row by its own functions:
-// find it, its identity (which fn may not change), what to fix up before
-// writing, and how to word a failed write.
-type rowUpdate[T any] struct {
-	get       func(r runner) (*T, error)
-	identity  func(v *T) (int64, string, time.Time) // id, uuid, created_at
-	normalize func(v *T)
-	setTime   func(v *T, created time.Time, updated time.Time)
-	writeErr  func(err error, v *T) error
-	what      string // "deploy template"
-}
-
-// update reads the row, applies fn, keeps its identity and creation time,
-// stamps updated_at and writes the changed columns, in one write
-// transaction. An error from fn is returned unchanged.
-func (t *table[T]) update(ctx context.Context, s *SQLite, u rowUpdate[T], fn func(v *T) error) (*T, error) {
-	var out *T
-	err := s.writeTx(ctx, func(r runner) error {
-		v, err := u.get(r)
-		if err != nil {
-			return err
-		}
-		id, uid, created := u.identity(v)
-		before, err := t.values(v)
-		if err != nil {
-			return err
-		}
-		if err := fn(v); err != nil {
-			return err
-		}
-		if nid, nuid, _ := u.identity(v); nid != id || nuid != uid {
-			return fmt.Errorf("storage: update %s %s: id and uuid cannot change", u.what, uid)
-		}
-		u.setTime(v, created, time.Now())
-		u.normalize(v)
-		after, err := t.values(v)
-		if err != nil {
-			return err
-		}
-		if err := t.updateChanged(ctx, r, before, after, id); err != nil {
-			return u.writeErr(err, v)
-		}
-		out = v
-		return nil
-	})
-	if err != nil {
-		return nil, err
 	}
 	return out, nil
 }

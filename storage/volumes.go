@@ -4,11 +4,8 @@ import (
 	"context"
 	"database/sql/driver"
 	"fmt"
+	"strconv"
 	"time"
-
-	"github.com/google/uuid"
-
-	"castiron/fault"
 )
 
 // VolumeConnector is a node's initiator for remote volumes (Ironic's volume
@@ -46,7 +43,7 @@ type VolumeQuery struct {
 }
 
 // VolumeStore keeps volume connectors and targets. Both belong to a node and
-// go when it goes. Duplicates are fault.Conflict with Ironic's wording: a
+// go when it goes. Duplicates are DuplicateErrors: a
 // connector's (type, connector_id) and a target's (node, boot_index) are
 // unique. An unknown node is NodeNotFound.
 type VolumeStore interface {
@@ -65,15 +62,11 @@ type VolumeStore interface {
 	DeleteVolumeTarget(ctx context.Context, uuid string) error
 }
 
-// VolumeConnectorNotFound is Ironic's VolumeConnectorNotFound.
-func VolumeConnectorNotFound(ident string) error {
-	return fault.New(fault.NotFound, "Volume connector %s could not be found.", ident)
+func connectorNotFound(ident string) error {
+	return &NotFoundError{Table: "volume_connectors", Key: ident}
 }
 
-// VolumeTargetNotFound is Ironic's VolumeTargetNotFound.
-func VolumeTargetNotFound(ident string) error {
-	return fault.New(fault.NotFound, "Volume target %s could not be found.", ident)
-}
+func targetNotFound(ident string) error { return &NotFoundError{Table: "volume_targets", Key: ident} }
 
 // volumeInt is a NOT NULL INTEGER column (boot_index).
 type volumeInt struct{ p *int64 }
@@ -111,7 +104,17 @@ var (
 			objectCol("extra", func(c *VolumeConnector) *JSONObject { return &c.Extra }),
 			fixed(timeCol("created_at", func(c *VolumeConnector) *time.Time { return &c.CreatedAt })),
 			nullTimeCol("updated_at", func(c *VolumeConnector) **time.Time { return &c.UpdatedAt }),
-		})}
+		}).withRecord(record[VolumeConnector]{
+		uuid:      func(c *VolumeConnector) *string { return &c.UUID },
+		created:   func(c *VolumeConnector) *time.Time { return &c.CreatedAt },
+		updated:   func(c *VolumeConnector) **time.Time { return &c.UpdatedAt },
+		normalize: normalizeConnector,
+		unique: map[string]func(*VolumeConnector) []string{
+			"uuid":               one(func(c *VolumeConnector) string { return c.UUID }),
+			"type, connector_id": func(c *VolumeConnector) []string { return []string{c.Type, c.ConnectorID} },
+		},
+		parent: func(c *VolumeConnector) string { return c.NodeUUID },
+	})}
 	targetTable = volumeSQL[VolumeTarget]{table: newTable("volume_targets", "id",
 		func(t *VolumeTarget) *int64 { return &t.ID }, []column[VolumeTarget]{
 			fixed(strCol("uuid", func(t *VolumeTarget) *string { return &t.UUID })),
@@ -123,26 +126,24 @@ var (
 			objectCol("extra", func(t *VolumeTarget) *JSONObject { return &t.Extra }),
 			fixed(timeCol("created_at", func(t *VolumeTarget) *time.Time { return &t.CreatedAt })),
 			nullTimeCol("updated_at", func(t *VolumeTarget) **time.Time { return &t.UpdatedAt }),
-		})}
+		}).withRecord(record[VolumeTarget]{
+		uuid:      func(t *VolumeTarget) *string { return &t.UUID },
+		created:   func(t *VolumeTarget) *time.Time { return &t.CreatedAt },
+		updated:   func(t *VolumeTarget) **time.Time { return &t.UpdatedAt },
+		normalize: normalizeTarget,
+		unique: map[string]func(*VolumeTarget) []string{
+			"uuid": one(func(t *VolumeTarget) string { return t.UUID }),
+			"node_uuid, boot_index": func(t *VolumeTarget) []string {
+				return []string{t.NodeUUID, strconv.FormatInt(t.BootIndex, 10)}
+			},
+		},
+		parent: func(t *VolumeTarget) string { return t.NodeUUID },
+	})}
 )
 
 func init() {
 	connectorTable.byUUID = connectorTable.selectFrom() + " WHERE uuid = ?"
 	targetTable.byUUID = targetTable.selectFrom() + " WHERE uuid = ?"
-}
-
-// newVolumeUUID fills an empty uuid or canonicalizes the given one.
-func newVolumeUUID(u *string) error {
-	if *u == "" {
-		*u = uuid.NewString()
-		return nil
-	}
-	c, ok := canonicalUUID(*u)
-	if !ok {
-		return fault.New(fault.Invalid, "Expected a UUID but received %s.", *u)
-	}
-	*u = c
-	return nil
 }
 
 func normalizeConnector(c *VolumeConnector) {
@@ -165,55 +166,15 @@ func normalizeTarget(t *VolumeTarget) {
 	}
 }
 
-func connectorWriteError(err error, c *VolumeConnector) error {
-	if v, ok := violationOf(err); ok {
-		switch {
-		case v.foreign:
-			return fault.NodeNotFound(c.NodeUUID)
-		case v.unique == "volume_connectors.uuid":
-			return fault.New(fault.Conflict, "A volume connector with UUID %s already exists.", c.UUID)
-		case v.unique == "volume_connectors.type", v.unique == "volume_connectors.connector_id":
-			return fault.New(fault.Conflict, "A volume connector with type %s and connector ID %s already exists.", c.Type, c.ConnectorID)
-		}
-	}
-	return fmt.Errorf("storage: write volume connector %s: %w", c.UUID, err)
-}
-
-func targetWriteError(err error, t *VolumeTarget) error {
-	if v, ok := violationOf(err); ok {
-		switch {
-		case v.foreign:
-			return fault.NodeNotFound(t.NodeUUID)
-		case v.unique == "volume_targets.uuid":
-			return fault.New(fault.Conflict, "A volume target with UUID %s already exists.", t.UUID)
-		case v.unique == "volume_targets.node_uuid", v.unique == "volume_targets.boot_index":
-			return fault.New(fault.Conflict, "A volume target with boot index '%d' for the same node already exists.", t.BootIndex)
-		}
-	}
-	return fmt.Errorf("storage: write volume target %s: %w", t.UUID, err)
-}
-
 // CreateVolumeConnector inserts c and fills c.ID (and UUID and CreatedAt
 // when empty).
 func (s *SQLite) CreateVolumeConnector(ctx context.Context, c *VolumeConnector) error {
-	if err := newVolumeUUID(&c.UUID); err != nil {
-		return err
-	}
-	if c.CreatedAt.IsZero() {
-		c.CreatedAt = time.Now()
-	}
-	normalizeConnector(c)
-	return s.writeTx(ctx, func(r runner) error {
-		if err := r.queryRow(ctx, connectorTable.insert, connectorTable.insertArgs(c)...).Scan(&c.ID); err != nil {
-			return connectorWriteError(err, c)
-		}
-		return nil
-	})
+	return s.writeTx(ctx, func(r runner) error { return connectorTable.create(ctx, r, c) })
 }
 
 // GetVolumeConnector finds a connector by UUID.
 func (s *SQLite) GetVolumeConnector(ctx context.Context, connUUID string) (*VolumeConnector, error) {
-	return connectorTable.getOne(ctx, s.reader(), VolumeConnectorNotFound(connUUID), connectorTable.byUUID, uuidKey(connUUID))
+	return connectorTable.getOne(ctx, s.reader(), connectorNotFound(connUUID), connectorTable.byUUID, uuidKey(connUUID))
 }
 
 // ListVolumeConnectors returns the connectors matching q, one page of them
@@ -224,9 +185,8 @@ func (s *SQLite) ListVolumeConnectors(ctx context.Context, q VolumeQuery) ([]*Vo
 		f.add("node_uuid = ?", uuidKey(*q.NodeUUID))
 	}
 	return connectorTable.paged(ctx, s.reader(), f, q.Page, pageSpec{
-		defaultSort:    "id",
-		markerCol:      "uuid",
-		markerNotFound: VolumeConnectorNotFound,
+		defaultSort: "id",
+		markerCol:   "uuid",
 	})
 }
 
@@ -235,31 +195,12 @@ func (s *SQLite) ListVolumeConnectors(ctx context.Context, q VolumeQuery) ([]*Vo
 func (s *SQLite) UpdateVolumeConnector(ctx context.Context, connUUID string, fn func(c *VolumeConnector) error) (*VolumeConnector, error) {
 	var out *VolumeConnector
 	err := s.writeTx(ctx, func(r runner) error {
-		c, err := connectorTable.getOne(ctx, r, VolumeConnectorNotFound(connUUID), connectorTable.byUUID, uuidKey(connUUID))
+		c, err := connectorTable.getOne(ctx, r, connectorNotFound(connUUID), connectorTable.byUUID, uuidKey(connUUID))
 		if err != nil {
 			return err
 		}
-		id, cu, created := c.ID, c.UUID, c.CreatedAt
-		before, err := connectorTable.values(c)
-		if err != nil {
+		if err := connectorTable.rewrite(ctx, r, c, fn); err != nil {
 			return err
-		}
-		if err := fn(c); err != nil {
-			return err
-		}
-		if c.ID != id || c.UUID != cu {
-			return fmt.Errorf("storage: update volume connector %s: id and uuid cannot change", cu)
-		}
-		c.CreatedAt = created
-		now := time.Now()
-		c.UpdatedAt = &now
-		normalizeConnector(c)
-		after, err := connectorTable.values(c)
-		if err != nil {
-			return err
-		}
-		if err := connectorTable.updateChanged(ctx, r, before, after, c.ID); err != nil {
-			return connectorWriteError(err, c)
 		}
 		out = c
 		return nil
@@ -273,35 +214,19 @@ func (s *SQLite) UpdateVolumeConnector(ctx context.Context, connUUID string, fn 
 // DeleteVolumeConnector removes a connector.
 func (s *SQLite) DeleteVolumeConnector(ctx context.Context, connUUID string) error {
 	return s.writeTx(ctx, func(r runner) error {
-		err := execOne(ctx, r, VolumeConnectorNotFound(connUUID), "DELETE FROM volume_connectors WHERE uuid = ?", uuidKey(connUUID))
-		if err != nil && !fault.Is(err, fault.NotFound) {
-			return fmt.Errorf("storage: delete volume connector %s: %w", connUUID, err)
-		}
-		return err
+		return deleteOne(ctx, r, "volume_connectors", connUUID)
 	})
 }
 
 // CreateVolumeTarget inserts t and fills t.ID (and UUID and CreatedAt when
 // empty).
 func (s *SQLite) CreateVolumeTarget(ctx context.Context, t *VolumeTarget) error {
-	if err := newVolumeUUID(&t.UUID); err != nil {
-		return err
-	}
-	if t.CreatedAt.IsZero() {
-		t.CreatedAt = time.Now()
-	}
-	normalizeTarget(t)
-	return s.writeTx(ctx, func(r runner) error {
-		if err := r.queryRow(ctx, targetTable.insert, targetTable.insertArgs(t)...).Scan(&t.ID); err != nil {
-			return targetWriteError(err, t)
-		}
-		return nil
-	})
+	return s.writeTx(ctx, func(r runner) error { return targetTable.create(ctx, r, t) })
 }
 
 // GetVolumeTarget finds a target by UUID.
 func (s *SQLite) GetVolumeTarget(ctx context.Context, targetUUID string) (*VolumeTarget, error) {
-	return targetTable.getOne(ctx, s.reader(), VolumeTargetNotFound(targetUUID), targetTable.byUUID, uuidKey(targetUUID))
+	return targetTable.getOne(ctx, s.reader(), targetNotFound(targetUUID), targetTable.byUUID, uuidKey(targetUUID))
 }
 
 // ListVolumeTargets returns the targets matching q, one page of them when
@@ -312,9 +237,8 @@ func (s *SQLite) ListVolumeTargets(ctx context.Context, q VolumeQuery) ([]*Volum
 		f.add("node_uuid = ?", uuidKey(*q.NodeUUID))
 	}
 	return targetTable.paged(ctx, s.reader(), f, q.Page, pageSpec{
-		defaultSort:    "id",
-		markerCol:      "uuid",
-		markerNotFound: VolumeTargetNotFound,
+		defaultSort: "id",
+		markerCol:   "uuid",
 	})
 }
 
@@ -323,31 +247,12 @@ func (s *SQLite) ListVolumeTargets(ctx context.Context, q VolumeQuery) ([]*Volum
 func (s *SQLite) UpdateVolumeTarget(ctx context.Context, targetUUID string, fn func(t *VolumeTarget) error) (*VolumeTarget, error) {
 	var out *VolumeTarget
 	err := s.writeTx(ctx, func(r runner) error {
-		t, err := targetTable.getOne(ctx, r, VolumeTargetNotFound(targetUUID), targetTable.byUUID, uuidKey(targetUUID))
+		t, err := targetTable.getOne(ctx, r, targetNotFound(targetUUID), targetTable.byUUID, uuidKey(targetUUID))
 		if err != nil {
 			return err
 		}
-		id, tu, created := t.ID, t.UUID, t.CreatedAt
-		before, err := targetTable.values(t)
-		if err != nil {
+		if err := targetTable.rewrite(ctx, r, t, fn); err != nil {
 			return err
-		}
-		if err := fn(t); err != nil {
-			return err
-		}
-		if t.ID != id || t.UUID != tu {
-			return fmt.Errorf("storage: update volume target %s: id and uuid cannot change", tu)
-		}
-		t.CreatedAt = created
-		now := time.Now()
-		t.UpdatedAt = &now
-		normalizeTarget(t)
-		after, err := targetTable.values(t)
-		if err != nil {
-			return err
-		}
-		if err := targetTable.updateChanged(ctx, r, before, after, t.ID); err != nil {
-			return targetWriteError(err, t)
 		}
 		out = t
 		return nil
@@ -361,10 +266,6 @@ func (s *SQLite) UpdateVolumeTarget(ctx context.Context, targetUUID string, fn f
 // DeleteVolumeTarget removes a target.
 func (s *SQLite) DeleteVolumeTarget(ctx context.Context, targetUUID string) error {
 	return s.writeTx(ctx, func(r runner) error {
-		err := execOne(ctx, r, VolumeTargetNotFound(targetUUID), "DELETE FROM volume_targets WHERE uuid = ?", uuidKey(targetUUID))
-		if err != nil && !fault.Is(err, fault.NotFound) {
-			return fmt.Errorf("storage: delete volume target %s: %w", targetUUID, err)
-		}
-		return err
+		return deleteOne(ctx, r, "volume_targets", targetUUID)
 	})
 }

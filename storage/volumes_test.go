@@ -45,12 +45,12 @@ func TestVolumeConnectors(t *testing.T) {
 
 	// Duplicates and unknown references, with Ironic's messages.
 	err = s.CreateVolumeConnector(ctx, &VolumeConnector{NodeUUID: b.UUID, Type: "iqn", ConnectorID: full.ConnectorID})
-	wantKind(t, err, fault.Conflict, "A volume connector with type iqn and connector ID "+full.ConnectorID+" already exists.")
+	wantKind(t, err, fault.Conflict, "storage: volume_connectors (type, connector_id)=(iqn, "+full.ConnectorID+") already exists")
 	err = s.CreateVolumeConnector(ctx, &VolumeConnector{UUID: full.UUID, NodeUUID: b.UUID, Type: "ip", ConnectorID: "10.0.0.1"})
-	wantKind(t, err, fault.Conflict, "A volume connector with UUID "+full.UUID+" already exists.")
+	wantKind(t, err, fault.Conflict, "storage: volume_connectors (uuid)=("+full.UUID+") already exists")
 	missing := uuid.NewString()
 	err = s.CreateVolumeConnector(ctx, &VolumeConnector{NodeUUID: missing, Type: "ip", ConnectorID: "10.0.0.1"})
-	wantKind(t, err, fault.NotFound, "Node "+missing+" could not be found.")
+	wantKind(t, err, fault.NotFound, "storage: no nodes row "+missing)
 	// The same connector_id under another type is another connector.
 	if err := s.CreateVolumeConnector(ctx, &VolumeConnector{NodeUUID: a.UUID, Type: "ip", ConnectorID: full.ConnectorID}); err != nil {
 		t.Fatal(err)
@@ -85,9 +85,9 @@ func TestVolumeConnectors(t *testing.T) {
 		})
 	}
 	_, err = s.ListVolumeConnectors(ctx, VolumeQuery{Page: Page{SortKey: "extra"}})
-	wantKind(t, err, fault.Invalid, "The sort_key value extra is an invalid field for sorting")
+	wantKind(t, err, fault.Invalid, "storage: invalid sort_key \"extra\"")
 	_, err = s.ListVolumeConnectors(ctx, VolumeQuery{Page: Page{Marker: missing}})
-	wantKind(t, err, fault.NotFound, "Volume connector "+missing+" could not be found.")
+	wantKind(t, err, fault.NotFound, "storage: no volume_connectors row "+missing)
 
 	t.Run("update", func(t *testing.T) {
 		out, err := s.UpdateVolumeConnector(ctx, full.UUID, func(c *VolumeConnector) error {
@@ -107,9 +107,9 @@ func TestVolumeConnectors(t *testing.T) {
 			c.Type, c.ConnectorID = "iqn", full.ConnectorID
 			return nil
 		})
-		wantKind(t, err, fault.Conflict, "A volume connector with type iqn and connector ID "+full.ConnectorID+" already exists.")
+		wantKind(t, err, fault.Conflict, "storage: volume_connectors (type, connector_id)=(iqn, "+full.ConnectorID+") already exists")
 		_, err = s.UpdateVolumeConnector(ctx, minimal.UUID, func(c *VolumeConnector) error { c.NodeUUID = missing; return nil })
-		wantKind(t, err, fault.NotFound, "Node "+missing+" could not be found.")
+		wantKind(t, err, fault.NotFound, "storage: no nodes row "+missing)
 		sentinel := errors.New("no")
 		if _, err := s.UpdateVolumeConnector(ctx, minimal.UUID, func(c *VolumeConnector) error { c.Type = "x"; return sentinel }); err != sentinel {
 			t.Fatalf("err = %v, want sentinel", err)
@@ -118,14 +118,14 @@ func TestVolumeConnectors(t *testing.T) {
 			t.Fatalf("failed updates changed the connector: %+v", again)
 		}
 		_, err = s.UpdateVolumeConnector(ctx, missing, func(c *VolumeConnector) error { return nil })
-		wantKind(t, err, fault.NotFound, "Volume connector "+missing+" could not be found.")
+		wantKind(t, err, fault.NotFound, "storage: no volume_connectors row "+missing)
 	})
 	t.Run("delete", func(t *testing.T) {
 		if err := s.DeleteVolumeConnector(ctx, minimal.UUID); err != nil {
 			t.Fatal(err)
 		}
 		_, err := s.GetVolumeConnector(ctx, minimal.UUID)
-		wantKind(t, err, fault.NotFound, "Volume connector "+minimal.UUID+" could not be found.")
+		wantKind(t, err, fault.NotFound, "storage: no volume_connectors row "+minimal.UUID)
 		wantKind(t, s.DeleteVolumeConnector(ctx, minimal.UUID), fault.NotFound, "")
 	})
 }
@@ -159,28 +159,28 @@ func TestVolumeTargets(t *testing.T) {
 	}
 	// boot_index is unique per node only.
 	err = s.CreateVolumeTarget(ctx, &VolumeTarget{NodeUUID: a.UUID, VolumeType: "fibre_channel", VolumeID: "v1"})
-	wantKind(t, err, fault.Conflict, "A volume target with boot index '0' for the same node already exists.")
+	wantKind(t, err, fault.Conflict, "storage: volume_targets (node_uuid, boot_index)=("+a.UUID+", 0) already exists")
 	other := &VolumeTarget{NodeUUID: b.UUID, VolumeType: "iscsi", VolumeID: "v2"}
 	if err := s.CreateVolumeTarget(ctx, other); err != nil {
 		t.Fatal(err)
 	}
 	err = s.CreateVolumeTarget(ctx, &VolumeTarget{UUID: full.UUID, NodeUUID: b.UUID, BootIndex: 3})
-	wantKind(t, err, fault.Conflict, "A volume target with UUID "+full.UUID+" already exists.")
+	wantKind(t, err, fault.Conflict, "storage: volume_targets (uuid)=("+full.UUID+") already exists")
 
 	list, err := s.ListVolumeTargets(ctx, VolumeQuery{NodeUUID: ptr(a.UUID), Page: Page{SortKey: "boot_index"}})
 	if err != nil || len(list) != 2 || list[0].UUID != boot.UUID || list[1].UUID != full.UUID {
 		t.Fatalf("by boot_index: %v %v", list, err)
 	}
 	_, err = s.ListVolumeTargets(ctx, VolumeQuery{Page: Page{SortKey: "properties"}})
-	wantKind(t, err, fault.Invalid, "The sort_key value properties is an invalid field for sorting")
+	wantKind(t, err, fault.Invalid, "storage: invalid sort_key \"properties\"")
 
 	_, err = s.UpdateVolumeTarget(ctx, full.UUID, func(vt *VolumeTarget) error { vt.BootIndex = 0; return nil })
-	wantKind(t, err, fault.Conflict, "A volume target with boot index '0' for the same node already exists.")
+	wantKind(t, err, fault.Conflict, "storage: volume_targets (node_uuid, boot_index)=("+a.UUID+", 0) already exists")
 	out, err := s.UpdateVolumeTarget(ctx, full.UUID, func(vt *VolumeTarget) error {
 		vt.BootIndex, vt.NodeUUID, vt.Properties = 0, b.UUID, nil
 		return nil
 	})
-	wantKind(t, err, fault.Conflict, "A volume target with boot index '0' for the same node already exists.")
+	wantKind(t, err, fault.Conflict, "storage: volume_targets (node_uuid, boot_index)=("+b.UUID+", 0) already exists")
 	out, err = s.UpdateVolumeTarget(ctx, full.UUID, func(vt *VolumeTarget) error {
 		vt.BootIndex, vt.Properties = 1, nil
 		return nil
@@ -202,7 +202,7 @@ func TestVolumeTargets(t *testing.T) {
 	if err := s.DeleteVolumeTarget(ctx, other.UUID); err != nil {
 		t.Fatal(err)
 	}
-	wantKind(t, s.DeleteVolumeTarget(ctx, other.UUID), fault.NotFound, "Volume target "+other.UUID+" could not be found.")
+	wantKind(t, s.DeleteVolumeTarget(ctx, other.UUID), fault.NotFound, "storage: no volume_targets row "+other.UUID)
 }
 
 func TestVolumeConnectorsGoWithNode(t *testing.T) {
