@@ -52,7 +52,11 @@ func newApp(ctx context.Context, c *serveConfig, log *slog.Logger) (*app, error)
 	if err != nil {
 		return nil, err
 	}
-	store, err := storage.Open(ctx, filepath.Join(c.dataDir, "castiron.db"))
+	database := c.database
+	if database == "" {
+		database = filepath.Join(c.dataDir, "castiron.db")
+	}
+	store, err := storage.OpenDatabase(ctx, database)
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
@@ -110,6 +114,9 @@ func conductorConfig(c *serveConfig, site provisioningSite, obs engine.Observer,
 	return engine.Config{
 		Hostname:          c.conductorName,
 		ConductorGroup:    strings.ToLower(c.conductorGroup),
+		APIURL:            conductorURL(c),
+		HeartbeatInterval: c.heartbeatInterval,
+		HeartbeatTimeout:  c.heartbeatTimeout,
 		CallbackTimeout:   c.callbackTimeout,
 		PowerSyncInterval: c.powerSync,
 		AutomatedClean:    c.automatedClean,
@@ -121,6 +128,25 @@ func conductorConfig(c *serveConfig, site provisioningSite, obs engine.Observer,
 		Logger:            log,
 		Observer:          obs,
 	}
+}
+
+// conductorURL is how other conductors reach this one's API.
+func conductorURL(c *serveConfig) string {
+	if c.conductorURL != "" {
+		return c.conductorURL
+	}
+	scheme := "http"
+	if c.tlsCert != "" {
+		scheme = "https"
+	}
+	host, port, err := net.SplitHostPort(c.listen)
+	if err != nil {
+		return ""
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = c.conductorName
+	}
+	return scheme + "://" + net.JoinHostPort(host, port)
 }
 
 // close releases what newApp opened.

@@ -74,6 +74,8 @@ a flag wins over the environment, which wins over the file.
 type serveConfig struct {
 	configPath                                     string
 	listen, dataDir, conductorName, conductorGroup string
+	database, conductorURL                         string
+	heartbeatInterval, heartbeatTimeout            time.Duration
 	htpasswd, tlsCert, tlsKey, logLevel            string
 	insecureNoauth, automatedClean                 bool
 	callbackTimeout, powerSync                     time.Duration
@@ -97,8 +99,12 @@ func serveFlags() (*flag.FlagSet, *serveConfig) {
 	str(&c.configPath, configFlag, "", "configuration file (YAML, keys are these flags' names); flags and CASTIRON_* variables win over it")
 	str(&c.listen, "listen", "127.0.0.1:6385", "address:port of the API")
 	str(&c.dataDir, "data-dir", "./castiron-data", "directory for the SQLite database")
+	str(&c.database, "database", "", "postgres://user:password@host/db to share one PostgreSQL database between conductors (default: SQLite in DATA-DIR)")
 	str(&c.conductorName, "conductor-name", "", "this conductor's hostname in the API (default: this host's name)")
 	str(&c.conductorGroup, "conductor-group", "", "this conductor's conductor_group")
+	str(&c.conductorURL, "conductor-url", "", "how the other conductors on --database reach this one's API (default: http(s)://LISTEN, with the conductor name for a wildcard address)")
+	dur(&c.heartbeatInterval, "heartbeat-interval", 5*time.Second, "how often this conductor records that it is alive")
+	dur(&c.heartbeatTimeout, "heartbeat-timeout", 15*time.Second, "a conductor silent this long is dead: its nodes move to the others")
 	str(&c.htpasswd, "htpasswd", "", "bcrypt htpasswd file: enables Ironic's http_basic auth")
 	str(&c.tlsCert, "tls-cert", "", "TLS certificate (PEM); with --tls-key serves HTTPS")
 	str(&c.tlsKey, "tls-key", "", "TLS private key (PEM)")

@@ -105,6 +105,37 @@ func (c *Conductor) ResumeAllocations(ctx context.Context) error {
 	return nil
 }
 
+// adoptAllocations moves the unfinished allocations of the dead conductor
+// host to this one and resumes them. The move is one row-locked write per
+// allocation, so when several conductors take over at once each allocation
+// is adopted by one of them.
+func (c *Conductor) adoptAllocations(ctx context.Context, host string) error {
+	state := AllocationAllocating
+	list, err := c.store.ListAllocations(ctx, storage.AllocationQuery{State: &state, ConductorAffinity: &host})
+	if err != nil {
+		return err
+	}
+	for _, a := range list {
+		adopted := false
+		_, err := c.store.UpdateAllocation(ctx, a.UUID, func(cur *storage.Allocation) error {
+			adopted = cur.State == AllocationAllocating && cur.ConductorAffinity != nil && *cur.ConductorAffinity == host
+			if !adopted {
+				return errAllocationSettled
+			}
+			cur.ConductorAffinity = strp(c.cfg.Hostname)
+			return nil
+		})
+		if err != nil && !errors.Is(err, errAllocationSettled) && !fault.Is(err, fault.NotFound) {
+			return err
+		}
+		if adopted {
+			c.log.Info("resuming the allocation of a dead conductor", "allocation", a.UUID, "dead", host, "verb", "allocate")
+			c.startAllocation(a.UUID)
+		}
+	}
+	return nil
+}
+
 // allocate is Ironic's do_allocate: it finds the candidate nodes and binds
 // one of them, or records why it could not. It never returns an error: the
 // outcome is the allocation's state.

@@ -5,6 +5,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"castiron/fault"
 	"castiron/storage"
@@ -40,7 +41,9 @@ type bootGate struct {
 	mu         sync.Mutex
 	portless   bool
 	portlessAt uint64
-	portlessOK bool
+	// portlessWhen is when portless was read.
+	portlessWhen time.Time
+	portlessOK   bool
 }
 
 func (g *bootGate) invalidate() { g.gen.Add(1) }
@@ -60,13 +63,17 @@ func (c *Conductor) BootTarget(ctx context.Context, mac net.HardwareAddr) (BootD
 			return BootDecision{}, false
 		}
 		purpose, ok := bootPurpose[State(n.ProvisionState)]
-		return BootDecision{NodeUUID: n.UUID, Purpose: purpose}, ok
+		// With several conductors on one network, only the node's owner
+		// answers it (the others stay silent, as for any other machine).
+		return BootDecision{NodeUUID: n.UUID, Purpose: purpose}, ok && c.Owns(n)
 	case !fault.Is(err, fault.NotFound):
 		c.log.Warn("boot gate: port lookup failed", "mac", mac.String(), "err", err)
 		return BootDecision{}, false
 	}
 	if c.cfg.Discovery {
-		return BootDecision{Purpose: "inspect"}, true
+		// An unknown machine is answered by one conductor of this group:
+		// the one the group's ring maps its MAC to.
+		return BootDecision{Purpose: "inspect"}, c.ownsKey(mac.String())
 	}
 	if c.portlessInspection(ctx) {
 		return BootDecision{Purpose: "inspect"}, true
@@ -74,11 +81,14 @@ func (c *Conductor) BootTarget(ctx context.Context, mac net.HardwareAddr) (BootD
 	return BootDecision{}, false
 }
 
-// portlessInspection reports whether a node without ports is being inspected.
+// portlessInspection reports whether a node without ports that this
+// conductor owns is being inspected. The answer is cached until a local
+// write changes a node or port, and for at most a ring refresh (other
+// conductors' writes do not reach the cache).
 func (c *Conductor) portlessInspection(ctx context.Context) bool {
 	gen := c.gate.gen.Load()
 	c.gate.mu.Lock()
-	if c.gate.portlessOK && c.gate.portlessAt == gen {
+	if c.gate.portlessOK && c.gate.portlessAt == gen && time.Since(c.gate.portlessWhen) < c.ringRefresh() {
 		v := c.gate.portless
 		c.gate.mu.Unlock()
 		return v
@@ -89,8 +99,10 @@ func (c *Conductor) portlessInspection(ctx context.Context) bool {
 		c.log.Warn("boot gate: listing inspecting nodes failed", "err", err)
 		return false
 	}
+	nodes = c.owned(nodes)
 	c.gate.mu.Lock()
 	c.gate.portless, c.gate.portlessAt, c.gate.portlessOK = len(nodes) > 0, gen, true
+	c.gate.portlessWhen = time.Now()
 	c.gate.mu.Unlock()
 	return len(nodes) > 0
 }

@@ -18,6 +18,14 @@ import (
 type Config struct {
 	Hostname       string
 	ConductorGroup string
+	// APIURL is how other conductors reach this one's API (verbs on the
+	// nodes it owns are forwarded there).
+	APIURL string
+	// HashPartitionExponent is Ironic's hash_partition_exponent: each
+	// conductor has 2^exponent points on the hash ring. Ironic's default,
+	// 5, leaves three conductors owning 22-38 % of the nodes each; 8 keeps
+	// them within 10 % of even. Every conductor must use the same value.
+	HashPartitionExponent int
 	// CallbackTimeout bounds every *wait state (inspect wait, clean wait,
 	// wait call-back, rescue wait, service wait); Ironic's default is 1800 s.
 	CallbackTimeout time.Duration
@@ -64,11 +72,16 @@ func (c *Config) setDefaults() {
 	if c.CallbackTimeout == 0 {
 		c.CallbackTimeout = 1800 * time.Second
 	}
+	// A dead conductor's nodes move to the others once its last heartbeat
+	// is HeartbeatTimeout old: 15 s by default (Ironic: 10 s and 60 s).
+	if c.HashPartitionExponent == 0 {
+		c.HashPartitionExponent = 8
+	}
 	if c.HeartbeatInterval == 0 {
-		c.HeartbeatInterval = 10 * time.Second
+		c.HeartbeatInterval = 5 * time.Second
 	}
 	if c.HeartbeatTimeout == 0 {
-		c.HeartbeatTimeout = 60 * time.Second
+		c.HeartbeatTimeout = 15 * time.Second
 	}
 	if c.PowerSyncInterval == 0 {
 		c.PowerSyncInterval = 60 * time.Second
@@ -107,6 +120,7 @@ type Conductor struct {
 	tasks   sync.WaitGroup
 	aborts  abortFlags
 	gate    bootGate
+	owners  owners
 	started bool
 	beat    heartbeatStatus
 	obs     Observer
@@ -180,16 +194,13 @@ func (c *Conductor) Store() storage.Store { return c.store }
 // starts the periodic jobs. The jobs run until Stop.
 func (c *Conductor) Start(ctx context.Context) error {
 	c.runCtx, c.cancel = context.WithCancel(context.Background())
-	if err := c.store.RegisterConductor(ctx, &storage.Conductor{
-		Hostname:       c.cfg.Hostname,
-		ConductorGroup: c.cfg.ConductorGroup,
-		Drivers:        c.hw.Names(),
-		Online:         true,
-		CreatedAt:      c.now(),
-	}); err != nil {
+	if err := c.store.RegisterConductor(ctx, c.selfRow()); err != nil {
 		return err
 	}
 	c.beat.record(c.now(), nil)
+	if err := c.refreshRings(ctx); err != nil {
+		return err
+	}
 	if err := c.recover(ctx); err != nil {
 		return err
 	}
@@ -203,6 +214,7 @@ func (c *Conductor) Start(ctx context.Context) error {
 		c.beat.record(now, err)
 		return err
 	})
+	c.every(c.ringRefresh(), "hash-ring", c.refreshRings)
 	c.every(c.cfg.TimeoutCheckInterval, "wait-timeouts", c.checkTimeouts)
 	c.every(c.cfg.HeartbeatInterval, "takeover", c.takeOverDead)
 	c.every(c.cfg.PowerSyncInterval, "power-sync", c.syncPowerStates)
@@ -268,21 +280,19 @@ func (c *Conductor) Alive(cd *storage.Conductor) bool {
 	return c.now().Sub(last) < c.cfg.HeartbeatTimeout
 }
 
-// ConductorFor names the conductor that manages n: this one when it serves
-// the node's group and driver, else none (Ironic maps by hash ring per group).
+// ConductorFor names the conductor that manages n, as Ironic's hash ring
+// of its conductor group and driver maps it (owner.go); nil when no alive
+// conductor serves them.
 func (c *Conductor) ConductorFor(n *storage.Node) *string {
-	if n.ConductorGroup != c.cfg.ConductorGroup {
-		return nil
+	if h := c.ownerOf(n); h != "" {
+		return &h
 	}
-	if _, ok := c.hw.Get(n.Driver); !ok {
-		return nil
-	}
-	h := c.cfg.Hostname
-	return &h
+	return nil
 }
 
 // GroupsServedBy returns the conductor groups hostname serves, for the
-// ?conductor= filter; empty when it is unknown or dead.
+// ?conductor= filter; empty when it is unknown or dead. The nodes of those
+// groups are hostname's when ConductorFor says so.
 func (c *Conductor) GroupsServedBy(ctx context.Context, hostname string) ([]string, error) {
 	cd, err := c.store.GetConductor(ctx, hostname)
 	if err != nil {

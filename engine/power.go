@@ -128,13 +128,14 @@ func (c *Conductor) syncPowerStates(ctx context.Context) error {
 		ConductorGroups: []string{c.cfg.ConductorGroup},
 		IncludeChildren: true,
 		// Only what a BMC read needs: this runs every minute over the fleet.
-		Columns: []string{"uuid", "driver", "power_interface", "provision_state", "power_state",
+		Columns: []string{"uuid", "driver", "conductor_group", "power_interface", "provision_state", "power_state",
 			"driver_info", "driver_internal_info", "properties", "boot_mode"},
 	})
 	if err != nil {
 		return err
 	}
-	for _, n := range nodes {
+	// Each node's power is read by its owner only.
+	for _, n := range c.owned(nodes) {
 		if ctx.Err() != nil {
 			return nil
 		}

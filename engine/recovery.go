@@ -12,7 +12,9 @@ import (
 // recover runs at start-up, before any request: it releases reservations a
 // killed conductor left, fails nodes whose work cannot resume (Ironic's
 // STUCK_STATES_TREATED_AS_FAIL) and clears pending power operations. Nodes in
-// wait states keep their deadlines: provision_updated_at is durable.
+// wait states keep their deadlines: provision_updated_at is durable. With
+// several conductors it touches only what this one held or owns: another
+// conductor's node in a stuck state is work in flight there.
 func (c *Conductor) recover(ctx context.Context) error {
 	held, err := c.store.ReleaseAllReservations(ctx, c.cfg.Hostname)
 	if err != nil {
@@ -21,6 +23,11 @@ func (c *Conductor) recover(ctx context.Context) error {
 	if len(held) > 0 {
 		c.log.Warn("released reservations left by a previous run", "count", len(held))
 	}
+	mine := make(map[string]bool, len(held))
+	for _, u := range held {
+		mine[u] = true
+	}
+	ours := func(n *storage.Node) bool { return mine[n.UUID] || (n.Reservation == nil && c.Owns(n)) }
 	for st, info := range states {
 		if !info.StuckFails {
 			continue
@@ -35,6 +42,9 @@ func (c *Conductor) recover(ctx context.Context) error {
 			return err
 		}
 		for _, n := range nodes {
+			if !ours(n) {
+				continue
+			}
 			msg := fmt.Sprintf("The conductor %s was restarted while node %s was in state %q; the operation was interrupted.", c.cfg.Hostname, n.UUID, state)
 			if err := c.failIfIn(ctx, n.UUID, st, msg); err != nil {
 				return err
@@ -47,7 +57,7 @@ func (c *Conductor) recover(ctx context.Context) error {
 		return err
 	}
 	for _, n := range nodes {
-		if n.TargetPowerState == nil {
+		if n.TargetPowerState == nil || !ours(n) {
 			continue
 		}
 		err := c.dropPendingPower(ctx, n.UUID, c.cfg.Hostname)
@@ -58,11 +68,11 @@ func (c *Conductor) recover(ctx context.Context) error {
 	return nil
 }
 
-// failIfIn fires EvFail on the node if it is still in st, with msg as
-// last_error, and releases its reservation.
+// failIfIn fires EvFail on the node if it is still in st and nobody has
+// reserved it since its reservation was released, with msg as last_error.
 func (c *Conductor) failIfIn(ctx context.Context, uuid string, st State, msg string) error {
 	_, err := c.store.UpdateNode(ctx, uuid, func(n *storage.Node) (*storage.Event, error) {
-		if State(n.ProvisionState) != st || !Actionable(st, EvFail) {
+		if State(n.ProvisionState) != st || !Actionable(st, EvFail) || n.Reservation != nil {
 			return nil, nil
 		}
 		n.Reservation = nil
@@ -90,7 +100,7 @@ func (c *Conductor) checkTimeouts(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		for _, n := range nodes {
+		for _, n := range c.owned(nodes) {
 			limit := c.waitTimeout(n, st)
 			if n.ProvisionUpdatedAt == nil || now.Sub(*n.ProvisionUpdatedAt) < limit {
 				continue
@@ -167,6 +177,9 @@ func (c *Conductor) takeOverDead(ctx context.Context) error {
 			if err := c.dropPendingPower(ctx, n.UUID, cd.Hostname); err != nil {
 				return err
 			}
+		}
+		if err := c.adoptAllocations(ctx, cd.Hostname); err != nil {
+			return err
 		}
 		c.log.Warn("took over from a dead conductor", "dead", cd.Hostname, "released", len(held))
 		if err := c.store.UnregisterConductor(ctx, cd.Hostname); err != nil {

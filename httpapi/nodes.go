@@ -157,9 +157,22 @@ func (a *API) listNodes(detail bool) handlerFunc {
 		}
 		q.Page = page
 		q.Columns = nodeColumns(fields)
+		conductor := qs.Get("conductor")
+		if conductor != "" && q.Columns != nil {
+			q.Columns = append(q.Columns, "conductor_group", "driver")
+		}
 		list, err := a.cond.Store().ListNodes(r.Context(), q)
 		if err != nil {
 			return err
+		}
+		if conductor != "" {
+			// The groups narrowed the query; the ring says which of their
+			// nodes are this conductor's. Like Ironic, the filter applies
+			// to the page read, which may then be shorter than the limit.
+			list = slices.DeleteFunc(list, func(n *storage.Node) bool {
+				h := a.cond.ConductorFor(n)
+				return h == nil || *h != conductor
+			})
 		}
 		nodeTable.writePage(w, r, a.view(r), "nodes", "nodes", list, func(n *storage.Node) string { return n.UUID }, fields, page)
 		return nil

@@ -35,6 +35,9 @@ type Options struct {
 	// HTML, when set, answers GET / for browsers (Accept: text/html); API
 	// clients keep getting Ironic's version document there.
 	HTML http.Handler
+	// Forwarder sends requests to the conductor that owns their node
+	// (forward.go); nil: http.DefaultClient.
+	Forwarder *http.Client
 	// BootRecorder, when set, gets the agent's calls for the boot timeline.
 	BootRecorder boot.Recorder
 	// Observer, when set, is told of every request answered (metrics).
@@ -180,6 +183,9 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			status = http.StatusNotFound
 		}
 		writeRaw(rec, status, codeBody(status, ""))
+		return
+	}
+	if a.forward(rec, r) {
 		return
 	}
 	a.mux.ServeHTTP(rec, r)

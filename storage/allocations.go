@@ -129,7 +129,7 @@ func normalizeAllocation(a *Allocation) {
 }
 
 // getAllocation looks ident up as a UUID when it is one, else as a name.
-func (s *SQLite) getAllocation(ctx context.Context, r runner, ident string) (*Allocation, error) {
+func (s *DB) getAllocation(ctx context.Context, r runner, ident string) (*Allocation, error) {
 	if u, ok := canonicalUUID(ident); ok {
 		return allocs.getOne(ctx, r, allocationNotFound(ident), allocs.byUUID, u)
 	}
@@ -137,18 +137,18 @@ func (s *SQLite) getAllocation(ctx context.Context, r runner, ident string) (*Al
 }
 
 // CreateAllocation inserts a and fills a.ID.
-func (s *SQLite) CreateAllocation(ctx context.Context, a *Allocation) error {
+func (s *DB) CreateAllocation(ctx context.Context, a *Allocation) error {
 	return allocs.create(ctx, s.writer(), a)
 }
 
 // GetAllocation finds an allocation by UUID or name.
-func (s *SQLite) GetAllocation(ctx context.Context, ident string) (*Allocation, error) {
+func (s *DB) GetAllocation(ctx context.Context, ident string) (*Allocation, error) {
 	return s.getAllocation(ctx, s.reader(), ident)
 }
 
 // ListAllocations returns the allocations matching q, one page of them when
 // q.Limit is set.
-func (s *SQLite) ListAllocations(ctx context.Context, q AllocationQuery) ([]*Allocation, error) {
+func (s *DB) ListAllocations(ctx context.Context, q AllocationQuery) ([]*Allocation, error) {
 	f := &filter{}
 	if q.NodeUUID != nil {
 		f.add("node_uuid = ?", uuidKey(*q.NodeUUID))
@@ -173,7 +173,7 @@ func (s *SQLite) ListAllocations(ctx context.Context, q AllocationQuery) ([]*All
 }
 
 // UpdateAllocation applies fn to an allocation in one write transaction.
-func (s *SQLite) UpdateAllocation(ctx context.Context, ident string, fn func(a *Allocation) error) (*Allocation, error) {
+func (s *DB) UpdateAllocation(ctx context.Context, ident string, fn func(a *Allocation) error) (*Allocation, error) {
 	var out *Allocation
 	err := s.writeTx(ctx, func(r runner) error {
 		a, err := s.getAllocation(ctx, r, ident)
@@ -194,7 +194,7 @@ func (s *SQLite) UpdateAllocation(ctx context.Context, ident string, fn func(a *
 
 // UpdateAllocationAndNode applies fn to an allocation and a node in one
 // write transaction.
-func (s *SQLite) UpdateAllocationAndNode(ctx context.Context, ident, nodeIdent string,
+func (s *DB) UpdateAllocationAndNode(ctx context.Context, ident, nodeIdent string,
 	fn func(a *Allocation, n *Node) error) (*Allocation, *Node, error) {
 	var outA *Allocation
 	var outN *Node
@@ -225,7 +225,7 @@ func (s *SQLite) UpdateAllocationAndNode(ctx context.Context, ident, nodeIdent s
 
 // DeleteAllocation frees the allocation's node and deletes it, as Ironic's
 // destroy_allocation does, after check has accepted both.
-func (s *SQLite) DeleteAllocation(ctx context.Context, ident string, check func(a *Allocation, n *Node) error) error {
+func (s *DB) DeleteAllocation(ctx context.Context, ident string, check func(a *Allocation, n *Node) error) error {
 	return s.writeTx(ctx, func(r runner) error {
 		a, err := s.getAllocation(ctx, r, ident)
 		if err != nil {

@@ -38,7 +38,7 @@ type BootEventStore interface {
 const insertBootEvent = "INSERT INTO boot_events (at, mac, node_uuid, kind, detail) VALUES (?, ?, ?, ?, ?)"
 
 // AddBootEvents implements BootEventStore, in one transaction.
-func (s *SQLite) AddBootEvents(ctx context.Context, evs []BootEvent) error {
+func (s *DB) AddBootEvents(ctx context.Context, evs []BootEvent) error {
 	if len(evs) == 0 {
 		return nil
 	}
@@ -53,7 +53,7 @@ func (s *SQLite) AddBootEvents(ctx context.Context, evs []BootEvent) error {
 }
 
 // ListBootEvents implements BootEventStore.
-func (s *SQLite) ListBootEvents(ctx context.Context, q BootEventQuery) ([]BootEvent, error) {
+func (s *DB) ListBootEvents(ctx context.Context, q BootEventQuery) ([]BootEvent, error) {
 	var where []string
 	var args []any
 	if q.NodeUUID != "" {
@@ -81,7 +81,7 @@ func (s *SQLite) ListBootEvents(ctx context.Context, q BootEventQuery) ([]BootEv
 	}
 	args = append(args, limit)
 	query := "SELECT id, at, mac, node_uuid, kind, detail FROM (SELECT * FROM boot_events WHERE " + cond +
-		" ORDER BY id DESC LIMIT ?) ORDER BY id"
+		" ORDER BY id DESC LIMIT ?) AS recent ORDER BY id"
 	rows, err := s.reader().query(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("storage: list boot events: %w", err)
@@ -103,7 +103,7 @@ func (s *SQLite) ListBootEvents(ctx context.Context, q BootEventQuery) ([]BootEv
 }
 
 // PruneBootEvents implements BootEventStore.
-func (s *SQLite) PruneBootEvents(ctx context.Context, before time.Time) (int64, error) {
+func (s *DB) PruneBootEvents(ctx context.Context, before time.Time) (int64, error) {
 	var n int64
 	err := s.writeTx(ctx, func(r runner) error {
 		res, err := r.exec(ctx, "DELETE FROM boot_events WHERE at < ?", formatTime(before))

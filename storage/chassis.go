@@ -68,18 +68,18 @@ func normalizeChassis(c *Chassis) {
 }
 
 // CreateChassis inserts c and fills c.ID.
-func (s *SQLite) CreateChassis(ctx context.Context, c *Chassis) error {
+func (s *DB) CreateChassis(ctx context.Context, c *Chassis) error {
 	return chassisTable.create(ctx, s.writer(), c)
 }
 
 // GetChassis finds a chassis by UUID (any spelling uuid.Parse accepts).
-func (s *SQLite) GetChassis(ctx context.Context, chassisUUID string) (*Chassis, error) {
+func (s *DB) GetChassis(ctx context.Context, chassisUUID string) (*Chassis, error) {
 	return chassisTable.getOne(ctx, s.reader(), chassisNotFound(chassisUUID), chassisTable.byUUID, uuidKey(chassisUUID))
 }
 
 // ListChassis returns one page of chassis in Ironic's sort and marker
 // semantics.
-func (s *SQLite) ListChassis(ctx context.Context, page Page) ([]*Chassis, error) {
+func (s *DB) ListChassis(ctx context.Context, page Page) ([]*Chassis, error) {
 	return chassisTable.paged(ctx, s.reader(), &filter{}, page, pageSpec{
 		defaultSort: "id",
 		markerCol:   "uuid",
@@ -88,7 +88,7 @@ func (s *SQLite) ListChassis(ctx context.Context, page Page) ([]*Chassis, error)
 
 // UpdateChassis reads the chassis, applies fn and writes the changed columns
 // back in one write transaction.
-func (s *SQLite) UpdateChassis(ctx context.Context, chassisUUID string, fn func(c *Chassis) error) (*Chassis, error) {
+func (s *DB) UpdateChassis(ctx context.Context, chassisUUID string, fn func(c *Chassis) error) (*Chassis, error) {
 	var out *Chassis
 	err := s.writeTx(ctx, func(r runner) error {
 		c, err := chassisTable.getOne(ctx, r, chassisNotFound(chassisUUID), chassisTable.byUUID, uuidKey(chassisUUID))
@@ -109,7 +109,7 @@ func (s *SQLite) UpdateChassis(ctx context.Context, chassisUUID string, fn func(
 
 // DeleteChassis removes a chassis that no node names. The check and the
 // delete share one write transaction, so a node cannot join in between.
-func (s *SQLite) DeleteChassis(ctx context.Context, chassisUUID string) error {
+func (s *DB) DeleteChassis(ctx context.Context, chassisUUID string) error {
 	key := uuidKey(chassisUUID)
 	return s.writeTx(ctx, func(r runner) error {
 		var one int

@@ -45,7 +45,12 @@ type CommitObserver interface {
 }
 
 // ObserveCommits sets the observer of group commits.
-func (s *SQLite) ObserveCommits(o CommitObserver) { s.commits.obs.Store(&o) }
+// On PostgreSQL there is no group commit of castiron's own to observe.
+func (s *DB) ObserveCommits(o CommitObserver) {
+	if s.commits != nil {
+		s.commits.obs.Store(&o)
+	}
+}
 
 func (c *committer) observe(batch int, start time.Time, err error) {
 	if o := c.obs.Load(); o != nil {
@@ -69,7 +74,10 @@ func (c *committer) stop() {
 // lock, which is what produces SQLITE_BUSY under concurrency), possibly
 // together with other callers' transactions. An error from fn is returned
 // unchanged and none of fn's writes persist.
-func (s *SQLite) writeTx(ctx context.Context, fn func(r runner) error) error {
+func (s *DB) writeTx(ctx context.Context, fn func(r runner) error) error {
+	if s.commits == nil {
+		return s.concurrentTx(ctx, fn)
+	}
 	job := &writeJob{ctx: ctx, fn: fn, done: make(chan error, 1)}
 	select {
 	case s.commits.jobs <- job:

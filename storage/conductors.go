@@ -19,6 +19,7 @@ func newConductorSQL() conductorSQL {
 		strCol("conductor_group", func(c *Conductor) *string { return &c.ConductorGroup }),
 		listCol("drivers", func(c *Conductor) *[]string { return &c.Drivers }),
 		boolCol("online", func(c *Conductor) *bool { return &c.Online }),
+		strCol("api_url", func(c *Conductor) *string { return &c.APIURL }),
 		fixed(timeCol("created_at", func(c *Conductor) *time.Time { return &c.CreatedAt })),
 		nullTimeCol("updated_at", func(c *Conductor) **time.Time { return &c.UpdatedAt }),
 	})
@@ -27,7 +28,7 @@ func newConductorSQL() conductorSQL {
 	// registration.
 	upsert := t.insert + " ON CONFLICT (hostname) DO UPDATE SET " +
 		"conductor_group = excluded.conductor_group, drivers = excluded.drivers, " +
-		"online = excluded.online, updated_at = excluded.updated_at RETURNING created_at"
+		"online = excluded.online, api_url = excluded.api_url, updated_at = excluded.updated_at RETURNING created_at"
 	return conductorSQL{
 		table:      t,
 		byHostname: t.selectFrom() + " WHERE hostname = ?",
@@ -41,7 +42,7 @@ func conductorNotFound(hostname string) error {
 
 // RegisterConductor inserts or replaces a conductor row and marks it
 // online. On re-registration the first created_at is kept and copied into c.
-func (s *SQLite) RegisterConductor(ctx context.Context, c *Conductor) error {
+func (s *DB) RegisterConductor(ctx context.Context, c *Conductor) error {
 	now := time.Now()
 	if c.CreatedAt.IsZero() {
 		c.CreatedAt = now
@@ -60,7 +61,7 @@ func (s *SQLite) RegisterConductor(ctx context.Context, c *Conductor) error {
 }
 
 // setConductor updates one registered conductor; an unknown one is NotFound.
-func (s *SQLite) setConductor(ctx context.Context, hostname, query string, args ...any) error {
+func (s *DB) setConductor(ctx context.Context, hostname, query string, args ...any) error {
 	nf := conductorNotFound(hostname)
 	err := execOne(ctx, s.writer(), nf, query, args...)
 	if err != nil && err != nf {
@@ -71,25 +72,25 @@ func (s *SQLite) setConductor(ctx context.Context, hostname, query string, args 
 
 // TouchConductor records a heartbeat at t and, as Ironic's touch does,
 // marks the conductor online again.
-func (s *SQLite) TouchConductor(ctx context.Context, hostname string, t time.Time) error {
+func (s *DB) TouchConductor(ctx context.Context, hostname string, t time.Time) error {
 	return s.setConductor(ctx, hostname,
 		"UPDATE conductors SET updated_at = ?, online = ? WHERE hostname = ?", formatTime(t), true, hostname)
 }
 
 // UnregisterConductor marks it offline (clean shutdown).
-func (s *SQLite) UnregisterConductor(ctx context.Context, hostname string) error {
+func (s *DB) UnregisterConductor(ctx context.Context, hostname string) error {
 	return s.setConductor(ctx, hostname,
 		"UPDATE conductors SET online = ? WHERE hostname = ?", false, hostname)
 }
 
 // GetConductor finds a conductor, online or not.
-func (s *SQLite) GetConductor(ctx context.Context, hostname string) (*Conductor, error) {
+func (s *DB) GetConductor(ctx context.Context, hostname string) (*Conductor, error) {
 	return s.conds.getOne(ctx, s.reader(), conductorNotFound(hostname), s.conds.byHostname, hostname)
 }
 
 // ListConductors lists conductors, by hostname unless page says otherwise.
 // The marker is a hostname.
-func (s *SQLite) ListConductors(ctx context.Context, page Page) ([]*Conductor, error) {
+func (s *DB) ListConductors(ctx context.Context, page Page) ([]*Conductor, error) {
 	if page.SortKey == "id" {
 		// Ironic's default sort key; hostname is this table's key and
 		// registration order is not kept.

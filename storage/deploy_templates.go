@@ -130,11 +130,11 @@ func normalizeDeployTemplate(t *DeployTemplate) {
 
 // CreateDeployTemplate inserts t and fills t.ID (and UUID and CreatedAt
 // when empty).
-func (s *SQLite) CreateDeployTemplate(ctx context.Context, t *DeployTemplate) error {
+func (s *DB) CreateDeployTemplate(ctx context.Context, t *DeployTemplate) error {
 	return s.writeTx(ctx, func(r runner) error { return templateTable.create(ctx, r, t) })
 }
 
-func (s *SQLite) getDeployTemplate(ctx context.Context, r runner, ident string) (*DeployTemplate, error) {
+func (s *DB) getDeployTemplate(ctx context.Context, r runner, ident string) (*DeployTemplate, error) {
 	if u, ok := canonicalUUID(ident); ok {
 		return templateTable.getOne(ctx, r, deployTemplateNotFound(ident), templateTable.byUUID, u)
 	}
@@ -142,12 +142,12 @@ func (s *SQLite) getDeployTemplate(ctx context.Context, r runner, ident string) 
 }
 
 // GetDeployTemplate finds a template by UUID or name.
-func (s *SQLite) GetDeployTemplate(ctx context.Context, ident string) (*DeployTemplate, error) {
+func (s *DB) GetDeployTemplate(ctx context.Context, ident string) (*DeployTemplate, error) {
 	return s.getDeployTemplate(ctx, s.reader(), ident)
 }
 
 // ListDeployTemplates returns one page of templates.
-func (s *SQLite) ListDeployTemplates(ctx context.Context, page Page) ([]*DeployTemplate, error) {
+func (s *DB) ListDeployTemplates(ctx context.Context, page Page) ([]*DeployTemplate, error) {
 	return templateTable.paged(ctx, s.reader(), &filter{}, page, pageSpec{
 		defaultSort: "id",
 		markerCol:   "uuid",
@@ -156,7 +156,7 @@ func (s *SQLite) ListDeployTemplates(ctx context.Context, page Page) ([]*DeployT
 
 // UpdateDeployTemplate reads the template, applies fn and writes it back in
 // one write transaction. An error from fn is returned unchanged.
-func (s *SQLite) UpdateDeployTemplate(ctx context.Context, ident string, fn func(t *DeployTemplate) error) (*DeployTemplate, error) {
+func (s *DB) UpdateDeployTemplate(ctx context.Context, ident string, fn func(t *DeployTemplate) error) (*DeployTemplate, error) {
 	var out *DeployTemplate
 	err := s.writeTx(ctx, func(r runner) error {
 		t, err := s.getDeployTemplate(ctx, r, ident)
@@ -176,7 +176,7 @@ func (s *SQLite) UpdateDeployTemplate(ctx context.Context, ident string, fn func
 }
 
 // DeleteDeployTemplate removes a template by UUID or name.
-func (s *SQLite) DeleteDeployTemplate(ctx context.Context, ident string) error {
+func (s *DB) DeleteDeployTemplate(ctx context.Context, ident string) error {
 	return s.writeTx(ctx, func(r runner) error {
 		t, err := s.getDeployTemplate(ctx, r, ident)
 		if err != nil {

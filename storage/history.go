@@ -51,7 +51,7 @@ func historyNotFound(eventUUID string) error {
 
 // insertEvent fills e's UUID and CreatedAt when empty and inserts it through
 // r (the writer, or UpdateNode's transaction).
-func (s *SQLite) insertEvent(ctx context.Context, r runner, e *Event) error {
+func (s *DB) insertEvent(ctx context.Context, r runner, e *Event) error {
 	if e.UUID == "" {
 		// Time-ordered (v7), so new rows append to the uuid index instead
 		// of landing on a random page of it.
@@ -74,13 +74,13 @@ func (s *SQLite) insertEvent(ctx context.Context, r runner, e *Event) error {
 }
 
 // AddEvent records e in its node's history.
-func (s *SQLite) AddEvent(ctx context.Context, e *Event) error {
+func (s *DB) AddEvent(ctx context.Context, e *Event) error {
 	return s.insertEvent(ctx, s.writer(), e)
 }
 
 // ListEvents lists a node's history, oldest first unless page says
 // otherwise. The marker is an event UUID of the same node.
-func (s *SQLite) ListEvents(ctx context.Context, nodeUUID string, page Page) ([]*Event, error) {
+func (s *DB) ListEvents(ctx context.Context, nodeUUID string, page Page) ([]*Event, error) {
 	key := uuidKey(nodeUUID)
 	f := &filter{}
 	f.add("node_uuid = ?", key)
@@ -110,7 +110,7 @@ func (s *SQLite) ListEvents(ctx context.Context, nodeUUID string, page Page) ([]
 }
 
 // GetEvent finds one event of a node.
-func (s *SQLite) GetEvent(ctx context.Context, nodeUUID, eventUUID string) (*Event, error) {
+func (s *DB) GetEvent(ctx context.Context, nodeUUID, eventUUID string) (*Event, error) {
 	e, err := s.hist.getOne(ctx, s.reader(), historyNotFound(eventUUID), s.hist.byUUID, uuidKey(eventUUID), uuidKey(nodeUUID))
 	if err != nil {
 		return nil, err

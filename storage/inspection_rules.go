@@ -121,21 +121,21 @@ func normalizeInspectionRule(r *InspectionRule) {
 
 // CreateInspectionRule inserts r and fills r.ID (and UUID and CreatedAt
 // when empty).
-func (s *SQLite) CreateInspectionRule(ctx context.Context, r *InspectionRule) error {
+func (s *DB) CreateInspectionRule(ctx context.Context, r *InspectionRule) error {
 	return s.writeTx(ctx, func(rn runner) error { return ruleTable.create(ctx, rn, r) })
 }
 
-func (s *SQLite) getInspectionRule(ctx context.Context, rn runner, ident string) (*InspectionRule, error) {
+func (s *DB) getInspectionRule(ctx context.Context, rn runner, ident string) (*InspectionRule, error) {
 	return ruleTable.getOne(ctx, rn, inspectionRuleNotFound(ident), ruleTable.byUUID, uuidKey(ident))
 }
 
 // GetInspectionRule finds a rule by UUID.
-func (s *SQLite) GetInspectionRule(ctx context.Context, uuid string) (*InspectionRule, error) {
+func (s *DB) GetInspectionRule(ctx context.Context, uuid string) (*InspectionRule, error) {
 	return s.getInspectionRule(ctx, s.reader(), uuid)
 }
 
 // ListInspectionRules returns one page of rules.
-func (s *SQLite) ListInspectionRules(ctx context.Context, q InspectionRuleQuery) ([]*InspectionRule, error) {
+func (s *DB) ListInspectionRules(ctx context.Context, q InspectionRuleQuery) ([]*InspectionRule, error) {
 	f := &filter{}
 	if q.Phase != nil {
 		f.add("phase = ?", *q.Phase)
@@ -148,7 +148,7 @@ func (s *SQLite) ListInspectionRules(ctx context.Context, q InspectionRuleQuery)
 
 // UpdateInspectionRule reads the rule, applies fn and writes it back in one
 // write transaction. An error from fn is returned unchanged.
-func (s *SQLite) UpdateInspectionRule(ctx context.Context, uuid string, fn func(r *InspectionRule) error) (*InspectionRule, error) {
+func (s *DB) UpdateInspectionRule(ctx context.Context, uuid string, fn func(r *InspectionRule) error) (*InspectionRule, error) {
 	var out *InspectionRule
 	err := s.writeTx(ctx, func(rn runner) error {
 		r, err := s.getInspectionRule(ctx, rn, uuid)
@@ -168,7 +168,7 @@ func (s *SQLite) UpdateInspectionRule(ctx context.Context, uuid string, fn func(
 }
 
 // DeleteInspectionRule removes a rule.
-func (s *SQLite) DeleteInspectionRule(ctx context.Context, uuid string) error {
+func (s *DB) DeleteInspectionRule(ctx context.Context, uuid string) error {
 	return s.writeTx(ctx, func(rn runner) error {
 		r, err := s.getInspectionRule(ctx, rn, uuid)
 		if err != nil {

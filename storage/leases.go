@@ -61,23 +61,23 @@ type LeaseStore interface {
 }
 
 var (
-	_ LeaseStore = (*SQLite)(nil)
+	_ LeaseStore = (*DB)(nil)
 	_ LeaseStore = (*leaseTable)(nil)
 )
 
 // leaseTable is one lease table: dhcp_leases (IPv4) or dhcp6_leases (IPv6).
 // The SQLite store's own LeaseStore methods are those of its IPv4 table.
 type leaseTable struct {
-	s    *SQLite
+	s    *DB
 	name string
 	v6   bool
 }
 
-func (s *SQLite) leases4() *leaseTable { return &leaseTable{s: s, name: "dhcp_leases"} }
+func (s *DB) leases4() *leaseTable { return &leaseTable{s: s, name: "dhcp_leases"} }
 
 // Leases6 is the store of DHCPv6 leases: the same contract as the IPv4
 // LeaseStore methods, for IPv6 addresses, in a table of its own.
-func (s *SQLite) Leases6() LeaseStore { return &leaseTable{s: s, name: "dhcp6_leases", v6: true} }
+func (s *DB) Leases6() LeaseStore { return &leaseTable{s: s, name: "dhcp6_leases", v6: true} }
 
 func (t *leaseTable) upsert() string {
 	return `INSERT INTO ` + t.name + ` (mac, ip, expires_at, node_uuid, updated_at) VALUES (?, ?, ?, ?, ?)
@@ -110,28 +110,28 @@ func (t *leaseTable) normal(l Lease) (Lease, error) {
 }
 
 // PutLease implements LeaseStore.
-func (s *SQLite) PutLease(ctx context.Context, l Lease) error { return s.leases4().PutLease(ctx, l) }
+func (s *DB) PutLease(ctx context.Context, l Lease) error { return s.leases4().PutLease(ctx, l) }
 
 // PutLeases implements LeaseStore.
-func (s *SQLite) PutLeases(ctx context.Context, ls []Lease) ([]error, error) {
+func (s *DB) PutLeases(ctx context.Context, ls []Lease) ([]error, error) {
 	return s.leases4().PutLeases(ctx, ls)
 }
 
 // GetLease implements LeaseStore.
-func (s *SQLite) GetLease(ctx context.Context, mac string) (Lease, error) {
+func (s *DB) GetLease(ctx context.Context, mac string) (Lease, error) {
 	return s.leases4().GetLease(ctx, mac)
 }
 
 // ListLeases implements LeaseStore.
-func (s *SQLite) ListLeases(ctx context.Context) ([]Lease, error) { return s.leases4().ListLeases(ctx) }
+func (s *DB) ListLeases(ctx context.Context) ([]Lease, error) { return s.leases4().ListLeases(ctx) }
 
 // DeleteLease implements LeaseStore.
-func (s *SQLite) DeleteLease(ctx context.Context, mac string) error {
+func (s *DB) DeleteLease(ctx context.Context, mac string) error {
 	return s.leases4().DeleteLease(ctx, mac)
 }
 
 // PruneLeases implements LeaseStore.
-func (s *SQLite) PruneLeases(ctx context.Context, before time.Time) (int64, error) {
+func (s *DB) PruneLeases(ctx context.Context, before time.Time) (int64, error) {
 	return s.leases4().PruneLeases(ctx, before)
 }
 
@@ -185,7 +185,10 @@ func (t *leaseTable) PutLeases(ctx context.Context, ls []Lease) ([]error, error)
 // stored for another MAC does it check whether that lease expired.
 func (t *leaseTable) put(ctx context.Context, r runner, l Lease) error {
 	args := []any{l.MAC, l.IP.String(), formatTime(l.Expires), l.NodeUUID, formatTime(l.UpdatedAt)}
-	_, err := r.exec(ctx, t.upsert(), args...)
+	upsert := func() error {
+		return savepoint(ctx, r, func() error { _, err := r.exec(ctx, t.upsert(), args...); return err })
+	}
+	err := upsert()
 	if err == nil {
 		return nil
 	}
@@ -203,7 +206,12 @@ func (t *leaseTable) put(ctx context.Context, r runner, l Lease) error {
 		}
 		return &LeaseConflictError{IP: l.IP, HeldBy: holder}
 	}
-	if _, err := r.exec(ctx, t.upsert(), args...); err != nil {
+	if err := upsert(); err != nil {
+		// On PostgreSQL another conductor may have committed the address
+		// since the delete: the unique index still decides.
+		if v, ok := violationOf(err); ok && v.unique == "ip" {
+			return &LeaseConflictError{IP: l.IP}
+		}
 		return fmt.Errorf("storage: put lease: %w", err)
 	}
 	return nil

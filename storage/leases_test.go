@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -150,9 +149,9 @@ func TestLeaseUniqueUnderConcurrency(t *testing.T) {
 
 // TestLeaseSurvivesRestart: a lease written is there after reopening the file.
 func TestLeaseSurvivesRestart(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "castiron.db")
+	path := testDatabase(t)
 	ctx := context.Background()
-	s, err := Open(ctx, path)
+	s, err := OpenDatabase(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +160,7 @@ func TestLeaseSurvivesRestart(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s, err = Open(ctx, path)
+	s, err = OpenDatabase(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,9 +199,9 @@ func BenchmarkPutLeaseParallel(b *testing.B) {
 // held by a live lease is refused to another MAC, the wrong family is
 // invalid, and the leases survive a reopen.
 func TestLeases6(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "castiron.db")
+	path := testDatabase(t)
 	ctx := context.Background()
-	s, err := Open(ctx, path)
+	s, err := OpenDatabase(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +224,7 @@ func TestLeases6(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s, err = Open(ctx, path)
+	s, err = OpenDatabase(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}

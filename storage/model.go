@@ -101,6 +101,7 @@ type Conductor struct {
 	Hostname       string
 	ConductorGroup string
 	Drivers        []string
+	APIURL         string // how other conductors reach its API; "" unknown
 	Online         bool
 	CreatedAt      time.Time
 	UpdatedAt      *time.Time // last heartbeat

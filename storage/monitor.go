@@ -11,7 +11,7 @@ import (
 // like every write, so a full disk, a read-only file or a write lock held
 // elsewhere fail here. (Rewriting a row with its own values would not do:
 // SQLite skips writing a page whose content is unchanged.)
-func (s *SQLite) CheckWritable(ctx context.Context, conductor string) error {
+func (s *DB) CheckWritable(ctx context.Context, conductor string) error {
 	at := formatTime(time.Now())
 	err := s.writeTx(ctx, func(r runner) error {
 		_, err := r.exec(ctx, `INSERT INTO write_checks (conductor, checked_at) VALUES (?, ?)
@@ -34,7 +34,7 @@ type NodeStateCount struct {
 }
 
 // CountNodes groups the nodes by state (for metrics).
-func (s *SQLite) CountNodes(ctx context.Context) ([]NodeStateCount, error) {
+func (s *DB) CountNodes(ctx context.Context) ([]NodeStateCount, error) {
 	rows, err := s.reader().query(ctx, `SELECT provision_state, COALESCE(power_state, ''), maintenance, COUNT(*)
 		FROM nodes GROUP BY provision_state, COALESCE(power_state, ''), maintenance`)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestCheckWritable: the check commits a write (another connection sees
@@ -13,6 +14,10 @@ import (
 // naming the cause, while another process holds the write lock.
 func TestCheckWritable(t *testing.T) {
 	ctx := context.Background()
+	if onPostgres() {
+		checkWritablePostgres(t)
+		return
+	}
 	path := filepath.Join(t.TempDir(), "castiron.db")
 	s, err := Open(ctx, path)
 	if err != nil {
@@ -54,5 +59,27 @@ func TestCheckWritable(t *testing.T) {
 	}
 	if err := s.CheckWritable(ctx, "c1"); err != nil {
 		t.Errorf("CheckWritable after the lock is released: %v", err)
+	}
+}
+
+// checkWritablePostgres: on PostgreSQL the check commits a row another
+// session sees, each time with the time of that check.
+func checkWritablePostgres(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+	var seen []string
+	for i := 0; i < 2; i++ {
+		if err := s.CheckWritable(ctx, "c1"); err != nil {
+			t.Fatalf("CheckWritable: %v", err)
+		}
+		var at string
+		if err := s.reader().queryRow(ctx, "SELECT checked_at FROM write_checks WHERE conductor = ?", "c1").Scan(&at); err != nil {
+			t.Fatal(err)
+		}
+		seen = append(seen, at)
+		time.Sleep(2 * time.Millisecond)
+	}
+	if seen[0] == seen[1] {
+		t.Errorf("checked_at stayed %s: the second check committed nothing", seen[0])
 	}
 }

@@ -149,12 +149,12 @@ func deref(s *string) string {
 
 // CreateNode inserts n and fills n.ID. An empty UUID or CreatedAt is filled
 // in; the UUID is stored in canonical lower-case form.
-func (s *SQLite) CreateNode(ctx context.Context, n *Node) error {
+func (s *DB) CreateNode(ctx context.Context, n *Node) error {
 	return s.nodes.create(ctx, s.writer(), n)
 }
 
 // getNode looks ident up as a UUID when it is one, else as a name.
-func (s *SQLite) getNode(ctx context.Context, r runner, ident string) (*Node, error) {
+func (s *DB) getNode(ctx context.Context, r runner, ident string) (*Node, error) {
 	if u, ok := canonicalUUID(ident); ok {
 		return s.nodes.getOne(ctx, r, &NotFoundError{Table: "nodes", Key: ident}, s.nodes.byUUID, u)
 	}
@@ -162,19 +162,19 @@ func (s *SQLite) getNode(ctx context.Context, r runner, ident string) (*Node, er
 }
 
 // GetNode finds a node by UUID, or by name when ident is not a UUID.
-func (s *SQLite) GetNode(ctx context.Context, ident string) (*Node, error) {
+func (s *DB) GetNode(ctx context.Context, ident string) (*Node, error) {
 	return s.getNode(ctx, s.reader(), ident)
 }
 
 // GetNodeByInstance finds a node by instance_uuid.
-func (s *SQLite) GetNodeByInstance(ctx context.Context, instanceUUID string) (*Node, error) {
+func (s *DB) GetNodeByInstance(ctx context.Context, instanceUUID string) (*Node, error) {
 	return s.nodes.getOne(ctx, s.reader(), &NotFoundError{Table: "nodes", Column: "instance_uuid", Key: instanceUUID},
 		s.nodes.byInstance, instanceUUID)
 }
 
 // ListNodes returns the nodes matching q, one page of them when q.Limit is
 // set. The filters follow Ironic's node list filters.
-func (s *SQLite) ListNodes(ctx context.Context, q NodeQuery) ([]*Node, error) {
+func (s *DB) ListNodes(ctx context.Context, q NodeQuery) ([]*Node, error) {
 	f := &filter{}
 	eq := func(col string, v *string) {
 		if v != nil {
@@ -202,9 +202,8 @@ func (s *SQLite) ListNodes(ctx context.Context, q NodeQuery) ([]*Node, error) {
 	eq("owner", q.Owner)
 	eq("lessee", q.Lessee)
 	if q.DescriptionContains != nil {
-		// LIKE is case-insensitive for ASCII in SQLite, as on Ironic's
-		// MySQL; a PostgreSQL store would use ILIKE.
-		f.add(`description LIKE ? ESCAPE '\'`, "%"+escapeLike(*q.DescriptionContains)+"%")
+		// Case-insensitive, as on Ironic's MySQL.
+		f.add(`description `+s.r.d.like()+` ? ESCAPE '\'`, "%"+escapeLike(*q.DescriptionContains)+"%")
 	}
 	is("retired", q.Retired)
 	if q.Shards != nil {
@@ -248,7 +247,7 @@ func escapeLike(s string) string {
 // transaction, with fn's event if any. It returns the node as written.
 // fn runs while the writer connection is held: it must be quick and must
 // not write through the store itself.
-func (s *SQLite) UpdateNode(ctx context.Context, ident string, fn NodeUpdate) (*Node, error) {
+func (s *DB) UpdateNode(ctx context.Context, ident string, fn NodeUpdate) (*Node, error) {
 	var out *Node
 	err := s.writeTx(ctx, func(r runner) error {
 		n, err := s.getNode(ctx, r, ident)
@@ -276,13 +275,13 @@ func (s *SQLite) UpdateNode(ctx context.Context, ident string, fn NodeUpdate) (*
 
 // DeleteNode removes a node; its ports and history go with it through
 // ON DELETE CASCADE.
-func (s *SQLite) DeleteNode(ctx context.Context, nodeUUID string) error {
+func (s *DB) DeleteNode(ctx context.Context, nodeUUID string) error {
 	return deleteOne(ctx, s.writer(), "nodes", nodeUUID)
 }
 
 // ReleaseAllReservations clears every reservation held by host and returns
 // the UUIDs of the nodes it held.
-func (s *SQLite) ReleaseAllReservations(ctx context.Context, host string) ([]string, error) {
+func (s *DB) ReleaseAllReservations(ctx context.Context, host string) ([]string, error) {
 	rows, err := s.writer().query(ctx,
 		"UPDATE nodes SET reservation = NULL, updated_at = ? WHERE reservation = ? RETURNING uuid",
 		formatTime(time.Now()), host)

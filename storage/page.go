@@ -99,7 +99,7 @@ func (t *table[T]) paged(ctx context.Context, r runner, f *filter, p Page, spec 
 	if desc {
 		dir = " DESC"
 	}
-	order := " ORDER BY " + key + dir
+	order := " ORDER BY " + key + dir + r.p.d.nulls(desc)
 	if key != t.tie {
 		order += ", " + t.tie + dir
 	}
@@ -150,8 +150,8 @@ func (t *table[T]) paged(ctx context.Context, r runner, f *filter, p Page, spec 
 // after returns, in order, the filters selecting the rows that follow the
 // marker (sort value mv, tie value mt) in (key, tie) order.
 //
-// NULLs order as SQLite orders them: first ascending, last descending (a
-// PostgreSQL store must say NULLS FIRST/LAST). Rather than one condition
+// NULLs order as SQLite orders them: first ascending, last descending
+// (PostgreSQL is told so: dialect.nulls). Rather than one condition
 // with "OR key IS NULL", which no index can serve, the rows on either side
 // of the NULL/non-NULL boundary are a separate segment, and each segment
 // starts with a range on key that its index bounds.

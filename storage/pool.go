@@ -15,13 +15,14 @@ const maxStmts = 256
 // SELECT costs more than running it for one row.
 type pool struct {
 	db *sql.DB
+	d  *dialect
 
 	mu    sync.Mutex
 	stmts map[string]*sql.Stmt
 }
 
-func newPool(db *sql.DB) *pool {
-	return &pool{db: db, stmts: map[string]*sql.Stmt{}}
+func newPool(db *sql.DB, d *dialect) *pool {
+	return &pool{db: db, d: d, stmts: map[string]*sql.Stmt{}}
 }
 
 // cached returns the prepared statement for query, or nil.
@@ -37,6 +38,12 @@ func (p *pool) cached(query string) *sql.Stmt {
 // It takes a connection, so it must not be called from inside a transaction
 // of a one-connection pool.
 func (p *pool) prepare(ctx context.Context, query string) *sql.Stmt {
+	if p.d.postgres {
+		// pgx prepares and caches statements per connection itself; a
+		// database/sql Stmt would prepare each one again on every
+		// connection of the pool.
+		return nil
+	}
 	if st := p.cached(query); st != nil {
 		return st
 	}
@@ -90,7 +97,7 @@ func (r runner) txCtx(ctx context.Context) context.Context {
 }
 
 func (r runner) stmt(ctx context.Context, query string) *sql.Stmt {
-	if r.tx == nil {
+	if r.tx == nil || r.p.d.postgres {
 		return r.p.prepare(ctx, query)
 	}
 	// The transaction holds the writer's only connection: use what is
@@ -109,6 +116,7 @@ func (r runner) queryRow(ctx context.Context, query string, args ...any) *sql.Ro
 	if st := r.stmt(ctx, query); st != nil {
 		return st.QueryRowContext(ctx, args...)
 	}
+	query = r.p.d.bind(query)
 	if r.tx != nil {
 		return r.tx.QueryRowContext(ctx, query, args...)
 	}
@@ -120,6 +128,7 @@ func (r runner) query(ctx context.Context, query string, args ...any) (*sql.Rows
 	if st := r.stmt(ctx, query); st != nil {
 		return st.QueryContext(ctx, args...)
 	}
+	query = r.p.d.bind(query)
 	if r.tx != nil {
 		return r.tx.QueryContext(ctx, query, args...)
 	}
@@ -131,6 +140,7 @@ func (r runner) exec(ctx context.Context, query string, args ...any) (sql.Result
 	if st := r.stmt(ctx, query); st != nil {
 		return st.ExecContext(ctx, args...)
 	}
+	query = r.p.d.bind(query)
 	if r.tx != nil {
 		return r.tx.ExecContext(ctx, query, args...)
 	}
@@ -139,8 +149,8 @@ func (r runner) exec(ctx context.Context, query string, args ...any) (sql.Result
 
 // reader runs on the query_only pool, writer on the one write connection
 // (outside any transaction: each statement commits on its own).
-func (s *SQLite) reader() runner { return runner{p: s.r} }
-func (s *SQLite) writer() runner { return runner{p: s.w} }
+func (s *DB) reader() runner { return runner{p: s.r} }
+func (s *DB) writer() runner { return runner{p: s.w} }
 
 // execOne runs a statement meant to change one row; when it changes none
 // the row did not exist and notFound is returned.

@@ -111,11 +111,11 @@ func normalizePortgroup(pg *Portgroup) {
 }
 
 // CreatePortgroup inserts pg and fills pg.ID.
-func (s *SQLite) CreatePortgroup(ctx context.Context, pg *Portgroup) error {
+func (s *DB) CreatePortgroup(ctx context.Context, pg *Portgroup) error {
 	return portgroupTable.create(ctx, s.writer(), pg)
 }
 
-func (s *SQLite) getPortgroup(ctx context.Context, r runner, ident string) (*Portgroup, error) {
+func (s *DB) getPortgroup(ctx context.Context, r runner, ident string) (*Portgroup, error) {
 	if u, ok := canonicalUUID(ident); ok {
 		return portgroupTable.getOne(ctx, r, portgroupNotFound(ident), portgroupTable.byUUID, u)
 	}
@@ -123,13 +123,13 @@ func (s *SQLite) getPortgroup(ctx context.Context, r runner, ident string) (*Por
 }
 
 // GetPortgroup finds a portgroup by UUID, or by name when ident is not one.
-func (s *SQLite) GetPortgroup(ctx context.Context, ident string) (*Portgroup, error) {
+func (s *DB) GetPortgroup(ctx context.Context, ident string) (*Portgroup, error) {
 	return s.getPortgroup(ctx, s.reader(), ident)
 }
 
 // ListPortgroups returns the portgroups matching q, one page of them when
 // q.Limit is set.
-func (s *SQLite) ListPortgroups(ctx context.Context, q PortgroupQuery) ([]*Portgroup, error) {
+func (s *DB) ListPortgroups(ctx context.Context, q PortgroupQuery) ([]*Portgroup, error) {
 	f := &filter{}
 	if q.NodeUUID != nil {
 		f.add("node_uuid = ?", uuidKey(*q.NodeUUID))
@@ -145,7 +145,7 @@ func (s *SQLite) ListPortgroups(ctx context.Context, q PortgroupQuery) ([]*Portg
 
 // UpdatePortgroup reads the portgroup, applies fn and writes the changed
 // columns back in one write transaction.
-func (s *SQLite) UpdatePortgroup(ctx context.Context, pgUUID string, fn func(pg *Portgroup) error) (*Portgroup, error) {
+func (s *DB) UpdatePortgroup(ctx context.Context, pgUUID string, fn func(pg *Portgroup) error) (*Portgroup, error) {
 	var out *Portgroup
 	err := s.writeTx(ctx, func(r runner) error {
 		pg, err := portgroupTable.getOne(ctx, r, portgroupNotFound(pgUUID), portgroupTable.byUUID, uuidKey(pgUUID))
@@ -166,7 +166,7 @@ func (s *SQLite) UpdatePortgroup(ctx context.Context, pgUUID string, fn func(pg 
 
 // DeletePortgroup removes a portgroup without ports. The check and the
 // delete share one write transaction, so a port cannot join in between.
-func (s *SQLite) DeletePortgroup(ctx context.Context, pgUUID string) error {
+func (s *DB) DeletePortgroup(ctx context.Context, pgUUID string) error {
 	return s.writeTx(ctx, func(r runner) error {
 		pg, err := portgroupTable.getOne(ctx, r, portgroupNotFound(pgUUID), portgroupTable.byUUID, uuidKey(pgUUID))
 		if err != nil {

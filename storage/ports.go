@@ -63,24 +63,24 @@ func normalizePort(p *Port) {
 
 // CreatePort inserts p and fills p.ID (and UUID and CreatedAt when empty).
 // An unknown node is a NotFoundError of nodes.
-func (s *SQLite) CreatePort(ctx context.Context, p *Port) error {
+func (s *DB) CreatePort(ctx context.Context, p *Port) error {
 	return s.ports.create(ctx, s.writer(), p)
 }
 
 func portNotFound(ident string) error { return &NotFoundError{Table: "ports", Key: ident} }
 
 // GetPort finds a port by UUID.
-func (s *SQLite) GetPort(ctx context.Context, portUUID string) (*Port, error) {
+func (s *DB) GetPort(ctx context.Context, portUUID string) (*Port, error) {
 	return s.ports.getOne(ctx, s.reader(), portNotFound(portUUID), s.ports.byUUID, uuidKey(portUUID))
 }
 
 // GetPortByAddress finds a port by MAC address, in any letter case.
-func (s *SQLite) GetPortByAddress(ctx context.Context, address string) (*Port, error) {
+func (s *DB) GetPortByAddress(ctx context.Context, address string) (*Port, error) {
 	return s.ports.getOne(ctx, s.reader(), portNotFound(address), s.ports.byAddress, strings.ToLower(address))
 }
 
 // ListPorts returns the ports matching q, one page of them when q.Limit is set.
-func (s *SQLite) ListPorts(ctx context.Context, q PortQuery) ([]*Port, error) {
+func (s *DB) ListPorts(ctx context.Context, q PortQuery) ([]*Port, error) {
 	f := &filter{}
 	if q.NodeUUID != nil {
 		f.add("node_uuid = ?", uuidKey(*q.NodeUUID))
@@ -104,7 +104,7 @@ func (s *SQLite) ListPorts(ctx context.Context, q PortQuery) ([]*Port, error) {
 
 // UpdatePort reads the port, applies fn and writes it back atomically,
 // setting UpdatedAt. An error from fn is returned unchanged.
-func (s *SQLite) UpdatePort(ctx context.Context, portUUID string, fn func(p *Port) error) (*Port, error) {
+func (s *DB) UpdatePort(ctx context.Context, portUUID string, fn func(p *Port) error) (*Port, error) {
 	var out *Port
 	err := s.writeTx(ctx, func(r runner) error {
 		p, err := s.ports.getOne(ctx, r, portNotFound(portUUID), s.ports.byUUID, uuidKey(portUUID))
@@ -124,6 +124,6 @@ func (s *SQLite) UpdatePort(ctx context.Context, portUUID string, fn func(p *Por
 }
 
 // DeletePort removes a port.
-func (s *SQLite) DeletePort(ctx context.Context, portUUID string) error {
+func (s *DB) DeletePort(ctx context.Context, portUUID string) error {
 	return deleteOne(ctx, s.writer(), "ports", portUUID)
 }

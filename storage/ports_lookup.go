@@ -29,7 +29,7 @@ func isIntLike(v string) (int64, bool) {
 }
 
 // LookupPort implements PortLookupStore.
-func (s *SQLite) LookupPort(ctx context.Context, ident string) (*Port, error) {
+func (s *DB) LookupPort(ctx context.Context, ident string) (*Port, error) {
 	notFound := portNotFound(ident)
 	if id, ok := isIntLike(ident); ok {
 		return s.ports.getOne(ctx, s.reader(), notFound, s.ports.selectFrom()+" WHERE id = ?", id)

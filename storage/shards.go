@@ -20,9 +20,9 @@ type ShardStore interface {
 }
 
 // ListShards groups every node (children included) by shard.
-func (s *SQLite) ListShards(ctx context.Context) ([]Shard, error) {
+func (s *DB) ListShards(ctx context.Context) ([]Shard, error) {
 	rows, err := s.reader().query(ctx,
-		"SELECT shard, COUNT(*) FROM nodes GROUP BY shard ORDER BY COUNT(*) DESC, shard")
+		"SELECT shard, COUNT(*) FROM nodes GROUP BY shard ORDER BY COUNT(*) DESC, shard"+s.r.d.nulls(false))
 	if err != nil {
 		return nil, fmt.Errorf("storage: list shards: %w", err)
 	}

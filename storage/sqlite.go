@@ -3,42 +3,44 @@ package storage
 import (
 	"context"
 	"database/sql"
-	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
-	"strconv"
 	"strings"
-	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
 
-// SQLite is the embedded Store. All writes go through one connection (SQLite
-// allows one writer at a time anyway; queueing in database/sql is cheaper than
-// SQLITE_BUSY retries), reads through a small pool of query_only connections
-// that WAL lets run beside the writer.
+// DB is the Store over SQL: embedded SQLite (Open) or a PostgreSQL server
+// (OpenPostgres), one set of queries and migrations for both (dialect.go
+// says where they differ).
 //
-// Queries use `?` placeholders; a PostgreSQL store would rebind them to $n.
-type SQLite struct {
-	w *pool // writer: one connection, BEGIN IMMEDIATE
-	r *pool // readers: query_only
+// On SQLite all writes go through one connection (SQLite allows one writer
+// at a time anyway; queueing in database/sql is cheaper than SQLITE_BUSY
+// retries) and a group commit, reads through a small pool of query_only
+// connections that WAL lets run beside the writer. On PostgreSQL writes run
+// concurrently on a pool, each in its own transaction that locks the rows it
+// rewrites (SELECT ... FOR UPDATE), and reads on a pool of read-only
+// sessions.
+//
+// Queries use `?` placeholders; the PostgreSQL dialect rebinds them to $n.
+type DB struct {
+	w *pool // writer: SQLite: one connection, BEGIN IMMEDIATE
+	r *pool // readers: query_only / default_transaction_read_only
 
 	nodes nodeSQL
 	ports portSQL
 	conds conductorSQL
 	hist  eventSQL
 
-	commits *committer // group commit of write transactions
+	commits *committer // SQLite: group commit of write transactions; nil on PostgreSQL
 }
 
-var _ Store = (*SQLite)(nil)
+// SQLite is DB's name from when SQLite was its only dialect.
+type SQLite = DB
 
-//go:embed migrations/*.sql
-var migrationFS embed.FS
+var _ Store = (*DB)(nil)
 
 const (
 	readerConns = 4
@@ -49,7 +51,7 @@ const (
 
 // Open opens (creating if needed) the database at path, applies pending
 // migrations and returns the store.
-func Open(ctx context.Context, path string) (*SQLite, error) {
+func Open(ctx context.Context, path string) (*DB, error) {
 	if path == "" || strings.ContainsRune(path, '?') {
 		// The driver splits the DSN at the first '?'.
 		return nil, fmt.Errorf("storage: invalid database path %q", path)
@@ -70,7 +72,7 @@ func Open(ctx context.Context, path string) (*SQLite, error) {
 	w.SetConnMaxIdleTime(0)
 
 	// Migrate before opening readers: the writer switches the file to WAL.
-	if err := migrate(ctx, w); err != nil {
+	if err := migrate(ctx, w, sqliteDialect); err != nil {
 		w.Close()
 		return nil, err
 	}
@@ -98,9 +100,9 @@ func Open(ctx context.Context, path string) (*SQLite, error) {
 		return nil, fmt.Errorf("storage: open readers: %w", err)
 	}
 
-	s := &SQLite{
-		w:     newPool(w),
-		r:     newPool(r),
+	s := &DB{
+		w:     newPool(w, sqliteDialect),
+		r:     newPool(r, sqliteDialect),
 		nodes: newNodeSQL(),
 		ports: newPortSQL(),
 		conds: newConductorSQL(),
@@ -119,98 +121,13 @@ func Open(ctx context.Context, path string) (*SQLite, error) {
 	return s, nil
 }
 
-// Close closes both pools, first letting SQLite refresh its planner
+// Close closes both pools, on SQLite first letting it refresh its planner
 // statistics as its documentation recommends for long-lived connections.
-func (s *SQLite) Close() error {
+func (s *DB) Close() error {
+	var err error
 	if s.commits != nil {
 		s.commits.stop()
+		_, err = s.w.db.ExecContext(context.Background(), "PRAGMA optimize")
 	}
-	_, err := s.w.db.ExecContext(context.Background(), "PRAGMA optimize")
 	return errors.Join(err, s.r.close(), s.w.close())
-}
-
-// migration is one embedded schema file, "NNNN_description.sql".
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-func loadMigrations() ([]migration, error) {
-	entries, err := fs.ReadDir(migrationFS, "migrations")
-	if err != nil {
-		return nil, err
-	}
-	var ms []migration
-	seen := map[int]string{}
-	for _, e := range entries {
-		name := e.Name()
-		prefix, _, ok := strings.Cut(name, "_")
-		v, err := strconv.Atoi(prefix)
-		if !ok || err != nil || v <= 0 {
-			return nil, fmt.Errorf("storage: migration %s: name must start with a positive version number", name)
-		}
-		if prev, dup := seen[v]; dup {
-			return nil, fmt.Errorf("storage: migrations %s and %s share version %d", prev, name, v)
-		}
-		seen[v] = name
-		body, err := migrationFS.ReadFile("migrations/" + name)
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, migration{version: v, name: name, sql: string(body)})
-	}
-	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
-	return ms, nil
-}
-
-// migrate applies, in version order, every embedded migration that
-// schema_migrations does not list, each in its own transaction together with
-// its schema_migrations row, so a crash leaves either all or none of it.
-func migrate(ctx context.Context, w *sql.DB) error {
-	ms, err := loadMigrations()
-	if err != nil {
-		return err
-	}
-	if _, err := w.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-		version    INTEGER PRIMARY KEY,
-		name       TEXT NOT NULL,
-		applied_at TEXT NOT NULL
-	)`); err != nil {
-		return fmt.Errorf("storage: create schema_migrations: %w", err)
-	}
-	for _, m := range ms {
-		if err := applyMigration(ctx, w, m); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func applyMigration(ctx context.Context, w *sql.DB, m migration) error {
-	tx, err := w.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("storage: migration %s: %w", m.name, err)
-	}
-	defer tx.Rollback()
-	// Checked inside the write transaction: another process opening the
-	// same file may have applied it meanwhile.
-	var n int
-	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations WHERE version = ?`, m.version).Scan(&n); err != nil {
-		return fmt.Errorf("storage: migration %s: %w", m.name, err)
-	}
-	if n > 0 {
-		return nil
-	}
-	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
-		return fmt.Errorf("storage: migration %s: %w", m.name, err)
-	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
-		m.version, m.name, formatTime(time.Now())); err != nil {
-		return fmt.Errorf("storage: migration %s: %w", m.name, err)
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("storage: migration %s: %w", m.name, err)
-	}
-	return nil
 }

@@ -169,9 +169,13 @@ func (t *table[T]) updateChanged(ctx context.Context, r runner, before, after []
 	return err
 }
 
-// getOne runs a single-row query; no row gives notFound.
+// getOne runs a single-row query; no row gives notFound. Inside a write
+// transaction the row is locked until commit (PostgreSQL).
 func (t *table[T]) getOne(ctx context.Context, r runner, notFound error, query string, args ...any) (*T, error) {
 	v := new(T)
+	if r.tx != nil {
+		query += r.p.d.forUpdate()
+	}
 	err := r.queryRow(ctx, query, args...).Scan(t.scanDest(v)...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, notFound

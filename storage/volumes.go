@@ -168,18 +168,18 @@ func normalizeTarget(t *VolumeTarget) {
 
 // CreateVolumeConnector inserts c and fills c.ID (and UUID and CreatedAt
 // when empty).
-func (s *SQLite) CreateVolumeConnector(ctx context.Context, c *VolumeConnector) error {
+func (s *DB) CreateVolumeConnector(ctx context.Context, c *VolumeConnector) error {
 	return s.writeTx(ctx, func(r runner) error { return connectorTable.create(ctx, r, c) })
 }
 
 // GetVolumeConnector finds a connector by UUID.
-func (s *SQLite) GetVolumeConnector(ctx context.Context, connUUID string) (*VolumeConnector, error) {
+func (s *DB) GetVolumeConnector(ctx context.Context, connUUID string) (*VolumeConnector, error) {
 	return connectorTable.getOne(ctx, s.reader(), connectorNotFound(connUUID), connectorTable.byUUID, uuidKey(connUUID))
 }
 
 // ListVolumeConnectors returns the connectors matching q, one page of them
 // when q.Limit is set, in Ironic's order (creation by default).
-func (s *SQLite) ListVolumeConnectors(ctx context.Context, q VolumeQuery) ([]*VolumeConnector, error) {
+func (s *DB) ListVolumeConnectors(ctx context.Context, q VolumeQuery) ([]*VolumeConnector, error) {
 	f := &filter{}
 	if q.NodeUUID != nil {
 		f.add("node_uuid = ?", uuidKey(*q.NodeUUID))
@@ -192,7 +192,7 @@ func (s *SQLite) ListVolumeConnectors(ctx context.Context, q VolumeQuery) ([]*Vo
 
 // UpdateVolumeConnector reads the connector, applies fn and writes it back
 // in one write transaction. An error from fn is returned unchanged.
-func (s *SQLite) UpdateVolumeConnector(ctx context.Context, connUUID string, fn func(c *VolumeConnector) error) (*VolumeConnector, error) {
+func (s *DB) UpdateVolumeConnector(ctx context.Context, connUUID string, fn func(c *VolumeConnector) error) (*VolumeConnector, error) {
 	var out *VolumeConnector
 	err := s.writeTx(ctx, func(r runner) error {
 		c, err := connectorTable.getOne(ctx, r, connectorNotFound(connUUID), connectorTable.byUUID, uuidKey(connUUID))
@@ -212,7 +212,7 @@ func (s *SQLite) UpdateVolumeConnector(ctx context.Context, connUUID string, fn 
 }
 
 // DeleteVolumeConnector removes a connector.
-func (s *SQLite) DeleteVolumeConnector(ctx context.Context, connUUID string) error {
+func (s *DB) DeleteVolumeConnector(ctx context.Context, connUUID string) error {
 	return s.writeTx(ctx, func(r runner) error {
 		return deleteOne(ctx, r, "volume_connectors", connUUID)
 	})
@@ -220,18 +220,18 @@ func (s *SQLite) DeleteVolumeConnector(ctx context.Context, connUUID string) err
 
 // CreateVolumeTarget inserts t and fills t.ID (and UUID and CreatedAt when
 // empty).
-func (s *SQLite) CreateVolumeTarget(ctx context.Context, t *VolumeTarget) error {
+func (s *DB) CreateVolumeTarget(ctx context.Context, t *VolumeTarget) error {
 	return s.writeTx(ctx, func(r runner) error { return targetTable.create(ctx, r, t) })
 }
 
 // GetVolumeTarget finds a target by UUID.
-func (s *SQLite) GetVolumeTarget(ctx context.Context, targetUUID string) (*VolumeTarget, error) {
+func (s *DB) GetVolumeTarget(ctx context.Context, targetUUID string) (*VolumeTarget, error) {
 	return targetTable.getOne(ctx, s.reader(), targetNotFound(targetUUID), targetTable.byUUID, uuidKey(targetUUID))
 }
 
 // ListVolumeTargets returns the targets matching q, one page of them when
 // q.Limit is set.
-func (s *SQLite) ListVolumeTargets(ctx context.Context, q VolumeQuery) ([]*VolumeTarget, error) {
+func (s *DB) ListVolumeTargets(ctx context.Context, q VolumeQuery) ([]*VolumeTarget, error) {
 	f := &filter{}
 	if q.NodeUUID != nil {
 		f.add("node_uuid = ?", uuidKey(*q.NodeUUID))
@@ -244,7 +244,7 @@ func (s *SQLite) ListVolumeTargets(ctx context.Context, q VolumeQuery) ([]*Volum
 
 // UpdateVolumeTarget reads the target, applies fn and writes it back in one
 // write transaction. An error from fn is returned unchanged.
-func (s *SQLite) UpdateVolumeTarget(ctx context.Context, targetUUID string, fn func(t *VolumeTarget) error) (*VolumeTarget, error) {
+func (s *DB) UpdateVolumeTarget(ctx context.Context, targetUUID string, fn func(t *VolumeTarget) error) (*VolumeTarget, error) {
 	var out *VolumeTarget
 	err := s.writeTx(ctx, func(r runner) error {
 		t, err := targetTable.getOne(ctx, r, targetNotFound(targetUUID), targetTable.byUUID, uuidKey(targetUUID))
@@ -264,7 +264,7 @@ func (s *SQLite) UpdateVolumeTarget(ctx context.Context, targetUUID string, fn f
 }
 
 // DeleteVolumeTarget removes a target.
-func (s *SQLite) DeleteVolumeTarget(ctx context.Context, targetUUID string) error {
+func (s *DB) DeleteVolumeTarget(ctx context.Context, targetUUID string) error {
 	return s.writeTx(ctx, func(r runner) error {
 		return deleteOne(ctx, r, "volume_targets", targetUUID)
 	})

@@ -34,7 +34,9 @@ CREATE INDEX allocations_owner_idx ON allocations (owner) WHERE owner IS NOT NUL
 -- that is cleared (undeploy, or an operator removing instance_uuid), the
 -- allocation goes too, as Ironic's conductor destroys it in both cases. This
 -- keeps node and allocation consistent whichever code path clears the field.
--- (PostgreSQL: the same as a trigger function.)
+-- (PostgreSQL: the same as a trigger function, which clears the node's
+-- allocation_uuid before the row is written rather than after.)
+-- sqlite:
 CREATE TRIGGER nodes_instance_cleared_drops_allocation
 AFTER UPDATE OF instance_uuid ON nodes
 FOR EACH ROW WHEN OLD.allocation_uuid IS NOT NULL AND NEW.instance_uuid IS NULL
@@ -42,3 +44,18 @@ BEGIN
     DELETE FROM allocations WHERE uuid = OLD.allocation_uuid;
     UPDATE nodes SET allocation_uuid = NULL WHERE id = NEW.id;
 END;
+-- end
+-- postgres:
+CREATE FUNCTION nodes_instance_cleared_drops_allocation() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    DELETE FROM allocations WHERE uuid = OLD.allocation_uuid;
+    NEW.allocation_uuid := NULL;
+    RETURN NEW;
+END;
+$$;
+CREATE TRIGGER nodes_instance_cleared_drops_allocation
+BEFORE UPDATE OF instance_uuid ON nodes
+FOR EACH ROW WHEN (OLD.allocation_uuid IS NOT NULL AND NEW.instance_uuid IS NULL)
+EXECUTE FUNCTION nodes_instance_cleared_drops_allocation();
+-- end

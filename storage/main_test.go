@@ -1,0 +1,41 @@
+package storage
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"castiron/storage/pgtest"
+)
+
+// The whole suite runs twice: on SQLite, then on PostgreSQL (pgtest.RunBoth).
+func TestMain(m *testing.M) { os.Exit(pgtest.RunBoth(m)) }
+
+// onPostgres reports whether this run of the suite is the PostgreSQL one.
+func onPostgres() bool {
+	_, ok := pgtest.Postgres()
+	return ok
+}
+
+// testDatabase names a fresh, empty database for one test: a SQLite file in
+// a directory that does not exist yet (Open must create it), or a new
+// database on the suite's PostgreSQL server.
+func testDatabase(tb testing.TB) string {
+	tb.Helper()
+	if srv, ok := pgtest.Postgres(); ok {
+		return srv.Database(tb)
+	}
+	return filepath.Join(tb.TempDir(), "sub", "dir", "castiron.db")
+}
+
+// openTest opens a store on a fresh database.
+func openTest(tb testing.TB) *DB {
+	tb.Helper()
+	s, err := OpenDatabase(context.Background(), testDatabase(tb))
+	if err != nil {
+		tb.Fatalf("Open: %v", err)
+	}
+	tb.Cleanup(func() { s.Close() })
+	return s
+}

@@ -1,0 +1,176 @@
+// Package pgtest starts throwaway PostgreSQL servers for tests, from the
+// binaries of Debian's postgresql package: initdb and pg_ctl in a temporary
+// directory, listening on a unix socket only (nothing on the network), run
+// as the postgres (or nobody) user when the tests run as root. Without the
+// binaries tests skip, except under CI=true where they fail.
+package pgtest
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
+)
+
+// Server is one running PostgreSQL cluster.
+type Server struct {
+	dir    string // data directory and socket directory live here
+	bin    string
+	runAs  *user.User // nil: as ourselves
+	Socket string     // the directory of the unix socket
+	next   atomic.Int64
+}
+
+// Bin finds the directory of initdb and pg_ctl: $PG_BIN, else the newest
+// /usr/lib/postgresql/<version>/bin.
+func Bin() (string, error) {
+	if b := os.Getenv("PG_BIN"); b != "" {
+		return b, nil
+	}
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	sort.Slice(dirs, func(i, j int) bool { return version(dirs[i]) > version(dirs[j]) })
+	for _, d := range dirs {
+		if _, err := os.Stat(filepath.Join(d, "pg_ctl")); err == nil {
+			return d, nil
+		}
+	}
+	return "", errors.New("no PostgreSQL server binaries (Debian package postgresql)")
+}
+
+func version(binDir string) int {
+	v, _ := strconv.Atoi(filepath.Base(filepath.Dir(binDir)))
+	return v
+}
+
+// Skip skips tb (or fails it under CI=true) when no server can be started.
+func Skip(tb testing.TB, err error) {
+	tb.Helper()
+	if os.Getenv("CI") == "true" {
+		tb.Fatalf("PostgreSQL: %v", err)
+	}
+	tb.Skipf("PostgreSQL: %v", err)
+}
+
+// Start initialises and starts a cluster in a new temporary directory.
+// settings are extra "name=value" server settings (e.g. fsync=off).
+func Start(settings ...string) (*Server, error) {
+	bin, err := Bin()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "castiron-pg-")
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{dir: dir, bin: bin, Socket: dir}
+	if os.Geteuid() == 0 {
+		// PostgreSQL refuses to run as root.
+		for _, name := range []string{"postgres", "nobody"} {
+			if u, err := user.Lookup(name); err == nil {
+				s.runAs = u
+				break
+			}
+		}
+		if s.runAs == nil {
+			os.RemoveAll(dir)
+			return nil, errors.New("running as root and no postgres or nobody user to run the server as")
+		}
+		uid, _ := strconv.Atoi(s.runAs.Uid)
+		gid, _ := strconv.Atoi(s.runAs.Gid)
+		if err := os.Chown(dir, uid, gid); err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
+	}
+	data := filepath.Join(dir, "data")
+	if out, err := s.run("initdb", "-D", data, "-U", "castiron", "--auth=trust", "--encoding=UTF8", "--locale=C", "--no-sync"); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("initdb: %v: %s", err, out)
+	}
+	opts := []string{"-k " + dir, "-c listen_addresses=''", "-c max_connections=300", "-c shared_buffers=64MB"}
+	for _, kv := range settings {
+		opts = append(opts, "-c "+kv)
+	}
+	if out, err := s.run("pg_ctl", "-D", data, "-l", filepath.Join(dir, "log"), "-w", "-t", "60", "-o", strings.Join(opts, " "), "start"); err != nil {
+		log, _ := os.ReadFile(filepath.Join(dir, "log"))
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("pg_ctl start: %v: %s %s", err, out, log)
+	}
+	return s, nil
+}
+
+func (s *Server) run(tool string, args ...string) ([]byte, error) {
+	cmd := exec.Command(filepath.Join(s.bin, tool), args...)
+	cmd.Dir = s.dir
+	if s.runAs != nil {
+		cmd = exec.Command("setpriv", append([]string{"--reuid=" + s.runAs.Uid, "--regid=" + s.runAs.Gid, "--clear-groups",
+			filepath.Join(s.bin, tool)}, args...)...)
+		cmd.Dir = s.dir
+	}
+	return cmd.CombinedOutput()
+}
+
+// URL is the postgres:// URL of database db on this server.
+func (s *Server) URL(db string) string {
+	return "postgres://castiron@/" + db + "?host=" + s.Socket + "&sslmode=disable"
+}
+
+// NewDatabase creates an empty database and returns its URL.
+func (s *Server) NewDatabase(ctx context.Context) (string, error) {
+	name := fmt.Sprintf("t%d_%d", os.Getpid(), s.next.Add(1))
+	admin, err := sql.Open("pgx", s.URL("postgres"))
+	if err != nil {
+		return "", err
+	}
+	defer admin.Close()
+	if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+name); err != nil {
+		return "", fmt.Errorf("create database: %w", err)
+	}
+	return s.URL(name), nil
+}
+
+// Stop stops the server (fast shutdown) and removes its directory.
+func (s *Server) Stop() {
+	s.run("pg_ctl", "-D", filepath.Join(s.dir, "data"), "-m", "fast", "-w", "-t", "30", "stop")
+	os.RemoveAll(s.dir)
+}
+
+// Kill stops the server at once (immediate shutdown), as a crash would.
+func (s *Server) Kill() {
+	s.run("pg_ctl", "-D", filepath.Join(s.dir, "data"), "-m", "immediate", "-w", "-t", "30", "stop")
+}
+
+// New starts a server for one test and stops it when the test ends.
+func New(tb testing.TB, settings ...string) *Server {
+	tb.Helper()
+	s, err := Start(settings...)
+	if err != nil {
+		Skip(tb, err)
+	}
+	tb.Cleanup(s.Stop)
+	return s
+}
+
+// Database is NewDatabase for a test.
+func (s *Server) Database(tb testing.TB) string {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	u, err := s.NewDatabase(ctx)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return u
+}
