@@ -9,6 +9,7 @@
 #   ipxe                                          iPXE binaries castiron serves over TFTP
 #   linux-image-amd64                             the ramdisk's kernel and modules (make ramdisk)
 #   dnsmasq isc-dhcp-client tftp-hpa ndisc6       real DHCP/TFTP/RA peers in the pxe and agent tests
+#   iputils-ping                                  reachability of the agent's static network (netup)
 #   tcpdump cpio zstd xz-utils                    packet checks, initramfs and image formats
 #   extlinux syslinux-common e2fsprogs gdisk      the bootable test image and disk checks
 #   isolinux grub-efi-amd64-signed xorriso        virtual media ISOs (BIOS and UEFI loaders; xorriso reads them back)
@@ -28,7 +29,7 @@ set -euo pipefail
 
 PACKAGES=(python3-openstackclient python3-ironicclient python3-tempest ipmitool openipmi file chromium
     qemu-system-x86 qemu-utils ipxe-qemu ovmf ipxe linux-image-amd64
-    dnsmasq isc-dhcp-client tftp-hpa ndisc6 tcpdump cpio zstd xz-utils
+    dnsmasq isc-dhcp-client tftp-hpa ndisc6 iputils-ping tcpdump cpio zstd xz-utils
     extlinux syslinux-common isolinux grub-efi-amd64-signed xorriso e2fsprogs gdisk fdisk parted genisoimage kea-admin
     libvirt-daemon-system libvirt-clients python3-libvirt python3-flask python3-requests python3-tenacity
     python3-bcrypt python3-webob python3-pbr apache2-utils curl postgresql "$@")

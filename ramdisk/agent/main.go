@@ -13,8 +13,10 @@ import (
 	"errors"
 	"flag"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -45,13 +47,14 @@ const (
 // options are the command-line flags of a run under an OS. As PID 1 the
 // kernel's leftover parameters arrive as arguments, so flags are not parsed.
 type options struct {
-	cmdline string
-	root    inventory.Root
-	dhcp    bool
+	cmdline     string
+	root        inventory.Root
+	dhcp        bool
+	networkData string
 }
 
 func parseFlags(pid1 bool) options {
-	o := options{cmdline: "/proc/cmdline", root: inventory.DefaultRoot()}
+	o := options{cmdline: "/proc/cmdline", root: inventory.DefaultRoot(), networkData: "/" + protocol.NetworkDataFile}
 	if pid1 {
 		return o
 	}
@@ -60,7 +63,8 @@ func parseFlags(pid1 bool) options {
 	fs.StringVar(&o.root.Sys, "sys", o.root.Sys, "sysfs mount point")
 	fs.StringVar(&o.root.Proc, "proc", o.root.Proc, "procfs mount point")
 	fs.StringVar(&o.root.Dev, "dev", o.root.Dev, "devtmpfs mount point")
-	fs.BoolVar(&o.dhcp, "dhcp", false, "bring up the boot NIC by DHCP (always done as PID 1)")
+	fs.BoolVar(&o.dhcp, "dhcp", false, "bring up the network: from -network-data when that file exists, else the boot NIC by DHCP (always done as PID 1)")
+	fs.StringVar(&o.networkData, "network-data", o.networkData, "OpenStack network_data.json to configure instead of DHCP, when it exists")
 	fs.Parse(os.Args[1:])
 	return o
 }
@@ -172,8 +176,17 @@ func run(ctx context.Context, pid1 bool, opts options, level *slog.LevelVar, log
 		if pid1 {
 			netCfg.ResolvConf = "/etc/resolv.conf"
 		}
-		if err := netUp(ctx, &wg, pid1, netCfg, log); err != nil {
+		bootMAC, static, err := staticNetwork(ctx, &wg, netCfg, opts.networkData, log)
+		if err != nil {
 			return err
+		}
+		if !static {
+			if err := netUp(ctx, &wg, pid1, netCfg, log); err != nil {
+				return err
+			}
+		}
+		if p.BootMAC == nil && bootMAC != nil {
+			p.BootMAC, p.BootIF = bootMAC, "01-"+strings.ReplaceAll(bootMAC.String(), ":", "-")
 		}
 	}
 
@@ -204,4 +217,26 @@ func run(ctx context.Context, pid1 bool, opts options, level *slog.LevelVar, log
 		Log:            log,
 		AgentVersion:   agent,
 	})
+}
+
+// staticNetwork configures the network from the node's network_data when
+// the ISO the machine booted from carried one (no DHCP server needed); it
+// reports whether it did, and the MAC of the first NIC of the data (the
+// boot interface the agent reports when no BOOTIF was given). DHCP leases
+// of ipv4_dhcp networks are kept renewed in wg.
+func staticNetwork(ctx context.Context, wg *sync.WaitGroup, cfg netup.Config, path string, log *slog.Logger) (net.HardwareAddr, bool, error) {
+	nd, err := netup.ReadNetworkData(path)
+	if err != nil || nd == nil {
+		return nil, false, err
+	}
+	log.Info("static network from network_data", "file", path, "links", len(nd.Links), "networks", len(nd.Networks))
+	applied, err := netup.Static(ctx, cfg, nd)
+	if err != nil {
+		return nil, true, err
+	}
+	log.Info("network configured", "addresses", strings.Join(applied.Addresses, ", "))
+	for _, lease := range applied.Leases {
+		wg.Go(func() { netup.KeepRenewed(ctx, cfg, lease) })
+	}
+	return nd.BootMAC(), true, nil
 }

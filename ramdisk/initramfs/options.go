@@ -56,6 +56,8 @@ func DefaultModules() []string {
 		"ahci", "ata_piix", "sd_mod", "nvme", "mptsas", "mpt3sas", "megaraid_sas",
 		// loop devices (image handling, tests)
 		"loop",
+		// VLANs of a static network configuration (virtual media boots)
+		"8021q",
 		// UEFI variables (boot mode details)
 		"efivarfs",
 		// the BMC's system interface (KCS/BT/SMIC, SSIF) and /dev/ipmi0, for

@@ -23,7 +23,16 @@ const (
 	// user in-band and send its credentials with the inspection data.
 	// castiron gives it only to machines it is discovering.
 	ParamBMCUser = "castiron-bmc-user"
+	// ParamBootMethod is "vmedia" when the ramdisk was booted from a
+	// virtual media ISO (Ironic's boot_method).
+	ParamBootMethod = "boot_method"
 )
+
+// NetworkDataFile is where a virtual media ISO puts the node's
+// network_data (OpenStack network_data.json) in the ramdisk's root, through
+// a second initrd; when present the agent configures its network from it
+// instead of DHCP.
+const NetworkDataFile = "etc/castiron/network_data.json"
 
 // Inventory is ironic-python-agent's hardware inventory, as posted to
 // /v1/continue_inspection under "inventory" and served by

@@ -44,6 +44,9 @@ type agentResult struct {
 }
 
 func agentMain() int {
+	if p := os.Getenv("NETUP_TEST_STATIC"); p != "" {
+		return staticMain(p)
+	}
 	cfg := Config{
 		LinkTimeout: 5 * time.Second,
 		Log:         slog.New(slog.NewTextHandler(os.Stderr, nil)),
@@ -179,9 +182,21 @@ func newLab(t *testing.T) *lab {
 // agent runs Up (and one Renew) in the agent namespace.
 func (l *lab) agent(t *testing.T, env ...string) agentResult {
 	t.Helper()
+	var res agentResult
+	runAgentChild(t, l.agtNS, &res, env...)
+	if res.Error != "" {
+		t.Fatalf("agent: %s", res.Error)
+	}
+	return res
+}
+
+// runAgentChild runs this test binary as the agent side (agentMain) in
+// namespace ns and decodes its JSON report into res.
+func runAgentChild(t *testing.T, ns string, res any, env ...string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "ip", "netns", "exec", l.agtNS, os.Args[0], "-test.run=^$")
+	cmd := exec.CommandContext(ctx, "ip", "netns", "exec", ns, os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), append([]string{agentEnv + "=1"}, env...)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -189,15 +204,10 @@ func (l *lab) agent(t *testing.T, env ...string) agentResult {
 	if err != nil {
 		t.Fatalf("agent: %v\n%s", err, stderr.String())
 	}
-	var res agentResult
-	if err := json.Unmarshal(out, &res); err != nil {
+	if err := json.Unmarshal(out, res); err != nil {
 		t.Fatalf("agent output %q: %v\n%s", out, err, stderr.String())
 	}
-	if res.Error != "" {
-		t.Fatalf("agent: %s\n%s", res.Error, stderr.String())
-	}
 	t.Logf("agent log:\n%s", stderr.String())
-	return res
 }
 
 func TestDHCP(t *testing.T) {
