@@ -19,6 +19,7 @@ import (
 	"castiron/engine/driver/redfish"
 	"castiron/engine/inspectrules"
 	"castiron/httpapi"
+	"castiron/ramdisk/iso"
 	"castiron/storage"
 	"castiron/web"
 )
@@ -125,8 +126,13 @@ func conductorConfig(c *serveConfig, site provisioningSite, obs engine.Observer,
 		CleanFullErase:    c.cleanFullErase,
 		ImageBaseURL:      imageBase,
 		RulesMaskSecrets:  c.rulesMask,
-		Logger:            log,
-		Observer:          obs,
+		VMedia: &engine.VMediaConfig{
+			ISOs:       iso.NewCache(vmediaDir(c)),
+			RamdiskDir: c.pxe.ramdiskDir,
+			APIURL:     strings.TrimRight(site.publicURL, "/"),
+		},
+		Logger:   log,
+		Observer: obs,
 	}
 }
 

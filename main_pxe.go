@@ -90,6 +90,11 @@ func (g gateAdapter) Allow(ctx context.Context, mac net.HardwareAddr) (boot.Deci
 	return boot.Decision{NodeUUID: d.NodeUUID, Purpose: d.Purpose}, ok
 }
 
+// AllowNode serves a node's virtual media ISO while engine boots its ramdisk.
+func (g gateAdapter) AllowNode(ctx context.Context, nodeUUID string) bool {
+	return g.cond.RamdiskBoots(ctx, nodeUUID)
+}
+
 // timelineSink writes recorder batches to the store.
 func timelineSink(store storage.BootEventStore) func(ctx context.Context, evs []boot.Event) error {
 	return func(ctx context.Context, evs []boot.Event) error {
@@ -133,11 +138,19 @@ func (d dhcpLeases) DeleteLease(ctx context.Context, mac string) error {
 	return d.store.DeleteLease(ctx, mac)
 }
 
+// vmediaDir is where the per-node virtual media ISOs are kept.
+func vmediaDir(c *serveConfig) string { return filepath.Join(c.dataDir, "vmedia") }
+
 // newProvisioning prepares everything; nothing listens until run.
 func newProvisioning(c *serveConfig, site provisioningSite, store *storage.SQLite, cond *engine.Conductor, meter boot.Meter, log *slog.Logger) (*provisioning, error) {
 	p := &provisioning{cfg: c.pxe, log: log, store: store, mounts: map[string]http.Handler{}, gate: gateAdapter{cond}, site: site, meter: meter}
 	p.recorder = boot.NewBatchRecorder(timelineSink(store), log)
 	p.mounts["/images/"] = images.Handler(c.pxe.imagesDir, log)
+	// Virtual media ISOs need no provisioning network, only a URL the BMCs
+	// reach (--public-url).
+	p.mounts["/boot/vmedia/"] = httpboot.NewVMedia(httpboot.VMediaConfig{
+		Dir: vmediaDir(c), Gate: p.gate, Recorder: p.recorder, Meter: meter, Logger: log,
+	})
 	for _, addr := range site.agentAddrs {
 		p.agents = append(p.agents, &agentListener{addr: addr})
 	}

@@ -109,7 +109,7 @@ func (c *Conductor) deploySteps(n *storage.Node) ([]any, error) {
 	} else if hints, ok := n.Properties["root_device"].(map[string]any); ok {
 		args[protocol.ArgRootDevice] = hints
 	}
-	if cd, ok := ii["configdrive"]; ok && cd != nil {
+	if cd := ii["configdrive"]; cd != nil || len(n.NetworkData) > 0 {
 		enc, err := configDriveArg(n, cd)
 		if err != nil {
 			return nil, err
@@ -144,17 +144,41 @@ func (c *Conductor) imageURL(src string) (string, error) {
 }
 
 // configDriveArg turns Ironic's configdrive (a JSON object, or a string that
-// is a gzip+base64 image or a URL) into what the agent writes.
+// is a gzip+base64 image or a URL) into what the agent writes. The node's
+// network_data goes into a JSON config drive that has none (Ironic's
+// check_and_fix_configdrive, with the node's network_data standing for
+// what Ironic generates from Neutron), and into a config drive of its own
+// when the deploy gave none (a node without DHCP needs it to come up
+// after the deploy; Ironic leaves that as a possible extension).
 func configDriveArg(n *storage.Node, v any) (string, error) {
 	cd, err := configdrive.Parse(v)
 	if err != nil {
 		return "", err
+	}
+	if len(n.NetworkData) > 0 {
+		switch {
+		case cd.Contents != nil && emptyNetworkData(cd.Contents.NetworkData):
+			cd.Contents.NetworkData = n.NetworkData
+		case cd.Contents == nil && cd.URL == "" && cd.Image == "":
+			cd.Contents = &configdrive.Contents{NetworkData: n.NetworkData}
+		}
 	}
 	name := ""
 	if n.Name != nil {
 		name = *n.Name
 	}
 	return cd.AgentArg(n.UUID, name)
+}
+
+// emptyNetworkData is Ironic's is_invalid_network_metadata without its MTU
+// check: no links, networks nor services.
+func emptyNetworkData(nd map[string]any) bool {
+	for _, k := range []string{"links", "networks", "services"} {
+		if l, ok := nd[k].([]any); ok && len(l) > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // startSteps records steps as the node's agent work plan.
@@ -228,8 +252,10 @@ func protocolStep(m map[string]any) *protocol.Step {
 func finishAgentWork(deploy, manualClean bool) work {
 	return func(ctx context.Context, c *Conductor, n *storage.Node) outcome {
 		if err := c.waitPoweredOff(ctx, n); err != nil {
+			c.endRamdisk(ctx, n)
 			return failed(fmt.Errorf("Failed to power off the node after its agent finished: %v", err))
 		}
+		c.endRamdisk(ctx, n)
 		mutate := func(n *storage.Node) {
 			clearSteps(n)
 			wipeToken(n)

@@ -175,3 +175,14 @@ func (s gateStore) DeleteNode(ctx context.Context, uuid string) error {
 	}
 	return err
 }
+
+// RamdiskBoots reports whether the node is in a state that boots its
+// ramdisk: only then is its virtual media ISO served.
+func (c *Conductor) RamdiskBoots(ctx context.Context, nodeUUID string) bool {
+	n, err := c.store.GetNode(ctx, nodeUUID)
+	if err != nil {
+		return false
+	}
+	_, ok := bootPurpose[State(n.ProvisionState)]
+	return ok
+}

@@ -52,6 +52,9 @@ type Config struct {
 	// ImageBaseURL is where nodes fetch images castiron hosts (image_source
 	// given as a bare name).
 	ImageBaseURL string
+	// VMedia configures the redfish-virtual-media boot interface (the
+	// ramdisk ISO); nil leaves it unable to boot anything.
+	VMedia *VMediaConfig
 	// AgentHeartbeatInterval is what the agent is told between heartbeats.
 	AgentHeartbeatInterval time.Duration
 	// AgentPowerOffWait is how long the agent gets to power off by itself.

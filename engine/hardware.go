@@ -161,7 +161,7 @@ func NewRedfishHardware(d RedfishDriver, props []driver.Property) *HardwareType 
 		Name: "redfish",
 		Interfaces: map[string][]string{
 			"bios":       {"no-bios"},
-			"boot":       {"ipxe", "pxe", "http"},
+			"boot":       {"ipxe", "pxe", "http", BootVirtualMedia},
 			"console":    {"no-console"},
 			"deploy":     {"direct", "ramdisk", "custom-agent"},
 			"firmware":   {"no-firmware"},

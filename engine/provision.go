@@ -353,63 +353,6 @@ func (c *Conductor) validatePower(n *storage.Node) error {
 	return hw.Management.Validate(dn)
 }
 
-// bootAgent sets the node to network-boot castiron's ramdisk and powers it
-// on, the first half of every agent-driven verb. The second half (the
-// agent's callback) is served by the ramdisk endpoints.
-func bootAgent(ctx context.Context, c *Conductor, n *storage.Node) error {
-	hw, err := c.hardwareOf(n)
-	if err != nil {
-		return err
-	}
-	if err := c.forgetAgent(ctx, n.UUID); err != nil {
-		return err
-	}
-	dn := driverNode(n)
-	if err := hw.Management.SetBootDevice(ctx, dn, driver.BootPXE, false); err != nil {
-		return fmt.Errorf("failed to set boot device to PXE: %w", err)
-	}
-	target := driver.PowerOn
-	if dn.PowerState == driver.PowerOn {
-		target = driver.Rebooting
-	}
-	if err := hw.Power.SetPowerState(ctx, dn, target, c.cfg.PowerTimeout); err != nil {
-		return fmt.Errorf("failed to power on the node to boot the ramdisk: %w", err)
-	}
-	on := driver.PowerOn
-	_, err = c.store.UpdateNode(ctx, n.UUID, func(cur *storage.Node) (*storage.Event, error) {
-		cur.PowerState = &on
-		return nil, nil
-	})
-	return err
-}
-
-// forgetAgent drops the previous boot's agent token before a new ramdisk
-// boots, so only the agent that boots now can look itself up.
-func (c *Conductor) forgetAgent(ctx context.Context, uuid string) error {
-	_, err := c.store.UpdateNode(ctx, uuid, func(cur *storage.Node) (*storage.Event, error) {
-		wipeToken(cur)
-		return nil, nil
-	})
-	return err
-}
-
-// powerOff is best effort at the end of aborts and failures.
-func powerOff(ctx context.Context, c *Conductor, n *storage.Node) error {
-	hw, err := c.hardwareOf(n)
-	if err != nil {
-		return err
-	}
-	if err := hw.Power.SetPowerState(ctx, driverNode(n), driver.PowerOff, c.cfg.PowerTimeout); err != nil {
-		return err
-	}
-	off := driver.PowerOff
-	_, err = c.store.UpdateNode(ctx, n.UUID, func(cur *storage.Node) (*storage.Event, error) {
-		cur.PowerState = &off
-		return nil, nil
-	})
-	return err
-}
-
 func verifyTask(ctx context.Context, c *Conductor, n *storage.Node) outcome {
 	hw, err := c.hardwareOf(n)
 	if err != nil {

@@ -27,6 +27,12 @@ type Gate interface {
 	Allow(ctx context.Context, mac net.HardwareAddr) (Decision, bool)
 }
 
+// NodeGate decides whether a node's boot media (its virtual media ISO) is
+// served now: only while the node is in a state that boots the ramdisk.
+type NodeGate interface {
+	AllowNode(ctx context.Context, nodeUUID string) bool
+}
+
 // Timeline event kinds, in the order a boot produces them.
 const (
 	DHCPDiscover  = "dhcp_discover"
@@ -41,7 +47,8 @@ const (
 	HTTPScript    = "http_ipxe_script"
 	HTTPKernel    = "http_kernel"
 	HTTPInitramfs = "http_initramfs"
-	HTTPLoader    = "http_loader" // an iPXE binary for UEFI HTTP boot
+	HTTPLoader    = "http_loader"     // an iPXE binary for UEFI HTTP boot
+	HTTPISO       = "http_vmedia_iso" // a BMC fetching a node's virtual media ISO
 	AgentLookup   = "agent_lookup"
 	AgentInspect  = "agent_inventory"
 	AgentBeat     = "agent_heartbeat"

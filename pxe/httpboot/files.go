@@ -17,7 +17,7 @@ import (
 // If-Modified-Since, HEAD) and records what was sent once the response is
 // done. The file is opened per request so `make ramdisk` takes effect at
 // once; an open file keeps serving the old bytes if it is replaced mid-way.
-func (h *Handler) serveFile(w http.ResponseWriter, r *http.Request, path, kind string) {
+func (h *Handler) serveFile(w http.ResponseWriter, r *http.Request, path, kind, nodeUUID string) {
 	what := filepath.Base(path)
 	if path == "" {
 		textError(w, http.StatusServiceUnavailable, "castiron: %s path not configured", kindName(kind))
@@ -69,7 +69,7 @@ func (h *Handler) serveFile(w http.ResponseWriter, r *http.Request, path, kind s
 		result = "refused" // a bad Range (416) and the like
 	}
 	h.cfg.Meter.Transfer("http", kindName(kind), cw.n, result)
-	h.rec.Record(r.Context(), boot.Event{MAC: mac, Kind: kind, Detail: detail})
+	h.rec.Record(r.Context(), boot.Event{MAC: mac, NodeUUID: nodeUUID, Kind: kind, Detail: detail})
 	h.log.Info("boot file served", "file", what, "mac", mac, "status", cw.status, "bytes", cw.n, "duration", time.Since(start), "client", r.RemoteAddr)
 }
 
@@ -86,6 +86,8 @@ func kindName(kind string) string {
 		return "kernel"
 	case boot.HTTPLoader:
 		return "boot loader"
+	case boot.HTTPISO:
+		return "iso"
 	}
 	return "initramfs"
 }

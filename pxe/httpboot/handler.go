@@ -64,6 +64,32 @@ type Handler struct {
 
 // New makes the handler; mount it at "/boot/".
 func New(cfg Config) *Handler {
+	h := newHandler(cfg)
+	if cfg.Gate == nil {
+		h.log.Warn("httpboot: no gate configured, refusing every boot script")
+	}
+	// GET patterns answer HEAD too.
+	h.mux.HandleFunc("GET /boot/ipxe", h.serveScript)
+	h.mux.HandleFunc("GET /boot/ipxe/{mac}", h.serveScript)
+	h.mux.HandleFunc("GET /boot/vmlinuz", func(w http.ResponseWriter, r *http.Request) {
+		h.serveFile(w, r, cfg.KernelPath, boot.HTTPKernel, "")
+	})
+	h.mux.HandleFunc("GET /boot/initramfs", func(w http.ResponseWriter, r *http.Request) {
+		h.serveFile(w, r, cfg.InitramfsPath, boot.HTTPInitramfs, "")
+	})
+	h.mux.HandleFunc("GET /boot/{loader}", func(w http.ResponseWriter, r *http.Request) {
+		path, ok := cfg.Loaders[r.PathValue("loader")]
+		if !ok {
+			textError(w, http.StatusNotFound, "castiron: no such boot file")
+			return
+		}
+		h.serveFile(w, r, path, boot.HTTPLoader, "")
+	})
+	return h
+}
+
+// newHandler fills the defaults; the caller adds its routes.
+func newHandler(cfg Config) *Handler {
 	cfg.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
 	h := &Handler{
 		cfg: cfg, mux: http.NewServeMux(), rec: cfg.Recorder, log: cfg.Logger,
@@ -78,26 +104,6 @@ func New(cfg Config) *Handler {
 	if h.log == nil {
 		h.log = slog.Default()
 	}
-	if cfg.Gate == nil {
-		h.log.Warn("httpboot: no gate configured, refusing every boot script")
-	}
-	// GET patterns answer HEAD too.
-	h.mux.HandleFunc("GET /boot/ipxe", h.serveScript)
-	h.mux.HandleFunc("GET /boot/ipxe/{mac}", h.serveScript)
-	h.mux.HandleFunc("GET /boot/vmlinuz", func(w http.ResponseWriter, r *http.Request) {
-		h.serveFile(w, r, cfg.KernelPath, boot.HTTPKernel)
-	})
-	h.mux.HandleFunc("GET /boot/initramfs", func(w http.ResponseWriter, r *http.Request) {
-		h.serveFile(w, r, cfg.InitramfsPath, boot.HTTPInitramfs)
-	})
-	h.mux.HandleFunc("GET /boot/{loader}", func(w http.ResponseWriter, r *http.Request) {
-		path, ok := cfg.Loaders[r.PathValue("loader")]
-		if !ok {
-			textError(w, http.StatusNotFound, "castiron: no such boot file")
-			return
-		}
-		h.serveFile(w, r, path, boot.HTTPLoader)
-	})
 	return h
 }
 

@@ -40,23 +40,10 @@ type scriptParams struct {
 // kernelArgs is the kernel command line, in iPXE syntax (${...} is
 // expanded by iPXE on the node).
 func kernelArgs(p scriptParams) []string {
-	args := []string{
-		"initrd=" + initrdImageName,
-		// The last console= becomes /dev/console, where the agent logs:
-		// the serial port, which is what a BMC's SOL and the lab capture.
-		"console=tty0",
-		"console=ttyS0,115200",
-		protocol.ParamAPIURL + "=" + p.APIURL,
-		// netX is the interface iPXE booted from; hexhyp gives aa-bb-...
-		protocol.ParamBootIF + "=01-${netX/mac:hexhyp}",
-	}
-	if p.Decision.NodeUUID != "" {
-		args = append(args, protocol.ParamNodeUUID+"="+p.Decision.NodeUUID)
-	}
-	// The agent inspects exactly when this parameter is present.
-	if p.Decision.Purpose == "inspect" {
-		args = append(args, protocol.ParamInspectionURL+"="+p.APIURL+"/v1/continue_inspection")
-	}
+	args := append([]string{"initrd=" + initrdImageName},
+		protocol.AgentArgs(p.APIURL, p.Decision.NodeUUID, p.Decision.Purpose == "inspect")...)
+	// netX is the interface iPXE booted from; hexhyp gives aa-bb-...
+	args = append(args, protocol.ParamBootIF+"=01-${netX/mac:hexhyp}")
 	return append(args, p.ExtraArgs...)
 }
 

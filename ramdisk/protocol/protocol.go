@@ -321,3 +321,20 @@ const (
 	ResultTargetDisk  = "target_disk"        // write_image result: device written
 	ResultBytesOnDisk = "bytes_written"
 )
+
+// AgentArgs are the kernel arguments every boot of castiron's ramdisk
+// carries, whatever boots it (iPXE script, virtual media ISO): the consoles
+// (the last console= becomes /dev/console, where the agent logs: the serial
+// port, which a BMC's SOL shows), the API URL, the node when known, and the
+// inspection callback exactly when the boot is for inspection (the agent
+// inspects when that parameter is present).
+func AgentArgs(apiURL, nodeUUID string, inspect bool) []string {
+	args := []string{"console=tty0", "console=ttyS0,115200", ParamAPIURL + "=" + apiURL}
+	if nodeUUID != "" {
+		args = append(args, ParamNodeUUID+"="+nodeUUID)
+	}
+	if inspect {
+		args = append(args, ParamInspectionURL+"="+apiURL+"/v1/continue_inspection")
+	}
+	return args
+}
