@@ -467,12 +467,21 @@ func cliStart(t *testing.T, bin, dataDir, logPath string, extra ...string) *cliS
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 			<-s.exited
 		}
+		// The secrets the CLI tests send must be in no log line.
+		if b, err := os.ReadFile(logPath); err == nil {
+			for _, secret := range []string{"s3cret pass", "rescue-me"} {
+				if bytes.Contains(b, []byte(secret)) {
+					t.Errorf("secret %q in the castiron log %s", secret, logPath)
+				}
+			}
+		}
 		if t.Failed() {
 			s.dumpLog(t)
 		}
 	})
 
-	listenRE := regexp.MustCompile(`msg="castiron serving".* listen=(\S+)`)
+	// logfmt (default) or JSON (--log-format json)
+	listenRE := regexp.MustCompile(`msg="castiron serving".* listen=(\S+)|"msg":"castiron serving".*"listen":"([^"]+)"`)
 	deadline := time.Now().Add(60 * time.Second)
 	for s.endpoint == "" {
 		select {
@@ -487,7 +496,7 @@ func cliStart(t *testing.T, bin, dataDir, logPath string, extra ...string) *cliS
 		}
 		if b, err := os.ReadFile(logPath); err == nil {
 			if m := listenRE.FindSubmatch(b); m != nil {
-				s.endpoint = "http://" + string(m[1])
+				s.endpoint = "http://" + string(m[1]) + string(m[2])
 				break
 			}
 		}

@@ -76,7 +76,7 @@ type serveConfig struct {
 	listen, dataDir, conductorName, conductorGroup string
 	database, conductorURL                         string
 	heartbeatInterval, heartbeatTimeout            time.Duration
-	htpasswd, tlsCert, tlsKey, logLevel            string
+	htpasswd, tlsCert, tlsKey, logLevel, logFormat string
 	insecureNoauth, automatedClean                 bool
 	callbackTimeout, powerSync                     time.Duration
 	pxe                                            pxeConfig
@@ -109,6 +109,7 @@ func serveFlags() (*flag.FlagSet, *serveConfig) {
 	str(&c.tlsCert, "tls-cert", "", "TLS certificate (PEM); with --tls-key serves HTTPS")
 	str(&c.tlsKey, "tls-key", "", "TLS private key (PEM)")
 	choice(fs, &c.logLevel, "log-level", "info", []string{"debug", "info", "warn", "error"}, "log level")
+	choice(fs, &c.logFormat, "log-format", "text", []string{"text", "json"}, "log lines on stderr as logfmt text or JSON objects")
 	boolFlag(&c.insecureNoauth, "insecure-noauth", false, "allow unauthenticated access on a non-loopback address")
 	boolFlag(&c.automatedClean, "automated-clean", true, "clean nodes on provide and undeploy unless a node says otherwise")
 	dur(&c.callbackTimeout, "callback-timeout", 1800*time.Second, "how long a node may wait for the ramdisk (inspect wait, clean wait, wait call-back, ...)")
@@ -177,11 +178,10 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
-		return fmt.Errorf("--log-level: %w", err)
+	log, err := newLogger(os.Stderr, c.logFormat, c.logLevel)
+	if err != nil {
+		return err
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	slog.SetDefault(log)
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)

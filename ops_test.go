@@ -110,7 +110,7 @@ func TestHealthProbes(t *testing.T) {
 	if want := "[+]database ok\n[+]conductor ok\n[+]api listener ok\nready\n"; code != 200 || body != want {
 		t.Errorf("/readyz: %d %q, want 200 %q", code, body, want)
 	}
-	for _, h := range []string{"X-Openstack-Ironic-Api-Version", "Openstack-Request-Id", "Server"} {
+	for _, h := range []string{"X-Openstack-Ironic-Api-Version", "X-Openstack-Ironic-Api-Minimum-Version", "Server"} {
 		if hdr.Get(h) != "" {
 			t.Errorf("/readyz reveals %s: %q", h, hdr.Get(h))
 		}

@@ -53,7 +53,7 @@ func (c *Conductor) AgentLookup(ctx context.Context, macs []string, nodeUUID str
 		return nil, "", err
 	}
 	if !lookupAllowed[State(n.ProvisionState)] {
-		c.log.Warn("agent lookup refused", "node", n.UUID, "state", n.ProvisionState)
+		c.log.WarnContext(ctx, "agent lookup refused", "node", n.UUID, "state", n.ProvisionState)
 		return nil, "", errAgentNotFound()
 	}
 	return c.issueToken(ctx, n.UUID)
@@ -84,7 +84,7 @@ func (c *Conductor) issueToken(ctx context.Context, uuid string) (*storage.Node,
 		return nil, "", err
 	}
 	if !issued {
-		c.log.Warn("agent token already issued; the lookup gets it withheld", "node", n.UUID, "state", n.ProvisionState)
+		c.log.WarnContext(ctx, "agent token already issued; the lookup gets it withheld", "node", n.UUID, "state", n.ProvisionState)
 		return n, WithheldToken, nil
 	}
 	return n, token, nil
@@ -123,7 +123,7 @@ func (c *Conductor) nodeByMACs(ctx context.Context, macs []string) (*storage.Nod
 			return nil, err
 		}
 		if found != "" && found != p.NodeUUID {
-			c.log.Warn("agent MACs belong to several nodes", "macs", macs)
+			c.log.WarnContext(ctx, "agent MACs belong to several nodes", "macs", macs)
 			return nil, errAgentNotFound()
 		}
 		found = p.NodeUUID

@@ -72,22 +72,22 @@ func (c *Conductor) CreateAllocation(ctx context.Context, a *storage.Allocation,
 	if err := c.store.CreateAllocation(ctx, a); err != nil {
 		return err
 	}
-	c.log.Info("allocation created", "allocation", a.UUID, "resource_class", deref(a.ResourceClass),
+	c.log.InfoContext(ctx, "allocation created", "allocation", a.UUID, "resource_class", deref(a.ResourceClass),
 		"verb", "allocate", "backfill", backfillNode)
 	if backfillNode != "" {
 		return c.backfillAllocation(ctx, a, backfillNode)
 	}
-	c.startAllocation(a.UUID)
+	c.startAllocation(ctx, a.UUID)
 	return nil
 }
 
 // startAllocation hands an allocation to a background worker. Before Start
 // there is no worker to own it; it stays allocating until ResumeAllocations.
-func (c *Conductor) startAllocation(uuid string) {
+func (c *Conductor) startAllocation(ctx context.Context, uuid string) {
 	if c.runCtx == nil {
 		return
 	}
-	c.spawn(func(ctx context.Context) { c.allocate(ctx, uuid) })
+	c.spawn(ctx, func(ctx context.Context) { c.allocate(ctx, uuid) })
 }
 
 // ResumeAllocations restarts the allocations this conductor left in state
@@ -99,8 +99,8 @@ func (c *Conductor) ResumeAllocations(ctx context.Context) error {
 		return err
 	}
 	for _, a := range list {
-		c.log.Info("resuming unfinished allocation", "allocation", a.UUID, "verb", "allocate")
-		c.startAllocation(a.UUID)
+		c.log.InfoContext(ctx, "resuming unfinished allocation", "allocation", a.UUID, "verb", "allocate")
+		c.startAllocation(ctx, a.UUID)
 	}
 	return nil
 }
@@ -129,8 +129,8 @@ func (c *Conductor) adoptAllocations(ctx context.Context, host string) error {
 			return err
 		}
 		if adopted {
-			c.log.Info("resuming the allocation of a dead conductor", "allocation", a.UUID, "dead", host, "verb", "allocate")
-			c.startAllocation(a.UUID)
+			c.log.InfoContext(ctx, "resuming the allocation of a dead conductor", "allocation", a.UUID, "dead", host, "verb", "allocate")
+			c.startAllocation(ctx, a.UUID)
 		}
 	}
 	return nil
@@ -143,7 +143,7 @@ func (c *Conductor) allocate(ctx context.Context, uuid string) {
 	a, err := c.store.GetAllocation(ctx, uuid)
 	if err != nil {
 		if !fault.Is(err, fault.NotFound) && ctx.Err() == nil {
-			c.log.Warn("allocation cannot be read", "allocation", uuid, "err", err)
+			c.log.WarnContext(ctx, "allocation cannot be read", "allocation", uuid, "err", err)
 		}
 		return
 	}
@@ -165,9 +165,9 @@ func (c *Conductor) allocate(ctx context.Context, uuid string) {
 	var af *allocationFailure
 	reason := Word(err).Error()
 	if errors.As(err, &af) {
-		c.log.Error(reason, "allocation", uuid, "verb", "allocate")
+		c.log.ErrorContext(ctx, reason, "allocation", uuid, "verb", "allocate")
 	} else {
-		c.log.Error("unexpected error while allocating", "allocation", uuid, "verb", "allocate", "err", err)
+		c.log.ErrorContext(ctx, "unexpected error while allocating", "allocation", uuid, "verb", "allocate", "err", err)
 		reason = "Unexpected exception during allocation: " + reason
 	}
 	c.markAllocationFailed(ctx, uuid, reason)
@@ -183,9 +183,9 @@ func (c *Conductor) markAllocationFailed(ctx context.Context, uuid, reason strin
 	})
 	switch {
 	case fault.Is(err, fault.NotFound):
-		c.log.Debug("not saving a failed allocation: it was deleted", "allocation", uuid)
+		c.log.DebugContext(ctx, "not saving a failed allocation: it was deleted", "allocation", uuid)
 	case err != nil:
-		c.log.Error("could not save the failed allocation", "allocation", uuid, "err", err)
+		c.log.ErrorContext(ctx, "could not save the failed allocation", "allocation", uuid, "err", err)
 	}
 }
 
@@ -246,7 +246,7 @@ func (c *Conductor) allocationCandidates(ctx context.Context, a *storage.Allocat
 			nodes = slices.Insert(slices.Delete(nodes, i, i+1), 0, n)
 		}
 	}
-	c.log.Debug("allocation candidates", "allocation", a.UUID, "count", len(nodes))
+	c.log.DebugContext(ctx, "allocation candidates", "allocation", a.UUID, "count", len(nodes))
 	return nodes, nil
 }
 
@@ -289,9 +289,9 @@ func (c *Conductor) bindOneOf(ctx context.Context, a *storage.Allocation, nodes 
 			case err == nil:
 				return nil
 			case errors.Is(err, errSkipNode):
-				c.log.Debug("node no longer suitable, skipping", "allocation", a.UUID, "node", n.UUID)
+				c.log.DebugContext(ctx, "node no longer suitable, skipping", "allocation", a.UUID, "node", n.UUID)
 			case fault.Is(err, fault.NodeLocked):
-				c.log.Debug("node is locked, moving to the next one", "allocation", a.UUID, "node", n.UUID)
+				c.log.DebugContext(ctx, "node is locked, moving to the next one", "allocation", a.UUID, "node", n.UUID)
 				locked = append(locked, n)
 			case fault.Is(err, fault.NotFound):
 				if _, gone := c.store.GetAllocation(ctx, a.UUID); fault.Is(gone, fault.NotFound) {
@@ -350,7 +350,7 @@ func (c *Conductor) bind(ctx context.Context, allocUUID, nodeUUID string, check 
 	if err != nil {
 		return err
 	}
-	c.log.Info("node reserved for allocation", "allocation", a.UUID, "node", n.UUID, "state", n.ProvisionState, "verb", "allocate")
+	c.log.InfoContext(ctx, "node reserved for allocation", "allocation", a.UUID, "node", n.UUID, "state", n.ProvisionState, "verb", "allocate")
 	return nil
 }
 
@@ -402,7 +402,7 @@ func (c *Conductor) backfillAllocation(ctx context.Context, a *storage.Allocatio
 	default:
 		reason = "Unexpected exception during allocation: " + reason
 	}
-	c.log.Error("allocation backfill failed", "allocation", a.UUID, "node", nodeUUID, "verb", "allocate", "err", reason)
+	c.log.ErrorContext(ctx, "allocation backfill failed", "allocation", a.UUID, "node", nodeUUID, "verb", "allocate", "err", reason)
 	c.markAllocationFailed(ctx, a.UUID, reason)
 	return err
 }
@@ -414,7 +414,7 @@ func (c *Conductor) UpdateAllocation(ctx context.Context, ident string, change f
 	if err != nil {
 		return nil, err
 	}
-	c.log.Info("allocation updated", "allocation", a.UUID, "verb", "allocation-update")
+	c.log.InfoContext(ctx, "allocation updated", "allocation", a.UUID, "verb", "allocation-update")
 	return a, nil
 }
 
@@ -450,7 +450,7 @@ func (c *Conductor) DeleteAllocation(ctx context.Context, ident string) error {
 	if err != nil {
 		return err
 	}
-	c.log.Info("allocation deleted", "allocation", deleted, "node", freed, "verb", "deallocate")
+	c.log.InfoContext(ctx, "allocation deleted", "allocation", deleted, "node", freed, "verb", "deallocate")
 	return nil
 }
 

@@ -67,7 +67,7 @@ func (c *Conductor) BootTarget(ctx context.Context, mac net.HardwareAddr) (BootD
 		// answers it (the others stay silent, as for any other machine).
 		return BootDecision{NodeUUID: n.UUID, Purpose: purpose}, ok && c.Owns(n)
 	case !fault.Is(err, fault.NotFound):
-		c.log.Warn("boot gate: port lookup failed", "mac", mac.String(), "err", err)
+		c.log.WarnContext(ctx, "boot gate: port lookup failed", "mac", mac.String(), "err", err)
 		return BootDecision{}, false
 	}
 	if c.cfg.Discovery {
@@ -96,7 +96,7 @@ func (c *Conductor) portlessInspection(ctx context.Context) bool {
 	c.gate.mu.Unlock()
 	nodes, err := c.portlessInspecting(ctx)
 	if err != nil {
-		c.log.Warn("boot gate: listing inspecting nodes failed", "err", err)
+		c.log.WarnContext(ctx, "boot gate: listing inspecting nodes failed", "err", err)
 		return false
 	}
 	nodes = c.owned(nodes)

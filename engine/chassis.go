@@ -35,7 +35,7 @@ func (c *Conductor) CreateChassis(ctx context.Context, ch *storage.Chassis) erro
 	if err := c.store.CreateChassis(ctx, ch); err != nil {
 		return err
 	}
-	c.log.Info("chassis created", "chassis", ch.UUID, "verb", "chassis-create", "user", actorOf(ctx))
+	c.log.InfoContext(ctx, "chassis created", "chassis", ch.UUID, "verb", "chassis-create", "user", actorOf(ctx))
 	return nil
 }
 
@@ -55,7 +55,7 @@ func (c *Conductor) UpdateChassis(ctx context.Context, chassisUUID string, chang
 	if err != nil {
 		return nil, err
 	}
-	c.log.Info("chassis updated", "chassis", out.UUID, "verb", "chassis-update", "user", actorOf(ctx))
+	c.log.InfoContext(ctx, "chassis updated", "chassis", out.UUID, "verb", "chassis-update", "user", actorOf(ctx))
 	return out, nil
 }
 
@@ -69,7 +69,7 @@ func (c *Conductor) DeleteChassis(ctx context.Context, chassisUUID string) error
 	if err := c.store.DeleteChassis(ctx, ch.UUID); err != nil {
 		return err
 	}
-	c.log.Info("chassis deleted", "chassis", ch.UUID, "verb", "chassis-delete", "user", actorOf(ctx))
+	c.log.InfoContext(ctx, "chassis deleted", "chassis", ch.UUID, "verb", "chassis-delete", "user", actorOf(ctx))
 	return nil
 }
 

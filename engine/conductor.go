@@ -255,19 +255,25 @@ func (c *Conductor) every(interval time.Duration, name string, fn func(context.C
 				return
 			case <-t.C:
 				if err := fn(c.runCtx); err != nil && c.runCtx.Err() == nil {
-					c.log.Warn("periodic job failed", "job", name, "err", err)
+					c.log.WarnContext(c.runCtx, "periodic job failed", "job", name, "err", err)
 				}
 			}
 		}
 	}()
 }
 
-// spawn runs fn as a background task owned by the conductor.
-func (c *Conductor) spawn(fn func(ctx context.Context)) {
+// spawn runs fn as a background task owned by the conductor: it ends with
+// Stop, not with the request that started it, but keeps that request's
+// values (its request id for the log lines the task writes).
+func (c *Conductor) spawn(from context.Context, fn func(ctx context.Context)) {
 	c.tasks.Add(1)
 	go func() {
 		defer c.tasks.Done()
-		fn(c.runCtx)
+		ctx, cancel := context.WithCancel(context.WithoutCancel(from))
+		defer cancel()
+		stop := context.AfterFunc(c.runCtx, cancel)
+		defer stop()
+		fn(ctx)
 	}()
 }
 

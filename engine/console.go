@@ -39,7 +39,7 @@ func (c *Conductor) SetConsole(ctx context.Context, ident string, enabled bool) 
 		return unsupported(n, "console")
 	}
 	if n.ConsoleEnabled == enabled {
-		c.log.Info("no console action was triggered", "node", n.UUID, "verb", "console", "enabled", enabled)
+		c.log.InfoContext(ctx, "no console action was triggered", "node", n.UUID, "verb", "console", "enabled", enabled)
 		return nil
 	}
 	_, err = c.store.UpdateNode(ctx, n.UUID, func(n *storage.Node) (*storage.Event, error) {
@@ -48,7 +48,7 @@ func (c *Conductor) SetConsole(ctx context.Context, ident string, enabled bool) 
 		}
 		n.ConsoleEnabled = enabled
 		n.LastError = nil
-		c.log.Info("console set", "node", n.UUID, "state", n.ProvisionState, "verb", "console", "enabled", enabled)
+		c.log.InfoContext(ctx, "console set", "node", n.UUID, "state", n.ProvisionState, "verb", "console", "enabled", enabled)
 		return nil, nil
 	})
 	return err

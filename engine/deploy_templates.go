@@ -16,7 +16,7 @@ func (c *Conductor) CreateDeployTemplate(ctx context.Context, t *storage.DeployT
 	if err := c.store.CreateDeployTemplate(ctx, t); err != nil {
 		return err
 	}
-	c.log.Info("deploy template created", "verb", "deploy-template-create", "template", t.UUID, "name", t.Name)
+	c.log.InfoContext(ctx, "deploy template created", "verb", "deploy-template-create", "template", t.UUID, "name", t.Name)
 	return nil
 }
 
@@ -27,7 +27,7 @@ func (c *Conductor) UpdateDeployTemplate(ctx context.Context, ident string, chan
 	if err != nil {
 		return nil, err
 	}
-	c.log.Info("deploy template updated", "verb", "deploy-template-update", "template", t.UUID, "name", t.Name)
+	c.log.InfoContext(ctx, "deploy template updated", "verb", "deploy-template-update", "template", t.UUID, "name", t.Name)
 	return t, nil
 }
 
@@ -36,6 +36,6 @@ func (c *Conductor) DeleteDeployTemplate(ctx context.Context, ident string) erro
 	if err := c.store.DeleteDeployTemplate(ctx, ident); err != nil {
 		return err
 	}
-	c.log.Info("deploy template deleted", "verb", "deploy-template-delete", "template", ident)
+	c.log.InfoContext(ctx, "deploy template deleted", "verb", "deploy-template-delete", "template", ident)
 	return nil
 }

@@ -24,7 +24,7 @@ func (c *Conductor) AgentHeartbeat(ctx context.Context, ident string, hb protoco
 		return wait, err
 	}
 	if !tokenValid(n, hb.AgentToken) {
-		c.log.Warn("agent heartbeat with a wrong token", "node", n.UUID, "state", n.ProvisionState)
+		c.log.WarnContext(ctx, "agent heartbeat with a wrong token", "node", n.UUID, "state", n.ProvisionState)
 		return wait, fault.New(fault.Invalid, "Invalid or missing agent token received.")
 	}
 	var instr protocol.Instruction
@@ -65,7 +65,7 @@ func (c *Conductor) AgentHeartbeat(ctx context.Context, ident string, hb protoco
 		return wait, err
 	}
 	if after != nil {
-		c.runTask(updated, afterVerb, after)
+		c.runTask(ctx, updated, afterVerb, after)
 	}
 	return instr, nil
 }
@@ -124,7 +124,7 @@ func (c *Conductor) advanceSteps(ctx context.Context, n *storage.Node, rep *prot
 		n.DriverInternalInfo[diiStepResults] = results
 		n.DriverInternalInfo[diiStepIndex] = idx + 1
 		delete(n.DriverInternalInfo, diiStepProgress)
-		c.log.Info("agent step done", "node", n.UUID, "state", n.ProvisionState, "verb", "heartbeat", "step", stepLabel(step))
+		c.log.InfoContext(ctx, "agent step done", "node", n.UUID, "state", n.ProvisionState, "verb", "heartbeat", "step", stepLabel(step))
 		if ab, _ := n.DriverInternalInfo[diiAbortAfter].(bool); ab {
 			from := State(n.ProvisionState)
 			e := c.fire(ctx, n, EvAbort, noTargetState, strp(fmt.Sprintf("Operation aborted by request in state %s after step %s ended.", from, stepLabel(step))))

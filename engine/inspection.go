@@ -76,7 +76,7 @@ func (c *Conductor) ContinueInspection(ctx context.Context, in Inspection) (_ *s
 	if err != nil {
 		return nil, "", err
 	}
-	c.runTask(updated, "continue_inspection", task)
+	c.runTask(ctx, updated, "continue_inspection", task)
 	return updated, token, nil
 }
 
@@ -107,7 +107,7 @@ func (c *Conductor) inspectionNode(ctx context.Context, in Inspection) (*storage
 		}
 	}
 	if n != nil && State(n.ProvisionState) != InspectWait {
-		c.log.Warn("inspection data for a node not in inspect wait", "node", n.UUID, "state", n.ProvisionState)
+		c.log.WarnContext(ctx, "inspection data for a node not in inspect wait", "node", n.UUID, "state", n.ProvisionState)
 		return nil, errAgentNotFound()
 	}
 	if n != nil {
@@ -142,7 +142,7 @@ func (c *Conductor) inspectionNode(ctx context.Context, in Inspection) (*storage
 	if len(only) == 1 {
 		return c.store.GetNode(ctx, only[0].UUID)
 	}
-	c.log.Warn("inspection data matches no node", "macs", macs, "portless_waiting", len(only))
+	c.log.WarnContext(ctx, "inspection data matches no node", "macs", macs, "portless_waiting", len(only))
 	return nil, errAgentNotFound()
 }
 
@@ -171,10 +171,10 @@ func applyInspection(in Inspection) work {
 			return failed(fmt.Errorf("Failed to create ports from the inventory: %v", Word(err)))
 		}
 		if len(created) > 0 {
-			c.log.Info("ports created by inspection", "node", n.UUID, "state", n.ProvisionState, "verb", "inspect", "macs", created)
+			c.log.InfoContext(ctx, "ports created by inspection", "node", n.UUID, "state", n.ProvisionState, "verb", "inspect", "macs", created)
 		}
 		if err := powerOff(ctx, c, n); err != nil {
-			c.log.Warn("power off after inspection failed", "node", n.UUID, "state", n.ProvisionState, "err", err)
+			c.log.WarnContext(ctx, "power off after inspection failed", "node", n.UUID, "state", n.ProvisionState, "err", err)
 		}
 		plugin, err := c.inspectedNode(ctx, n.UUID, in, c.inspectOverwrite(n))
 		if err != nil {

@@ -142,7 +142,7 @@ func (c *Conductor) recordRules(ctx context.Context, n *storage.Node, applied []
 			FromState: n.ProvisionState, ToState: n.ProvisionState,
 		}
 		if err := c.store.AddEvent(ctx, e); err != nil {
-			c.log.Warn("recording an applied inspection rule failed", "node", n.UUID, "rule", a.Rule.UUID, "err", err)
+			c.log.WarnContext(ctx, "recording an applied inspection rule failed", "node", n.UUID, "rule", a.Rule.UUID, "err", err)
 		}
 	}
 }

@@ -46,7 +46,7 @@ func (c *Conductor) CreateInspectionRule(ctx context.Context, r *storage.Inspect
 	if err := c.store.CreateInspectionRule(ctx, r); err != nil {
 		return err
 	}
-	c.log.Info("inspection rule created", "verb", "inspection-rule-create", "rule", r.UUID, "priority", r.Priority)
+	c.log.InfoContext(ctx, "inspection rule created", "verb", "inspection-rule-create", "rule", r.UUID, "priority", r.Priority)
 	return nil
 }
 
@@ -62,7 +62,7 @@ func (c *Conductor) UpdateInspectionRule(ctx context.Context, uuid string, chang
 	if err != nil {
 		return nil, err
 	}
-	c.log.Info("inspection rule updated", "verb", "inspection-rule-update", "rule", r.UUID)
+	c.log.InfoContext(ctx, "inspection rule updated", "verb", "inspection-rule-update", "rule", r.UUID)
 	return r, nil
 }
 
@@ -71,7 +71,7 @@ func (c *Conductor) DeleteInspectionRule(ctx context.Context, uuid string) error
 	if err := c.store.DeleteInspectionRule(ctx, uuid); err != nil {
 		return err
 	}
-	c.log.Info("inspection rule deleted", "verb", "inspection-rule-delete", "rule", uuid)
+	c.log.InfoContext(ctx, "inspection rule deleted", "verb", "inspection-rule-delete", "rule", uuid)
 	return nil
 }
 

@@ -57,7 +57,7 @@ func (c *Conductor) InjectNMI(ctx context.Context, ident string) error {
 		}
 		return fault.Wrap(fault.Internal, err, "Failed to inject NMI for node %s: %v", n.UUID, err)
 	}
-	c.log.Info("NMI injected", "node", n.UUID, "state", n.ProvisionState, "verb", "inject_nmi")
+	c.log.InfoContext(ctx, "NMI injected", "node", n.UUID, "state", n.ProvisionState, "verb", "inject_nmi")
 	return nil
 }
 
@@ -140,7 +140,7 @@ func (c *Conductor) changeBootSetting(ctx context.Context, ident, purpose string
 		return err
 	}
 	failure, call := prepare(updated, hw)
-	c.spawn(func(ctx context.Context) {
+	c.spawn(ctx, func(ctx context.Context) {
 		log := c.log.With("node", updated.UUID, "verb", purpose, "state", updated.ProvisionState)
 		opErr := call(ctx)
 		_, err := c.store.UpdateNode(context.WithoutCancel(ctx), updated.UUID, func(n *storage.Node) (*storage.Event, error) {
@@ -155,11 +155,11 @@ func (c *Conductor) changeBootSetting(ctx context.Context, ident, purpose string
 		})
 		switch {
 		case err != nil:
-			log.Error("could not record the result", "err", err)
+			log.ErrorContext(ctx, "could not record the result", "err", err)
 		case opErr != nil:
-			log.Warn("failed", "err", opErr)
+			log.WarnContext(ctx, "failed", "err", opErr)
 		default:
-			log.Info("done")
+			log.InfoContext(ctx, "done")
 		}
 	})
 	return nil
@@ -216,6 +216,6 @@ func (c *Conductor) SetIndicatorState(ctx context.Context, ident, component, nam
 	if err := is.SetIndicatorState(ctx, driverNode(n), component, name, state); err != nil {
 		return err
 	}
-	c.log.Info("indicator set", "node", n.UUID, "state", n.ProvisionState, "verb", "set_indicator_state", "indicator", name+"@"+component, "to", state)
+	c.log.InfoContext(ctx, "indicator set", "node", n.UUID, "state", n.ProvisionState, "verb", "set_indicator_state", "indicator", name+"@"+component, "to", state)
 	return nil
 }

@@ -43,7 +43,7 @@ func (c *Conductor) CreateNode(ctx context.Context, n *storage.Node, enrollFirst
 	if err := c.store.CreateNode(ctx, n); err != nil {
 		return err
 	}
-	c.log.Info("node created", "node", n.UUID, "state", n.ProvisionState, "verb", "create", "driver", describe(n))
+	c.log.InfoContext(ctx, "node created", "node", n.UUID, "state", n.ProvisionState, "verb", "create", "driver", describe(n))
 	return nil
 }
 
@@ -175,7 +175,7 @@ func (c *Conductor) DeleteNode(ctx context.Context, ident string) error {
 		return err
 	}
 	c.aborts.take(n.UUID)
-	c.log.Info("node deleted", "node", n.UUID, "state", n.ProvisionState, "verb", "delete")
+	c.log.InfoContext(ctx, "node deleted", "node", n.UUID, "state", n.ProvisionState, "verb", "delete")
 	return nil
 }
 
@@ -192,7 +192,7 @@ func (c *Conductor) SetMaintenance(ctx context.Context, ident string, on bool, r
 		if on {
 			word = "on"
 		}
-		c.log.Info("maintenance "+word, "node", n.UUID, "state", n.ProvisionState, "verb", "maintenance")
+		c.log.InfoContext(ctx, "maintenance "+word, "node", n.UUID, "state", n.ProvisionState, "verb", "maintenance")
 		return &storage.Event{
 			NodeUUID: n.UUID, CreatedAt: c.now(), Conductor: c.cfg.Hostname,
 			EventType: "maintenance", Severity: "INFO",

@@ -73,7 +73,7 @@ func (c *Conductor) CreatePortgroup(ctx context.Context, pg *storage.Portgroup) 
 	if err := c.store.CreatePortgroup(ctx, pg); err != nil {
 		return err
 	}
-	c.log.Info("portgroup created", "node", n.UUID, "state", n.ProvisionState, "verb", "portgroup-create", "portgroup", pg.UUID)
+	c.log.InfoContext(ctx, "portgroup created", "node", n.UUID, "state", n.ProvisionState, "verb", "portgroup-create", "portgroup", pg.UUID)
 	return nil
 }
 
@@ -148,7 +148,7 @@ func (c *Conductor) UpdatePortgroup(ctx context.Context, ident string, change fu
 	if err != nil {
 		return nil, err
 	}
-	c.log.Info("portgroup updated", "node", node.UUID, "state", node.ProvisionState, "verb", "portgroup-update", "portgroup", out.UUID)
+	c.log.InfoContext(ctx, "portgroup updated", "node", node.UUID, "state", node.ProvisionState, "verb", "portgroup-update", "portgroup", out.UUID)
 	return out, nil
 }
 
@@ -166,7 +166,7 @@ func (c *Conductor) DeletePortgroup(ctx context.Context, ident string) error {
 	if err := c.store.DeletePortgroup(ctx, pg.UUID); err != nil {
 		return err
 	}
-	c.log.Info("portgroup deleted", "node", pg.NodeUUID, "verb", "portgroup-delete", "portgroup", pg.UUID)
+	c.log.InfoContext(ctx, "portgroup deleted", "node", pg.NodeUUID, "verb", "portgroup-delete", "portgroup", pg.UUID)
 	return nil
 }
 

@@ -45,7 +45,7 @@ func (c *Conductor) CreatePort(ctx context.Context, p *storage.Port) error {
 	if err := c.store.CreatePort(ctx, p); err != nil {
 		return err
 	}
-	c.log.Info("port created", "node", n.UUID, "state", n.ProvisionState, "verb", "port-create", "port", p.UUID, "address", p.Address)
+	c.log.InfoContext(ctx, "port created", "node", n.UUID, "state", n.ProvisionState, "verb", "port-create", "port", p.UUID, "address", p.Address)
 	return nil
 }
 

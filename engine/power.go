@@ -56,11 +56,11 @@ func (c *Conductor) SetPower(ctx context.Context, ident, target string, timeout 
 	if err != nil {
 		return err
 	}
-	c.spawn(func(ctx context.Context) {
+	c.spawn(ctx, func(ctx context.Context) {
 		log := c.log.With("node", updated.UUID, "verb", target, "state", updated.ProvisionState)
 		opErr := hw.Power.SetPowerState(ctx, driverNode(updated), target, timeout)
 		if ctx.Err() != nil {
-			log.Warn("power change interrupted by shutdown")
+			log.WarnContext(ctx, "power change interrupted by shutdown")
 			return
 		}
 		actual := want
@@ -85,13 +85,13 @@ func (c *Conductor) SetPower(ctx context.Context, ident, target string, timeout 
 			return c.powerEvent(ctx, n, target, "INFO", fmt.Sprintf("power state is now %s", actual)), nil
 		})
 		if err != nil {
-			log.Error("could not record power change", "err", err)
+			log.ErrorContext(ctx, "could not record power change", "err", err)
 			return
 		}
 		if opErr != nil {
-			log.Warn("power change failed", "err", opErr)
+			log.WarnContext(ctx, "power change failed", "err", opErr)
 		} else {
-			log.Info("power change done", "power_state", actual)
+			log.InfoContext(ctx, "power change done", "power_state", actual)
 		}
 	})
 	return nil
@@ -148,7 +148,7 @@ func (c *Conductor) syncPowerStates(ctx context.Context) error {
 		}
 		ps, err := hw.Power.PowerState(ctx, driverNode(n))
 		if err != nil {
-			c.log.Warn("power sync: cannot read power state", "node", n.UUID, "state", n.ProvisionState, "err", err)
+			c.log.WarnContext(ctx, "power sync: cannot read power state", "node", n.UUID, "state", n.ProvisionState, "err", err)
 			continue
 		}
 		if deref(n.PowerState) == ps {
@@ -165,7 +165,7 @@ func (c *Conductor) syncPowerStates(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		c.log.Info("power state synced", "node", n.UUID, "state", n.ProvisionState, "verb", "power-sync", "power_state", ps)
+		c.log.InfoContext(ctx, "power state synced", "node", n.UUID, "state", n.ProvisionState, "verb", "power-sync", "power_state", ps)
 	}
 	return nil
 }
@@ -191,7 +191,7 @@ func (c *Conductor) SetBootDevice(ctx context.Context, ident, device string, per
 	if err := hw.Management.SetBootDevice(ctx, driverNode(n), device, persistent); err != nil {
 		return fault.Wrap(fault.Internal, err, "Failed to set boot device for node %s: %v", n.UUID, err)
 	}
-	c.log.Info("boot device set", "node", n.UUID, "state", n.ProvisionState, "verb", "boot_device", "device", device, "persistent", persistent)
+	c.log.InfoContext(ctx, "boot device set", "node", n.UUID, "state", n.ProvisionState, "verb", "boot_device", "device", device, "persistent", persistent)
 	return nil
 }
 

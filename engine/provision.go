@@ -142,7 +142,7 @@ func (c *Conductor) Provision(ctx context.Context, ident string, req ProvisionRe
 		return err
 	}
 	if task != nil {
-		c.runTask(updated, string(ev), task)
+		c.runTask(ctx, updated, string(ev), task)
 	}
 	return nil
 }
@@ -268,15 +268,15 @@ func abortMessage(from State, n *storage.Node) string {
 
 // runTask runs w in the background with n reserved, then fires the outcome's
 // event and releases the reservation in one write.
-func (c *Conductor) runTask(n *storage.Node, verb string, w work) {
+func (c *Conductor) runTask(from context.Context, n *storage.Node, verb string, w work) {
 	log := c.log.With("node", n.UUID, "verb", verb)
-	c.spawn(func(ctx context.Context) {
+	c.spawn(from, func(ctx context.Context) {
 		state := n.ProvisionState
 		out := w(ctx, c, n)
 		if ctx.Err() != nil {
 			// Shutting down: leave the reservation; restart recovery fails the
 			// node as Ironic does for a conductor that died mid-task.
-			log.Warn("task interrupted by shutdown", "state", state)
+			log.WarnContext(ctx, "task interrupted by shutdown", "state", state)
 			return
 		}
 		if c.aborts.take(n.UUID) && out.ev != EvFail && Actionable(State(state), EvFail) {
@@ -304,14 +304,14 @@ func (c *Conductor) runTask(n *storage.Node, verb string, w work) {
 			return e, nil
 		})
 		if err != nil {
-			log.Error("task could not record its outcome", "state", state, "err", err)
+			log.ErrorContext(ctx, "task could not record its outcome", "state", state, "err", err)
 			return
 		}
 		if out.err != nil {
-			log.Warn("task failed", "state", state, "err", out.err)
+			log.WarnContext(ctx, "task failed", "state", state, "err", out.err)
 		}
 		if chained {
-			c.runTask(updated, verb, out.next)
+			c.runTask(ctx, updated, verb, out.next)
 		}
 	})
 }
@@ -460,7 +460,7 @@ func tearDownTask(ctx context.Context, c *Conductor, n *storage.Node) outcome {
 func abortTask(from State) work {
 	return func(ctx context.Context, c *Conductor, n *storage.Node) outcome {
 		if err := powerOff(ctx, c, n); err != nil {
-			c.log.Warn("power off after abort failed", "node", n.UUID, "state", string(from), "err", err)
+			c.log.WarnContext(ctx, "power off after abort failed", "node", n.UUID, "state", string(from), "err", err)
 		}
 		return outcome{}
 	}
@@ -536,7 +536,7 @@ func currentStep(n *storage.Node) map[string]any {
 func (c *Conductor) markAbortAfterStep(ctx context.Context, uuid string) error {
 	_, err := c.store.UpdateNode(ctx, uuid, func(cur *storage.Node) (*storage.Event, error) {
 		cur.DriverInternalInfo[diiAbortAfter] = true
-		c.log.Info("abort deferred until the current step ends", "node", cur.UUID, "state", cur.ProvisionState, "verb", "abort")
+		c.log.InfoContext(ctx, "abort deferred until the current step ends", "node", cur.UUID, "state", cur.ProvisionState, "verb", "abort")
 		return nil, nil
 	})
 	return err

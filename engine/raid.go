@@ -230,7 +230,7 @@ func (c *Conductor) SetTargetRAIDConfig(ctx context.Context, ident string, cfg m
 		for k, v := range cfg {
 			n.TargetRAIDConfig[k] = v
 		}
-		c.log.Info("target RAID config set", "node", n.UUID, "state", n.ProvisionState, "verb", "set-raid", "logical_disks", fmt.Sprint(len(asList(cfg["logical_disks"]))))
+		c.log.InfoContext(ctx, "target RAID config set", "node", n.UUID, "state", n.ProvisionState, "verb", "set-raid", "logical_disks", fmt.Sprint(len(asList(cfg["logical_disks"]))))
 		return nil, nil
 	})
 	return err

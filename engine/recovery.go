@@ -21,7 +21,7 @@ func (c *Conductor) recover(ctx context.Context) error {
 		return err
 	}
 	if len(held) > 0 {
-		c.log.Warn("released reservations left by a previous run", "count", len(held))
+		c.log.WarnContext(ctx, "released reservations left by a previous run", "count", len(held))
 	}
 	mine := make(map[string]bool, len(held))
 	for _, u := range held {
@@ -76,7 +76,7 @@ func (c *Conductor) failIfIn(ctx context.Context, uuid string, st State, msg str
 			return nil, nil
 		}
 		n.Reservation = nil
-		c.log.Warn("failing node", "node", n.UUID, "state", n.ProvisionState, "verb", "fail", "reason", msg)
+		c.log.WarnContext(ctx, "failing node", "node", n.UUID, "state", n.ProvisionState, "verb", "fail", "reason", msg)
 		return c.fire(ctx, n, EvFail, noTargetState, &msg), nil
 	})
 	return err
@@ -113,7 +113,7 @@ func (c *Conductor) checkTimeouts(ctx context.Context) error {
 			if failedNode != nil {
 				// The node stays reserved until the power off is done, as
 				// Ironic holds the task lock through cleanup_after_timeout.
-				c.runTask(failedNode, "timeout", abortTask(st))
+				c.runTask(ctx, failedNode, "timeout", abortTask(st))
 			}
 		}
 	}
@@ -134,7 +134,7 @@ func (c *Conductor) failTimedOut(ctx context.Context, uuid string, st State, now
 		}
 		fired = true
 		n.Reservation = strp(c.cfg.Hostname)
-		c.log.Warn("failing node", "node", n.UUID, "state", n.ProvisionState, "verb", "fail", "reason", msg)
+		c.log.WarnContext(ctx, "failing node", "node", n.UUID, "state", n.ProvisionState, "verb", "fail", "reason", msg)
 		return c.fire(ctx, n, EvFail, noTargetState, &msg), nil
 	})
 	if err != nil || !fired {
@@ -181,7 +181,7 @@ func (c *Conductor) takeOverDead(ctx context.Context) error {
 		if err := c.adoptAllocations(ctx, cd.Hostname); err != nil {
 			return err
 		}
-		c.log.Warn("took over from a dead conductor", "dead", cd.Hostname, "released", len(held))
+		c.log.WarnContext(ctx, "took over from a dead conductor", "dead", cd.Hostname, "released", len(held))
 		if err := c.store.UnregisterConductor(ctx, cd.Hostname); err != nil {
 			return err
 		}

@@ -48,7 +48,7 @@ func (c *Conductor) fire(ctx context.Context, n *storage.Node, ev Event, target 
 	if lastError != nil {
 		severity, msg = "ERROR", *lastError
 	}
-	c.log.Info("provision state change", "node", n.UUID, "verb", string(ev),
+	c.log.InfoContext(ctx, "provision state change", "node", n.UUID, "verb", string(ev),
 		"from", string(from), "state", string(to), "target", deref(n.TargetProvisionState))
 	return &storage.Event{
 		NodeUUID:  n.UUID,

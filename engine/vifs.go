@@ -67,7 +67,7 @@ func (c *Conductor) AttachVIF(ctx context.Context, ident string, req VIFRequest)
 		return fault.Locked(n.UUID, *n.Reservation)
 	}
 	if !vifsKept(n) {
-		c.log.Info("VIF attached (noop network)", "node", n.UUID, "verb", "vif-attach", "vif", req.ID)
+		c.log.InfoContext(ctx, "VIF attached (noop network)", "node", n.UUID, "verb", "vif-attach", "vif", req.ID)
 		return nil
 	}
 	ports, err := c.nodePorts(ctx, n)
@@ -113,7 +113,7 @@ func (c *Conductor) AttachVIF(ctx context.Context, ident string, req VIFRequest)
 		return nil
 	})
 	if err == nil {
-		c.log.Info("VIF attached", "node", n.UUID, "verb", "vif-attach", "vif", req.ID, "port", pick.UUID)
+		c.log.InfoContext(ctx, "VIF attached", "node", n.UUID, "verb", "vif-attach", "vif", req.ID, "port", pick.UUID)
 	}
 	return err
 }
@@ -143,7 +143,7 @@ func (c *Conductor) DetachVIF(ctx context.Context, ident, vifID string) error {
 			return nil
 		})
 		if err == nil {
-			c.log.Info("VIF detached", "node", n.UUID, "verb", "vif-detach", "vif", vifID, "port", p.UUID)
+			c.log.InfoContext(ctx, "VIF detached", "node", n.UUID, "verb", "vif-detach", "vif", vifID, "port", p.UUID)
 		}
 		return err
 	}

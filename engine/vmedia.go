@@ -110,7 +110,7 @@ func (c *Conductor) vmediaAction(ctx context.Context, ident, verb string, check 
 	if err != nil || vm == nil {
 		return err
 	}
-	c.spawn(func(ctx context.Context) {
+	c.spawn(ctx, func(ctx context.Context) {
 		opErr := run(ctx, vm, driverNode(updated))
 		_, err := c.store.UpdateNode(context.WithoutCancel(ctx), updated.UUID, func(n *storage.Node) (*storage.Event, error) {
 			n.Reservation = nil
@@ -121,9 +121,9 @@ func (c *Conductor) vmediaAction(ctx context.Context, ident, verb string, check 
 		})
 		switch {
 		case err != nil:
-			c.log.Error("virtual media: could not record the result", "node", updated.UUID, "verb", verb+"_virtual_media", "err", err)
+			c.log.ErrorContext(ctx, "virtual media: could not record the result", "node", updated.UUID, "verb", verb+"_virtual_media", "err", err)
 		case opErr == nil:
-			c.log.Info("virtual media "+verb+" done", "node", updated.UUID, "state", updated.ProvisionState, "verb", verb+"_virtual_media")
+			c.log.InfoContext(ctx, "virtual media "+verb+" done", "node", updated.UUID, "state", updated.ProvisionState, "verb", verb+"_virtual_media")
 		}
 	})
 	return nil
@@ -133,7 +133,7 @@ func (c *Conductor) vmediaAction(ctx context.Context, ident, verb string, check 
 // (node_history_record without an event_type, as Ironic calls it).
 func (c *Conductor) vmediaFailed(ctx context.Context, n *storage.Node, verb, msg string) *storage.Event {
 	n.LastError = strp(msg)
-	c.log.Warn("virtual media "+verb+" failed", "node", n.UUID, "state", n.ProvisionState, "verb", verb+"_virtual_media", "err", msg)
+	c.log.WarnContext(ctx, "virtual media "+verb+" failed", "node", n.UUID, "state", n.ProvisionState, "verb", verb+"_virtual_media", "err", msg)
 	return &storage.Event{
 		NodeUUID: n.UUID, CreatedAt: c.now(), Conductor: c.cfg.Hostname,
 		EventType: "UNKNOWN", Severity: "ERROR", Event: msg,

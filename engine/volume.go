@@ -43,7 +43,7 @@ func (c *Conductor) CreateVolumeConnector(ctx context.Context, vc *storage.Volum
 	if err := c.store.CreateVolumeConnector(ctx, vc); err != nil {
 		return err
 	}
-	c.log.Info("volume connector created", "node", n.UUID, "verb", "volume-connector-create", "connector", vc.UUID, "type", vc.Type)
+	c.log.InfoContext(ctx, "volume connector created", "node", n.UUID, "verb", "volume-connector-create", "connector", vc.UUID, "type", vc.Type)
 	return nil
 }
 
@@ -67,7 +67,7 @@ func (c *Conductor) UpdateVolumeConnector(ctx context.Context, connUUID string, 
 	if err != nil {
 		return nil, err
 	}
-	c.log.Info("volume connector updated", "node", out.NodeUUID, "verb", "volume-connector-update", "connector", out.UUID)
+	c.log.InfoContext(ctx, "volume connector updated", "node", out.NodeUUID, "verb", "volume-connector-update", "connector", out.UUID)
 	return out, nil
 }
 
@@ -87,7 +87,7 @@ func (c *Conductor) DeleteVolumeConnector(ctx context.Context, connUUID string) 
 	if err := c.store.DeleteVolumeConnector(ctx, vc.UUID); err != nil {
 		return err
 	}
-	c.log.Info("volume connector deleted", "node", n.UUID, "verb", "volume-connector-delete", "connector", vc.UUID)
+	c.log.InfoContext(ctx, "volume connector deleted", "node", n.UUID, "verb", "volume-connector-delete", "connector", vc.UUID)
 	return nil
 }
 
@@ -107,7 +107,7 @@ func (c *Conductor) CreateVolumeTarget(ctx context.Context, vt *storage.VolumeTa
 	if err := c.store.CreateVolumeTarget(ctx, vt); err != nil {
 		return err
 	}
-	c.log.Info("volume target created", "node", n.UUID, "verb", "volume-target-create", "target", vt.UUID, "boot_index", vt.BootIndex)
+	c.log.InfoContext(ctx, "volume target created", "node", n.UUID, "verb", "volume-target-create", "target", vt.UUID, "boot_index", vt.BootIndex)
 	return nil
 }
 
@@ -133,7 +133,7 @@ func (c *Conductor) UpdateVolumeTarget(ctx context.Context, targetUUID string, c
 	if err != nil {
 		return nil, err
 	}
-	c.log.Info("volume target updated", "node", out.NodeUUID, "verb", "volume-target-update", "target", out.UUID)
+	c.log.InfoContext(ctx, "volume target updated", "node", out.NodeUUID, "verb", "volume-target-update", "target", out.UUID)
 	return out, nil
 }
 
@@ -153,6 +153,6 @@ func (c *Conductor) DeleteVolumeTarget(ctx context.Context, targetUUID string) e
 	if err := c.store.DeleteVolumeTarget(ctx, vt.UUID); err != nil {
 		return err
 	}
-	c.log.Info("volume target deleted", "node", n.UUID, "verb", "volume-target-delete", "target", vt.UUID)
+	c.log.InfoContext(ctx, "volume target deleted", "node", n.UUID, "verb", "volume-target-delete", "target", vt.UUID)
 	return nil
 }

@@ -77,7 +77,7 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 		code = "Server"
 		var fe *fault.Error
 		if !errors.As(err, &fe) {
-			slog.Error("internal error", "method", r.Method, "path", r.URL.Path, "err", err)
+			slog.ErrorContext(r.Context(), "internal error", "method", r.Method, "path", r.URL.Path, "err", err)
 			msg = "An internal error occurred; see the castiron log."
 		}
 	}

@@ -100,7 +100,7 @@ func (a *API) postEvents(w http.ResponseWriter, r *http.Request) error {
 		return notFoundResource()
 	}
 	for _, ev := range events {
-		a.log.Info("external event received", "event", ev["event"], "port_id", ev["port_id"],
+		a.log.InfoContext(r.Context(), "external event received", "event", ev["event"], "port_id", ev["port_id"],
 			"mac_address", ev["mac_address"], "status", ev["status"], "device_id", ev["device_id"],
 			"binding_host_id", ev["binding:host_id"], "binding_vnic_type", ev["binding:vnic_type"],
 			"user", userOf(r))

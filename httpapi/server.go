@@ -14,8 +14,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
-
 	"castiron/engine"
 	"castiron/pxe/boot"
 )
@@ -107,7 +105,6 @@ func (a *API) versionedAuth(minMinor int, auth bool, h handlerFunc) http.Handler
 		hdr := w.Header()
 		setRangeHeaders(hdr)
 		hdr.Set(hdrVersion, v.String())
-		hdr.Set("Openstack-Request-Id", "req-"+uuid.NewString())
 		// The version documents are public in Ironic too (clients discover
 		// the version before they authenticate).
 		if auth && r.URL.Path != "/v1" && r.URL.Path != "/v1/" && !a.authorized(w, r) {
@@ -137,18 +134,19 @@ func (a *API) versionedAuth(minMinor int, auth bool, h handlerFunc) http.Handler
 func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	rec := &statusRecorder{ResponseWriter: w}
+	r = withRequestIDs(rec, r)
 	route := ""
 	defer func() {
 		if p := recover(); p != nil {
-			a.log.Error("panic serving request", "method", r.Method, "path", r.URL.Path, "panic", p, "stack", string(debug.Stack()))
+			a.log.ErrorContext(r.Context(), "panic serving request", "method", r.Method, "path", r.URL.Path, "panic", p, "stack", string(debug.Stack()))
 			if !rec.wrote {
 				writeRaw(rec, http.StatusInternalServerError, faultBody("Server", "An internal error occurred; see the castiron log."))
 			}
 		}
 		if rec.status >= 500 {
-			a.log.Warn("request failed", "method", r.Method, "path", r.URL.Path, "status", rec.status, "took", time.Since(start))
+			a.log.WarnContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "status", rec.status, "took", time.Since(start))
 		} else {
-			a.log.Debug("request", "method", r.Method, "path", r.URL.Path, "status", rec.status, "took", time.Since(start))
+			a.log.DebugContext(r.Context(), "request", "method", r.Method, "path", r.URL.Path, "status", rec.status, "took", time.Since(start))
 		}
 		if a.opts.Observer != nil {
 			status := rec.status

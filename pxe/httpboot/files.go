@@ -28,12 +28,12 @@ func (h *Handler) serveFile(w http.ResponseWriter, r *http.Request, path, kind, 
 		h.cfg.Meter.Transfer("http", kindName(kind), 0, "error")
 	}
 	if errors.Is(err, fs.ErrNotExist) {
-		h.log.Warn("boot file missing", "path", path)
+		h.log.WarnContext(r.Context(), "boot file missing", "path", path)
 		textError(w, http.StatusServiceUnavailable, "castiron: ramdisk not built: run make ramdisk (%s missing)", what)
 		return
 	}
 	if err != nil {
-		h.log.Error("boot file unreadable", "path", path, "err", err)
+		h.log.ErrorContext(r.Context(), "boot file unreadable", "path", path, "err", err)
 		textError(w, http.StatusInternalServerError, "castiron: cannot read %s", what)
 		return
 	}
@@ -70,7 +70,7 @@ func (h *Handler) serveFile(w http.ResponseWriter, r *http.Request, path, kind, 
 	}
 	h.cfg.Meter.Transfer("http", kindName(kind), cw.n, result)
 	h.rec.Record(r.Context(), boot.Event{MAC: mac, NodeUUID: nodeUUID, Kind: kind, Detail: detail})
-	h.log.Info("boot file served", "file", what, "mac", mac, "status", cw.status, "bytes", cw.n, "duration", time.Since(start), "client", r.RemoteAddr)
+	h.log.InfoContext(r.Context(), "boot file served", "file", what, "mac", mac, "status", cw.status, "bytes", cw.n, "duration", time.Since(start), "client", r.RemoteAddr)
 }
 
 func okOrIncomplete(ok bool) string {

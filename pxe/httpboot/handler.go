@@ -135,7 +135,7 @@ func (h *Handler) serveScript(w http.ResponseWriter, r *http.Request) {
 		ev.Detail = "refused: not allowed to network-boot"
 		h.cfg.Meter.Transfer("http", "ipxe-script", 0, "refused")
 		h.rec.Record(r.Context(), ev)
-		h.log.Info("boot script refused", "mac", ev.MAC, "client", r.RemoteAddr)
+		h.log.InfoContext(r.Context(), "boot script refused", "mac", ev.MAC, "client", r.RemoteAddr)
 		textError(w, http.StatusNotFound, "castiron: no network boot for %s: not enrolled, or not in a state that boots", ev.MAC)
 		return
 	}
@@ -153,13 +153,13 @@ func (h *Handler) serveScript(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	n, err := w.Write([]byte(script))
 	if err != nil {
-		h.log.Info("boot script write failed", "mac", ev.MAC, "err", err)
+		h.log.InfoContext(r.Context(), "boot script write failed", "mac", ev.MAC, "err", err)
 	}
 	h.cfg.Meter.Transfer("http", "ipxe-script", int64(n), okOrIncomplete(err == nil))
 	ev.NodeUUID = decision.NodeUUID
 	ev.Detail = "purpose=" + decision.Purpose
 	h.rec.Record(r.Context(), ev)
-	h.log.Info("boot script served", "mac", ev.MAC, "node", decision.NodeUUID, "purpose", decision.Purpose, "client", r.RemoteAddr)
+	h.log.InfoContext(r.Context(), "boot script served", "mac", ev.MAC, "node", decision.NodeUUID, "purpose", decision.Purpose, "client", r.RemoteAddr)
 }
 
 // urls are the configured URLs for the address the node reached, or

@@ -49,7 +49,7 @@ func Handler(dir string, log *slog.Logger) http.Handler {
 			http.Error(w, "image not found", http.StatusNotFound)
 			return
 		}
-		log.Debug("serving image", "image", name, "range", r.Header.Get("Range"), "remote", r.RemoteAddr)
+		log.DebugContext(r.Context(), "serving image", "image", name, "range", r.Header.Get("Range"), "remote", r.RemoteAddr)
 		http.ServeContent(w, r, name, st.ModTime(), f)
 	})
 }
