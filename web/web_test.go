@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -256,8 +257,11 @@ func TestAssetsSelfContained(t *testing.T) {
 	for name, a := range h.assets {
 		body := string(a.body)
 		for _, bad := range []string{"http://", "https://"} {
+			// A URL with a host after the scheme; a scheme put in front of
+			// an operator's address (`https://${addr}`) reaches nowhere by itself.
+			offsite := regexp.MustCompile(regexp.QuoteMeta(bad) + `[A-Za-z0-9\[]`)
 			for _, line := range strings.Split(body, "\n") {
-				if strings.Contains(line, bad) && !strings.Contains(line, "placeholder") && !strings.Contains(line, "xmlns") &&
+				if offsite.MatchString(line) && !strings.Contains(line, "placeholder") && !strings.Contains(line, "xmlns") &&
 					!strings.Contains(line, "startsWith") && !strings.Contains(line, "must start with") && !strings.Contains(line, "test(v)") {
 					t.Errorf("%s references %s: %s", name, bad, strings.TrimSpace(line))
 				}
