@@ -102,7 +102,7 @@ func (c *Conductor) insertRamdiskISO(ctx context.Context, hw *HardwareType, n *s
 		c.ejectRamdiskISO(ctx, hw, n)
 		return fmt.Errorf("failed to set boot device to cdrom: %w", err)
 	}
-	c.log.Info("ramdisk ISO inserted", "node", n.UUID, "state", n.ProvisionState, "url", url)
+	c.log.InfoContext(ctx, "ramdisk ISO inserted", "node", n.UUID, "state", n.ProvisionState, "url", url)
 	return nil
 }
 
@@ -114,10 +114,10 @@ func (c *Conductor) ejectRamdiskISO(ctx context.Context, hw *HardwareType, n *st
 		return
 	}
 	if err := vm.EjectMedia(ctx, driverNode(n), driver.MediaCDROM); err != nil {
-		c.log.Warn("ejecting the ramdisk ISO failed", "node", n.UUID, "state", n.ProvisionState, "err", err)
+		c.log.WarnContext(ctx, "ejecting the ramdisk ISO failed", "node", n.UUID, "state", n.ProvisionState, "err", err)
 		return
 	}
-	c.log.Info("ramdisk ISO ejected", "node", n.UUID, "state", n.ProvisionState)
+	c.log.InfoContext(ctx, "ramdisk ISO ejected", "node", n.UUID, "state", n.ProvisionState)
 }
 
 // endRamdisk is called where a ramdisk boot ends (work done, abort,
@@ -148,7 +148,7 @@ func (c *Conductor) ramdiskISO(ctx context.Context, n *storage.Node) (string, er
 		return "", fmt.Errorf("failed to build the ramdisk ISO: %w", err)
 	}
 	if built != nil {
-		c.log.Info("ramdisk ISO built", "node", n.UUID, "state", n.ProvisionState, "file", file,
+		c.log.InfoContext(ctx, "ramdisk ISO built", "node", n.UUID, "state", n.ProvisionState, "file", file,
 			"bytes", built.Size, "took", built.Duration.Round(time.Millisecond))
 	}
 	base := vc.APIURL
