@@ -39,6 +39,10 @@ func main() {
 		err = states(args)
 	case "config":
 		err = printConfig(args)
+	case "backup":
+		err = backupCmd(args)
+	case "restore":
+		err = restoreCmd(args)
 	case "import", "introspect", "provide", "manage", "abort", "configure", "node", "conductor":
 		os.Exit(workflow.Main(cmd, args))
 	case "help", "-h", "--help":
@@ -62,6 +66,8 @@ commands:
   states --dot print the provision state machine as a Graphviz diagram
   config       print the configuration file for the given serve flags
                (every key, with its default): castiron config > castiron.yaml
+  backup FILE  consistent copy of the database, also while serving
+  restore FILE make FILE the database (castiron must be stopped)
   version      print the version
 `+workflow.Usage+`
 
@@ -183,6 +189,14 @@ func serve(args []string) error {
 		return err
 	}
 	slog.SetDefault(log)
+	if c.database == "" {
+		// One castiron per SQLite data dir; restore checks the same lock.
+		lock, err := lockDataDir(c.dataDir)
+		if err != nil {
+			return err
+		}
+		defer lock.release()
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()

@@ -32,12 +32,28 @@ func envName(flagName string) string {
 // added to fs is a key at once. A value that does not parse, wherever it comes
 // from, and a key no flag has, are errors naming it.
 func resolveFlags(fs *flag.FlagSet, args []string, lookupEnv func(string) (string, bool)) error {
+	_, err := resolveFlagsArgs(fs, args, lookupEnv, 0)
+	return err
+}
+
+// resolveFlagsArgs is resolveFlags for a command that also takes n
+// arguments after its flags (castiron backup FILE); it returns them.
+func resolveFlagsArgs(fs *flag.FlagSet, args []string, lookupEnv func(string) (string, bool), n int) ([]string, error) {
 	if err := fs.Parse(args); err != nil {
-		return err
+		return nil, err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q (flags only; see -h)", fs.Arg(0))
+	switch {
+	case fs.NArg() > n:
+		return nil, fmt.Errorf("unexpected argument %q (see -h)", fs.Arg(n))
+	case fs.NArg() < n:
+		return nil, fmt.Errorf("missing argument (see -h)")
 	}
+	return fs.Args(), resolveRest(fs, lookupEnv)
+}
+
+// resolveRest applies the environment and the configuration file to the
+// flags the command line did not set.
+func resolveRest(fs *flag.FlagSet, lookupEnv func(string) (string, bool)) error {
 	onCommandLine := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { onCommandLine[f.Name] = true })
 
