@@ -25,6 +25,8 @@ help:
 	@echo "make test    install missing Debian test packages (as root), go mod tidy check, go vet, go test, then make e2e (as root)"
 	@echo "make ramdisk build the agent and the PXE ramdisk into castiron-data/ramdisk (needs linux-image-amd64)"
 	@echo "make e2e     end-to-end: real DHCP/TFTP/iPXE boot of qemu VMs behind ipmi_sim (root)"
+	@echo "make deb     build/castiron_VERSION_ARCH.deb: binary, castiron.service, /etc/castiron/castiron.yaml, man page"
+	@echo "make image   build/castiron-image.tar: OCI image (no container daemon needed)"
 	@echo "make bench   bench/run.sh: castiron against OpenStack Ironic"
 	@echo "make states  the provision state machine as Graphviz (stdout)"
 	@echo "make clean   remove build outputs (never ./castiron-data)"
@@ -54,7 +56,7 @@ deps:
 
 # go.mod/go.sum must be what `go mod tidy` writes (-diff prints the change
 # and fails instead of writing it).
-vet:
+vet: tools-tidy
 	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy and commit" >&2; exit 1; }
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./tests/e2e/
@@ -138,3 +140,39 @@ e2e-root:
 		echo "make e2e: needs root (network namespaces, taps, qemu, ipmi_sim); run: sudo make e2e" >&2; \
 		exit 1; \
 	fi
+
+# packaging.mk part: `make deb` and `make image`. The packagers are Go
+# programs in tools/ (their own module, so that nfpm's and
+# go-containerregistry's dependencies stay out of castiron's go.mod).
+#
+# DEB_ARCH           Go/Debian architecture (default: go env GOARCH)
+# DEB_VERSION        package version (default: 0~gitYYYYMMDDhhmmss.HASH of HEAD,
+#                    or the version of a vX.Y.Z tag)
+# SOURCE_DATE_EPOCH  file times in the package (default: HEAD's commit time)
+
+DEB_ARCH          ?= $(shell $(GO) env GOARCH)
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || date +%s)
+DEB_VERSION       ?= $(shell packaging/version.sh $(SOURCE_DATE_EPOCH))
+PKG_DIR           := build/pkg
+
+.PHONY: deb image pkg-stage tools-tidy
+
+# The binary for DEB_ARCH, and, from the host's build, the default
+# configuration (every key at its default, data in /var/lib/castiron) and
+# the man page (the binary's own help).
+pkg-stage: build
+	@mkdir -p $(PKG_DIR)
+	GOARCH=$(DEB_ARCH) $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(PKG_DIR)/castiron .
+	./$(BIN) config --data-dir /var/lib/castiron > $(PKG_DIR)/castiron.yaml
+	packaging/manpage.sh ./$(BIN) '$(VERSION)' "$$(date -u -d @$(SOURCE_DATE_EPOCH) +%Y-%m-%d)" | gzip -9n > $(PKG_DIR)/castiron.1.gz
+
+deb: pkg-stage
+	$(GO) -C tools build -trimpath -o ../build/mkdeb ./mkdeb
+	DEB_ARCH=$(DEB_ARCH) DEB_VERSION='$(DEB_VERSION)' SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) build/mkdeb -config packaging/nfpm.yaml -out build
+	@ls -l build/castiron_$(DEB_VERSION)_$(DEB_ARCH).deb
+
+# tools/ is its own module: the same tidiness rule as go.mod (-e: nfpm's own
+# tests import rpm/msix modules the proxy does not serve; nothing here builds them).
+tools-tidy:
+	@$(GO) -C tools mod tidy -e -diff || { echo "tools/go.mod/go.sum are not tidy: cd tools && go mod tidy -e" >&2; exit 1; }
+	$(GO) -C tools vet ./...

@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -51,6 +52,9 @@ func main() {
 		fmt.Fprintf(os.Stderr, "castiron: unknown command %q\n", cmd)
 		usage()
 		os.Exit(2)
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return // -h printed the flags; asking for help is not a failure
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "castiron:", err)

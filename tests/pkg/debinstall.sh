@@ -1,0 +1,127 @@
+#!/bin/bash
+# usage: unshare -m -n --propagation private tests/pkg/debinstall.sh CASTIRON.deb
+#
+# Installs the package the way the README says (apt install ./castiron_*.deb)
+# in a throwaway root: an overlay over this Debian host's / in a private mount
+# namespace (nothing reaches the real /), in a network namespace of its own
+# (127.0.0.1:6385 is private; no network, so apt cannot download anything).
+# Then checks what the package promises and runs the unit's ExecStart line as
+# the castiron user with only the unit's capabilities, reaching the API.
+# systemd is not PID 1 here, so the unit itself is checked with
+# systemd-analyze verify, not started. Prints "ok: ..." per check; any failed
+# check exits non-zero with "FAIL: ...".
+set -euo pipefail
+deb=$(realpath "$1")
+fail() { echo "FAIL: $*" >&2; exit 1; }
+ok() { echo "ok: $*"; }
+# has PATTERN TEXT: grep -q on a captured output (a pipe into grep -q would
+# fail the pipeline with SIGPIPE under pipefail when grep stops early).
+has() { grep -q -- "$1" <<<"$2"; }
+
+work=$(mktemp -d /tmp/castiron-debtest-XXXXXX)
+mount -t tmpfs tmpfs "$work"
+mkdir "$work/upper" "$work/work" "$work/root"
+mount -t overlay overlay -o "lowerdir=/,upperdir=$work/upper,workdir=$work/work" "$work/root"
+R=$work/root
+mount -t proc proc "$R/proc"
+mount --rbind /dev "$R/dev"
+mount -t tmpfs tmpfs "$R/tmp"
+mount -t tmpfs tmpfs "$R/run"
+cleanup() {
+    [ -n "${pid:-}" ] && kill "$pid" 2>/dev/null || true
+    umount -R "$R" 2>/dev/null || umount -lR "$R" 2>/dev/null || true
+    umount -l "$work" 2>/dev/null || true
+    rmdir "$work" 2>/dev/null || true
+}
+trap cleanup EXIT
+ip link set lo up
+in_root() { chroot "$R" "$@"; }
+
+# A fresh host has neither; the overlay hides any the real host has.
+in_root sh -c 'if getent passwd castiron >/dev/null; then userdel castiron; fi; rm -rf /var/lib/castiron /etc/castiron'
+
+cp "$deb" "$R/tmp/"
+in_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "./tmp/$(basename "$deb")" </dev/null \
+    || fail "apt-get install ./$(basename "$deb")"
+ok "apt-get install ./$(basename "$deb")"
+
+pw=$(in_root getent passwd castiron) || fail "no castiron user"
+IFS=: read -r _ _ uid _ _ home shell <<<"$pw"
+[ "$uid" -lt 1000 ] || fail "castiron is not a system user (uid $uid)"
+[ "$home" = /var/lib/castiron ] || fail "castiron's home is $home"
+case "$shell" in */nologin|*/false) ;; *) fail "castiron has a login shell: $shell" ;; esac
+ok "system user castiron (uid $uid, home $home, shell $shell)"
+
+[ "$(in_root stat -c %U:%G:%a /var/lib/castiron)" = castiron:castiron:750 ] || fail "/var/lib/castiron: $(in_root stat -c %U:%G:%a /var/lib/castiron)"
+[ "$(in_root stat -c %U:%G:%a /etc/castiron/castiron.yaml)" = root:castiron:640 ] || fail "castiron.yaml: $(in_root stat -c %U:%G:%a /etc/castiron/castiron.yaml)"
+grep -qx 'data-dir: /var/lib/castiron' "$R/etc/castiron/castiron.yaml" || fail "the default config does not keep data in /var/lib/castiron"
+has /etc/castiron/castiron.yaml "$(in_root dpkg-query -W -f='${Conffiles}\n' castiron)" || fail "castiron.yaml is not a conffile"
+ok "/var/lib/castiron castiron:castiron 750; /etc/castiron/castiron.yaml root:castiron 640, a conffile"
+
+has "^castiron [^d]" "$(in_root castiron version)" || fail "castiron version: $(in_root castiron version)"
+ok "$(in_root castiron version)"
+has data-dir "$(in_root sh -c 'MANPAGER=cat man castiron 2>/dev/null || zcat /usr/share/man/man1/castiron.1.gz')" \
+    || fail "man castiron does not describe the flags"
+ok "man castiron"
+
+unit=/usr/lib/systemd/system/castiron.service
+[ -L "$R/etc/systemd/system/multi-user.target.wants/castiron.service" ] || fail "castiron.service is not enabled"
+ok "castiron.service enabled (multi-user.target.wants)"
+manflag=()
+in_root sh -c 'command -v man' >/dev/null || manflag=(--man=no) # no man-db: do not check Documentation=
+in_root systemd-analyze verify "${manflag[@]}" "$unit" || fail "systemd-analyze verify $unit"
+ok "systemd-analyze verify $unit ${manflag[*]}"
+
+# The unit's ExecStart as its User with its AmbientCapabilities (and no
+# other capability, no new privileges), the way systemd would start it.
+exec_start=$(sed -n 's/^ExecStart=//p' "$R$unit")
+caps=$(sed -n 's/^AmbientCapabilities=//p' "$R$unit" | tr 'A-Z ' 'a-z\n' | sed 's/^cap_/+/' | paste -sd, -)
+user=$(sed -n 's/^User=//p' "$R$unit")
+[ -n "$exec_start" ] && [ -n "$caps" ] && [ "$user" = castiron ] || fail "unit: ExecStart=$exec_start caps=$caps User=$user"
+# A provisioning interface, so that DHCP (67), TFTP (69) and router
+# advertisements (raw ICMPv6) open with those capabilities only.
+ip link add ctdeb0 type veth peer name ctdeb1
+ip link set ctdeb1 up
+ip addr add 10.213.0.1/24 dev ctdeb0
+ip link set ctdeb0 up
+# shellcheck disable=SC2086 # ExecStart is a plain command line
+CASTIRON_PXE_INTERFACE=ctdeb0 chroot "$R" setpriv --reuid="$user" --regid="$user" --init-groups --no-new-privs \
+    --inh-caps="-all,$caps" --ambient-caps="-all,$caps" --bounding-set="-all,$caps" \
+    $exec_start >"$work/serve.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 150); do
+    curl -sf http://127.0.0.1:6385/healthz >/dev/null 2>&1 && break
+    kill -0 "$pid" 2>/dev/null || { cat "$work/serve.log" >&2; fail "ExecStart exited"; }
+    sleep 0.2
+done
+curl -sf http://127.0.0.1:6385/readyz >/dev/null || { cat "$work/serve.log" >&2; fail "/readyz"; }
+socks=$(ss -Hlunp)
+for port in 67 69; do
+    has ":$port .*pid=$pid," "$socks" || fail "no UDP :$port of castiron: $socks"
+done
+has 'dhcp\|DHCP' "$(cat "$work/serve.log")" || fail "no DHCP in the log"
+has '"version"' "$(curl -sf http://127.0.0.1:6385/v1/)" || fail "GET /v1/"
+has '"name": *"debtest"' "$(curl -sf -X POST -H 'Content-Type: application/json' -H 'X-OpenStack-Ironic-API-Version: latest' \
+    -d '{"driver":"fake-hardware","name":"debtest"}' http://127.0.0.1:6385/v1/nodes)" || fail "POST /v1/nodes"
+has '^castiron_nodes' "$(curl -sf http://127.0.0.1:6385/metrics)" || fail "GET /metrics"
+ok "ExecStart as $user with $caps only: DHCP :67 and TFTP :69 on ctdeb0; /healthz, /readyz, GET /v1/, POST /v1/nodes, /metrics answer"
+[ "$(in_root stat -c %U /var/lib/castiron/castiron.db)" = castiron ] || fail "castiron.db is not castiron's"
+has ' 1 nodes' "$(in_root runuser -u castiron -- castiron backup --config /etc/castiron/castiron.yaml /var/lib/castiron/debtest.db)" \
+    || fail "castiron backup as castiron while serving"
+ok "castiron backup while serving"
+kill -TERM "$pid"
+wait "$pid" || fail "castiron did not stop cleanly on SIGTERM: $(tail -5 "$work/serve.log")"
+pid=
+ok "SIGTERM: clean stop"
+
+# Upgrade path: an operator's edit of the conffile survives a reinstall.
+echo 'log-format: json' >>"$R/etc/castiron/castiron.yaml"
+in_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --reinstall --no-install-recommends \
+    -o Dpkg::Options::=--force-confold "./tmp/$(basename "$deb")" </dev/null >/dev/null || fail "reinstall"
+grep -qx 'log-format: json' "$R/etc/castiron/castiron.yaml" || fail "reinstall replaced the edited castiron.yaml"
+ok "reinstall keeps the edited /etc/castiron/castiron.yaml"
+
+in_root env DEBIAN_FRONTEND=noninteractive apt-get purge -y -q castiron </dev/null >/dev/null || fail "apt-get purge"
+[ ! -e "$R/usr/bin/castiron" ] || fail "purge left /usr/bin/castiron"
+[ -f "$R/var/lib/castiron/castiron.db" ] || fail "purge removed the database"
+ok "purge removes the package, keeps /var/lib/castiron/castiron.db"
