@@ -64,50 +64,33 @@ type AllocationStore interface {
 	ShardStore
 }
 
-// allocationSQL is the generated SQL of the allocations table.
-type allocationSQL struct {
-	table[Allocation]
-	byUUID string
-	byName string
-}
-
 // allocs is built once: the table's SQL does not depend on the store.
-var allocs = newAllocationSQL()
-
-func newAllocationSQL() allocationSQL {
-	t := newTable("allocations", "id", func(a *Allocation) *int64 { return &a.ID }, []column[Allocation]{
-		fixed(strCol("uuid", func(a *Allocation) *string { return &a.UUID })),
-		nullStrCol("name", func(a *Allocation) **string { return &a.Name }),
-		nullStrCol("node_uuid", func(a *Allocation) **string { return &a.NodeUUID }),
-		strCol("state", func(a *Allocation) *string { return &a.State }),
-		nullStrCol("owner", func(a *Allocation) **string { return &a.Owner }),
-		nullStrCol("last_error", func(a *Allocation) **string { return &a.LastError }),
-		nullStrCol("resource_class", func(a *Allocation) **string { return &a.ResourceClass }),
-		listCol("traits", func(a *Allocation) *[]string { return &a.Traits }),
-		listCol("candidate_nodes", func(a *Allocation) *[]string { return &a.CandidateNodes }),
-		objectCol("extra", func(a *Allocation) *JSONObject { return &a.Extra }),
-		nullStrCol("conductor_affinity", func(a *Allocation) **string { return &a.ConductorAffinity }),
-		fixed(timeCol("created_at", func(a *Allocation) *time.Time { return &a.CreatedAt })),
-		nullTimeCol("updated_at", func(a *Allocation) **time.Time { return &a.UpdatedAt }),
-	}).withRecord(record[Allocation]{
-		uuid:      func(a *Allocation) *string { return &a.UUID },
-		created:   func(a *Allocation) *time.Time { return &a.CreatedAt },
-		updated:   func(a *Allocation) **time.Time { return &a.UpdatedAt },
-		normalize: normalizeAllocation,
-		unique: map[string]func(*Allocation) []string{
-			"uuid": one(func(a *Allocation) string { return a.UUID }),
-			"name": one(func(a *Allocation) string { return deref(a.Name) }),
-		},
-		parent: func(a *Allocation) string { return deref(a.NodeUUID) },
-	})
-	return allocationSQL{
-		table:  t,
-		byUUID: t.selectFrom() + " WHERE uuid = ?",
-		byName: t.selectFrom() + " WHERE name = ?",
-	}
-}
-
-func allocationNotFound(ident string) error { return &NotFoundError{Table: "allocations", Key: ident} }
+var allocs = newTable("allocations", "id", func(a *Allocation) *int64 { return &a.ID }, []column[Allocation]{
+	fixed(strCol("uuid", func(a *Allocation) *string { return &a.UUID })),
+	nullStrCol("name", func(a *Allocation) **string { return &a.Name }),
+	nullStrCol("node_uuid", func(a *Allocation) **string { return &a.NodeUUID }),
+	strCol("state", func(a *Allocation) *string { return &a.State }),
+	nullStrCol("owner", func(a *Allocation) **string { return &a.Owner }),
+	nullStrCol("last_error", func(a *Allocation) **string { return &a.LastError }),
+	nullStrCol("resource_class", func(a *Allocation) **string { return &a.ResourceClass }),
+	listCol("traits", func(a *Allocation) *[]string { return &a.Traits }),
+	listCol("candidate_nodes", func(a *Allocation) *[]string { return &a.CandidateNodes }),
+	objectCol("extra", func(a *Allocation) *JSONObject { return &a.Extra }),
+	nullStrCol("conductor_affinity", func(a *Allocation) **string { return &a.ConductorAffinity }),
+	fixed(timeCol("created_at", func(a *Allocation) *time.Time { return &a.CreatedAt })),
+	nullTimeCol("updated_at", func(a *Allocation) **time.Time { return &a.UpdatedAt }),
+}).withRecord(record[Allocation]{
+	uuid:      func(a *Allocation) *string { return &a.UUID },
+	created:   func(a *Allocation) *time.Time { return &a.CreatedAt },
+	updated:   func(a *Allocation) **time.Time { return &a.UpdatedAt },
+	normalize: normalizeAllocation,
+	unique: map[string]func(*Allocation) []string{
+		"uuid": one(func(a *Allocation) string { return a.UUID }),
+		"name": one(func(a *Allocation) string { return deref(a.Name) }),
+	},
+	parent: func(a *Allocation) string { return deref(a.NodeUUID) },
+	named:  true,
+})
 
 // normalizeAllocation gives a its stored shape.
 func normalizeAllocation(a *Allocation) {
@@ -130,10 +113,7 @@ func normalizeAllocation(a *Allocation) {
 
 // getAllocation looks ident up as a UUID when it is one, else as a name.
 func (s *DB) getAllocation(ctx context.Context, r runner, ident string) (*Allocation, error) {
-	if u, ok := canonicalUUID(ident); ok {
-		return allocs.getOne(ctx, r, allocationNotFound(ident), allocs.byUUID, u)
-	}
-	return allocs.getOne(ctx, r, allocationNotFound(ident), allocs.byName, ident)
+	return allocs.get(ctx, r, ident)
 }
 
 // CreateAllocation inserts a and fills a.ID.
@@ -166,30 +146,12 @@ func (s *DB) ListAllocations(ctx context.Context, q AllocationQuery) ([]*Allocat
 			f.add(c.col+" = ?", *c.v)
 		}
 	}
-	return allocs.paged(ctx, s.reader(), f, q.Page, pageSpec{
-		defaultSort: "id",
-		markerCol:   "uuid",
-	})
+	return allocs.list(ctx, s.reader(), f, q.Page)
 }
 
 // UpdateAllocation applies fn to an allocation in one write transaction.
 func (s *DB) UpdateAllocation(ctx context.Context, ident string, fn func(a *Allocation) error) (*Allocation, error) {
-	var out *Allocation
-	err := s.writeTx(ctx, func(r runner) error {
-		a, err := s.getAllocation(ctx, r, ident)
-		if err != nil {
-			return err
-		}
-		if err := allocs.rewrite(ctx, r, a, fn); err != nil {
-			return err
-		}
-		out = a
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return allocs.update(ctx, s, ident, fn)
 }
 
 // UpdateAllocationAndNode applies fn to an allocation and a node in one

@@ -31,33 +31,20 @@ type ChassisStore interface {
 	DeleteChassis(ctx context.Context, uuid string) error
 }
 
-// chassisSQL is the generated SQL of the chassis table.
-type chassisSQL struct {
-	table[Chassis]
-	byUUID string
-}
-
 // chassisTable is built once: SQLite's fields are not this file's to extend.
-var chassisTable = newChassisSQL()
-
-func newChassisSQL() chassisSQL {
-	t := newTable("chassis", "id", func(c *Chassis) *int64 { return &c.ID }, []column[Chassis]{
-		fixed(strCol("uuid", func(c *Chassis) *string { return &c.UUID })),
-		nullStrCol("description", func(c *Chassis) **string { return &c.Description }),
-		objectCol("extra", func(c *Chassis) *JSONObject { return &c.Extra }),
-		fixed(timeCol("created_at", func(c *Chassis) *time.Time { return &c.CreatedAt })),
-		nullTimeCol("updated_at", func(c *Chassis) **time.Time { return &c.UpdatedAt }),
-	}).withRecord(record[Chassis]{
-		uuid:      func(c *Chassis) *string { return &c.UUID },
-		created:   func(c *Chassis) *time.Time { return &c.CreatedAt },
-		updated:   func(c *Chassis) **time.Time { return &c.UpdatedAt },
-		normalize: normalizeChassis,
-		unique:    map[string]func(*Chassis) []string{"uuid": one(func(c *Chassis) string { return c.UUID })},
-	})
-	return chassisSQL{table: t, byUUID: t.selectFrom() + " WHERE uuid = ?"}
-}
-
-func chassisNotFound(ident string) error { return &NotFoundError{Table: "chassis", Key: ident} }
+var chassisTable = newTable("chassis", "id", func(c *Chassis) *int64 { return &c.ID }, []column[Chassis]{
+	fixed(strCol("uuid", func(c *Chassis) *string { return &c.UUID })),
+	nullStrCol("description", func(c *Chassis) **string { return &c.Description }),
+	objectCol("extra", func(c *Chassis) *JSONObject { return &c.Extra }),
+	fixed(timeCol("created_at", func(c *Chassis) *time.Time { return &c.CreatedAt })),
+	nullTimeCol("updated_at", func(c *Chassis) **time.Time { return &c.UpdatedAt }),
+}).withRecord(record[Chassis]{
+	uuid:      func(c *Chassis) *string { return &c.UUID },
+	created:   func(c *Chassis) *time.Time { return &c.CreatedAt },
+	updated:   func(c *Chassis) **time.Time { return &c.UpdatedAt },
+	normalize: normalizeChassis,
+	unique:    map[string]func(*Chassis) []string{"uuid": one(func(c *Chassis) string { return c.UUID })},
+})
 
 func normalizeChassis(c *Chassis) {
 	c.CreatedAt = normTime(c.CreatedAt)
@@ -74,37 +61,19 @@ func (s *DB) CreateChassis(ctx context.Context, c *Chassis) error {
 
 // GetChassis finds a chassis by UUID (any spelling uuid.Parse accepts).
 func (s *DB) GetChassis(ctx context.Context, chassisUUID string) (*Chassis, error) {
-	return chassisTable.getOne(ctx, s.reader(), chassisNotFound(chassisUUID), chassisTable.byUUID, uuidKey(chassisUUID))
+	return chassisTable.get(ctx, s.reader(), chassisUUID)
 }
 
 // ListChassis returns one page of chassis in Ironic's sort and marker
 // semantics.
 func (s *DB) ListChassis(ctx context.Context, page Page) ([]*Chassis, error) {
-	return chassisTable.paged(ctx, s.reader(), &filter{}, page, pageSpec{
-		defaultSort: "id",
-		markerCol:   "uuid",
-	})
+	return chassisTable.list(ctx, s.reader(), &filter{}, page)
 }
 
 // UpdateChassis reads the chassis, applies fn and writes the changed columns
 // back in one write transaction.
 func (s *DB) UpdateChassis(ctx context.Context, chassisUUID string, fn func(c *Chassis) error) (*Chassis, error) {
-	var out *Chassis
-	err := s.writeTx(ctx, func(r runner) error {
-		c, err := chassisTable.getOne(ctx, r, chassisNotFound(chassisUUID), chassisTable.byUUID, uuidKey(chassisUUID))
-		if err != nil {
-			return err
-		}
-		if err := chassisTable.rewrite(ctx, r, c, fn); err != nil {
-			return err
-		}
-		out = c
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return chassisTable.update(ctx, s, chassisUUID, fn)
 }
 
 // DeleteChassis removes a chassis that no node names. The check and the
@@ -120,6 +89,6 @@ func (s *DB) DeleteChassis(ctx context.Context, chassisUUID string) error {
 		if one > 0 {
 			return &InUseError{Table: "chassis", Key: chassisUUID, By: "nodes"}
 		}
-		return deleteOne(ctx, r, "chassis", chassisUUID)
+		return chassisTable.remove(ctx, r, chassisUUID)
 	})
 }

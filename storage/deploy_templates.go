@@ -43,10 +43,6 @@ type DeployTemplateStore interface {
 	DeleteDeployTemplate(ctx context.Context, ident string) error
 }
 
-func deployTemplateNotFound(ident string) error {
-	return &NotFoundError{Table: "deploy_templates", Key: ident}
-}
-
 // deploySteps is the JSON array column of a template's steps.
 type deploySteps struct{ p *[]DeployStep }
 
@@ -79,38 +75,24 @@ func (c deploySteps) Scan(src any) error {
 	return nil
 }
 
-type deployTemplateSQL struct {
-	table[DeployTemplate]
-	byUUID string
-	byName string
-}
-
-var templateTable = newDeployTemplateSQL()
-
-func newDeployTemplateSQL() deployTemplateSQL {
-	t := newTable("deploy_templates", "id", func(t *DeployTemplate) *int64 { return &t.ID }, []column[DeployTemplate]{
-		fixed(strCol("uuid", func(t *DeployTemplate) *string { return &t.UUID })),
-		strCol("name", func(t *DeployTemplate) *string { return &t.Name }),
-		{name: "steps", ref: func(t *DeployTemplate) codec { return deploySteps{&t.Steps} }, unsortable: true},
-		objectCol("extra", func(t *DeployTemplate) *JSONObject { return &t.Extra }),
-		fixed(timeCol("created_at", func(t *DeployTemplate) *time.Time { return &t.CreatedAt })),
-		nullTimeCol("updated_at", func(t *DeployTemplate) **time.Time { return &t.UpdatedAt }),
-	}).withRecord(record[DeployTemplate]{
-		uuid:      func(t *DeployTemplate) *string { return &t.UUID },
-		created:   func(t *DeployTemplate) *time.Time { return &t.CreatedAt },
-		updated:   func(t *DeployTemplate) **time.Time { return &t.UpdatedAt },
-		normalize: normalizeDeployTemplate,
-		unique: map[string]func(*DeployTemplate) []string{
-			"uuid": one(func(t *DeployTemplate) string { return t.UUID }),
-			"name": one(func(t *DeployTemplate) string { return t.Name }),
-		},
-	})
-	return deployTemplateSQL{
-		table:  t,
-		byUUID: t.selectFrom() + " WHERE uuid = ?",
-		byName: t.selectFrom() + " WHERE name = ?",
-	}
-}
+var templateTable = newTable("deploy_templates", "id", func(t *DeployTemplate) *int64 { return &t.ID }, []column[DeployTemplate]{
+	fixed(strCol("uuid", func(t *DeployTemplate) *string { return &t.UUID })),
+	strCol("name", func(t *DeployTemplate) *string { return &t.Name }),
+	{name: "steps", ref: func(t *DeployTemplate) codec { return deploySteps{&t.Steps} }, unsortable: true},
+	objectCol("extra", func(t *DeployTemplate) *JSONObject { return &t.Extra }),
+	fixed(timeCol("created_at", func(t *DeployTemplate) *time.Time { return &t.CreatedAt })),
+	nullTimeCol("updated_at", func(t *DeployTemplate) **time.Time { return &t.UpdatedAt }),
+}).withRecord(record[DeployTemplate]{
+	uuid:      func(t *DeployTemplate) *string { return &t.UUID },
+	created:   func(t *DeployTemplate) *time.Time { return &t.CreatedAt },
+	updated:   func(t *DeployTemplate) **time.Time { return &t.UpdatedAt },
+	normalize: normalizeDeployTemplate,
+	unique: map[string]func(*DeployTemplate) []string{
+		"uuid": one(func(t *DeployTemplate) string { return t.UUID }),
+		"name": one(func(t *DeployTemplate) string { return t.Name }),
+	},
+	named: true,
+})
 
 func normalizeDeployTemplate(t *DeployTemplate) {
 	t.CreatedAt = normTime(t.CreatedAt)
@@ -134,57 +116,23 @@ func (s *DB) CreateDeployTemplate(ctx context.Context, t *DeployTemplate) error 
 	return s.writeTx(ctx, func(r runner) error { return templateTable.create(ctx, r, t) })
 }
 
-func (s *DB) getDeployTemplate(ctx context.Context, r runner, ident string) (*DeployTemplate, error) {
-	if u, ok := canonicalUUID(ident); ok {
-		return templateTable.getOne(ctx, r, deployTemplateNotFound(ident), templateTable.byUUID, u)
-	}
-	return templateTable.getOne(ctx, r, deployTemplateNotFound(ident), templateTable.byName, ident)
-}
-
 // GetDeployTemplate finds a template by UUID or name.
 func (s *DB) GetDeployTemplate(ctx context.Context, ident string) (*DeployTemplate, error) {
-	return s.getDeployTemplate(ctx, s.reader(), ident)
+	return templateTable.get(ctx, s.reader(), ident)
 }
 
 // ListDeployTemplates returns one page of templates.
 func (s *DB) ListDeployTemplates(ctx context.Context, page Page) ([]*DeployTemplate, error) {
-	return templateTable.paged(ctx, s.reader(), &filter{}, page, pageSpec{
-		defaultSort: "id",
-		markerCol:   "uuid",
-	})
+	return templateTable.list(ctx, s.reader(), &filter{}, page)
 }
 
 // UpdateDeployTemplate reads the template, applies fn and writes it back in
 // one write transaction. An error from fn is returned unchanged.
 func (s *DB) UpdateDeployTemplate(ctx context.Context, ident string, fn func(t *DeployTemplate) error) (*DeployTemplate, error) {
-	var out *DeployTemplate
-	err := s.writeTx(ctx, func(r runner) error {
-		t, err := s.getDeployTemplate(ctx, r, ident)
-		if err != nil {
-			return err
-		}
-		if err := templateTable.rewrite(ctx, r, t, fn); err != nil {
-			return err
-		}
-		out = t
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return templateTable.update(ctx, s, ident, fn)
 }
 
 // DeleteDeployTemplate removes a template by UUID or name.
 func (s *DB) DeleteDeployTemplate(ctx context.Context, ident string) error {
-	return s.writeTx(ctx, func(r runner) error {
-		t, err := s.getDeployTemplate(ctx, r, ident)
-		if err != nil {
-			return err
-		}
-		if _, err := r.exec(ctx, "DELETE FROM deploy_templates WHERE id = ?", t.ID); err != nil {
-			return fmt.Errorf("storage: delete deploy template %s: %w", ident, err)
-		}
-		return nil
-	})
+	return s.writeTx(ctx, func(r runner) error { return templateTable.remove(ctx, r, ident) })
 }

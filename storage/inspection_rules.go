@@ -43,11 +43,6 @@ type InspectionRuleStore interface {
 	DeleteInspectionRule(ctx context.Context, uuid string) error
 }
 
-// InspectionRuleNotFound is Ironic's InspectionRuleNotFound.
-func inspectionRuleNotFound(ident string) error {
-	return &NotFoundError{Table: "inspection_rules", Key: ident}
-}
-
 // ruleOps is a JSON array column of operation documents.
 type ruleOps struct{ p *[]map[string]any }
 
@@ -77,33 +72,23 @@ func (c ruleOps) Scan(src any) error {
 	return nil
 }
 
-type inspectionRuleSQL struct {
-	table[InspectionRule]
-	byUUID string
-}
-
-var ruleTable = newInspectionRuleSQL()
-
-func newInspectionRuleSQL() inspectionRuleSQL {
-	t := newTable("inspection_rules", "id", func(r *InspectionRule) *int64 { return &r.ID }, []column[InspectionRule]{
-		fixed(strCol("uuid", func(r *InspectionRule) *string { return &r.UUID })),
-		nullStrCol("description", func(r *InspectionRule) **string { return &r.Description }),
-		volumeIntCol("priority", func(r *InspectionRule) *int64 { return &r.Priority }),
-		boolCol("sensitive", func(r *InspectionRule) *bool { return &r.Sensitive }),
-		strCol("phase", func(r *InspectionRule) *string { return &r.Phase }),
-		{name: "conditions", ref: func(r *InspectionRule) codec { return ruleOps{&r.Conditions} }, unsortable: true},
-		{name: "actions", ref: func(r *InspectionRule) codec { return ruleOps{&r.Actions} }, unsortable: true},
-		fixed(timeCol("created_at", func(r *InspectionRule) *time.Time { return &r.CreatedAt })),
-		nullTimeCol("updated_at", func(r *InspectionRule) **time.Time { return &r.UpdatedAt }),
-	}).withRecord(record[InspectionRule]{
-		uuid:      func(r *InspectionRule) *string { return &r.UUID },
-		created:   func(r *InspectionRule) *time.Time { return &r.CreatedAt },
-		updated:   func(r *InspectionRule) **time.Time { return &r.UpdatedAt },
-		normalize: normalizeInspectionRule,
-		unique:    map[string]func(*InspectionRule) []string{"uuid": one(func(r *InspectionRule) string { return r.UUID })},
-	})
-	return inspectionRuleSQL{table: t, byUUID: t.selectFrom() + " WHERE uuid = ?"}
-}
+var ruleTable = newTable("inspection_rules", "id", func(r *InspectionRule) *int64 { return &r.ID }, []column[InspectionRule]{
+	fixed(strCol("uuid", func(r *InspectionRule) *string { return &r.UUID })),
+	nullStrCol("description", func(r *InspectionRule) **string { return &r.Description }),
+	volumeIntCol("priority", func(r *InspectionRule) *int64 { return &r.Priority }),
+	boolCol("sensitive", func(r *InspectionRule) *bool { return &r.Sensitive }),
+	strCol("phase", func(r *InspectionRule) *string { return &r.Phase }),
+	{name: "conditions", ref: func(r *InspectionRule) codec { return ruleOps{&r.Conditions} }, unsortable: true},
+	{name: "actions", ref: func(r *InspectionRule) codec { return ruleOps{&r.Actions} }, unsortable: true},
+	fixed(timeCol("created_at", func(r *InspectionRule) *time.Time { return &r.CreatedAt })),
+	nullTimeCol("updated_at", func(r *InspectionRule) **time.Time { return &r.UpdatedAt }),
+}).withRecord(record[InspectionRule]{
+	uuid:      func(r *InspectionRule) *string { return &r.UUID },
+	created:   func(r *InspectionRule) *time.Time { return &r.CreatedAt },
+	updated:   func(r *InspectionRule) **time.Time { return &r.UpdatedAt },
+	normalize: normalizeInspectionRule,
+	unique:    map[string]func(*InspectionRule) []string{"uuid": one(func(r *InspectionRule) string { return r.UUID })},
+})
 
 func normalizeInspectionRule(r *InspectionRule) {
 	r.CreatedAt = normTime(r.CreatedAt)
@@ -125,13 +110,9 @@ func (s *DB) CreateInspectionRule(ctx context.Context, r *InspectionRule) error 
 	return s.writeTx(ctx, func(rn runner) error { return ruleTable.create(ctx, rn, r) })
 }
 
-func (s *DB) getInspectionRule(ctx context.Context, rn runner, ident string) (*InspectionRule, error) {
-	return ruleTable.getOne(ctx, rn, inspectionRuleNotFound(ident), ruleTable.byUUID, uuidKey(ident))
-}
-
 // GetInspectionRule finds a rule by UUID.
 func (s *DB) GetInspectionRule(ctx context.Context, uuid string) (*InspectionRule, error) {
-	return s.getInspectionRule(ctx, s.reader(), uuid)
+	return ruleTable.get(ctx, s.reader(), uuid)
 }
 
 // ListInspectionRules returns one page of rules.
@@ -140,43 +121,16 @@ func (s *DB) ListInspectionRules(ctx context.Context, q InspectionRuleQuery) ([]
 	if q.Phase != nil {
 		f.add("phase = ?", *q.Phase)
 	}
-	return ruleTable.paged(ctx, s.reader(), f, q.Page, pageSpec{
-		defaultSort: "id",
-		markerCol:   "uuid",
-	})
+	return ruleTable.list(ctx, s.reader(), f, q.Page)
 }
 
 // UpdateInspectionRule reads the rule, applies fn and writes it back in one
 // write transaction. An error from fn is returned unchanged.
 func (s *DB) UpdateInspectionRule(ctx context.Context, uuid string, fn func(r *InspectionRule) error) (*InspectionRule, error) {
-	var out *InspectionRule
-	err := s.writeTx(ctx, func(rn runner) error {
-		r, err := s.getInspectionRule(ctx, rn, uuid)
-		if err != nil {
-			return err
-		}
-		if err := ruleTable.rewrite(ctx, rn, r, fn); err != nil {
-			return err
-		}
-		out = r
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return ruleTable.update(ctx, s, uuid, fn)
 }
 
 // DeleteInspectionRule removes a rule.
 func (s *DB) DeleteInspectionRule(ctx context.Context, uuid string) error {
-	return s.writeTx(ctx, func(rn runner) error {
-		r, err := s.getInspectionRule(ctx, rn, uuid)
-		if err != nil {
-			return err
-		}
-		if _, err := rn.exec(ctx, "DELETE FROM inspection_rules WHERE id = ?", r.ID); err != nil {
-			return fmt.Errorf("storage: delete inspection rule %s: %w", uuid, err)
-		}
-		return nil
-	})
+	return s.writeTx(ctx, func(r runner) error { return ruleTable.remove(ctx, r, uuid) })
 }

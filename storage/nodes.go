@@ -13,8 +13,6 @@ import (
 // nodeSQL is the generated SQL of the nodes table.
 type nodeSQL struct {
 	table[Node]
-	byUUID     string
-	byName     string
 	byInstance string
 }
 
@@ -85,6 +83,7 @@ func newNodeSQL() nodeSQL {
 		created:   func(n *Node) *time.Time { return &n.CreatedAt },
 		updated:   func(n *Node) **time.Time { return &n.UpdatedAt },
 		normalize: normalizeNode,
+		named:     true,
 		unique: map[string]func(*Node) []string{
 			"uuid":          one(func(n *Node) string { return n.UUID }),
 			"name":          one(func(n *Node) string { return deref(n.Name) }),
@@ -93,8 +92,6 @@ func newNodeSQL() nodeSQL {
 	})
 	return nodeSQL{
 		table:      t,
-		byUUID:     t.selectFrom() + " WHERE uuid = ?",
-		byName:     t.selectFrom() + " WHERE name = ?",
 		byInstance: t.selectFrom() + " WHERE instance_uuid = ?",
 	}
 }
@@ -155,10 +152,7 @@ func (s *DB) CreateNode(ctx context.Context, n *Node) error {
 
 // getNode looks ident up as a UUID when it is one, else as a name.
 func (s *DB) getNode(ctx context.Context, r runner, ident string) (*Node, error) {
-	if u, ok := canonicalUUID(ident); ok {
-		return s.nodes.getOne(ctx, r, &NotFoundError{Table: "nodes", Key: ident}, s.nodes.byUUID, u)
-	}
-	return s.nodes.getOne(ctx, r, &NotFoundError{Table: "nodes", Key: ident}, s.nodes.byName, ident)
+	return s.nodes.get(ctx, r, ident)
 }
 
 // GetNode finds a node by UUID, or by name when ident is not a UUID.
@@ -276,7 +270,7 @@ func (s *DB) UpdateNode(ctx context.Context, ident string, fn NodeUpdate) (*Node
 // DeleteNode removes a node; its ports and history go with it through
 // ON DELETE CASCADE.
 func (s *DB) DeleteNode(ctx context.Context, nodeUUID string) error {
-	return deleteOne(ctx, s.writer(), "nodes", nodeUUID)
+	return s.nodes.remove(ctx, s.writer(), nodeUUID)
 }
 
 // ReleaseAllReservations clears every reservation held by host and returns

@@ -50,48 +50,31 @@ type PortgroupStore interface {
 	DeletePortgroup(ctx context.Context, uuid string) error
 }
 
-// portgroupSQL is the generated SQL of the portgroups table.
-type portgroupSQL struct {
-	table[Portgroup]
-	byUUID string
-	byName string
-}
-
-var portgroupTable = newPortgroupSQL()
-
-func newPortgroupSQL() portgroupSQL {
-	t := newTable("portgroups", "id", func(pg *Portgroup) *int64 { return &pg.ID }, []column[Portgroup]{
-		fixed(strCol("uuid", func(pg *Portgroup) *string { return &pg.UUID })),
-		nullStrCol("name", func(pg *Portgroup) **string { return &pg.Name }),
-		strCol("node_uuid", func(pg *Portgroup) *string { return &pg.NodeUUID }),
-		nullStrCol("address", func(pg *Portgroup) **string { return &pg.Address }),
-		objectCol("extra", func(pg *Portgroup) *JSONObject { return &pg.Extra }),
-		objectCol("internal_info", func(pg *Portgroup) *JSONObject { return &pg.InternalInfo }),
-		boolCol("standalone_ports_supported", func(pg *Portgroup) *bool { return &pg.StandalonePortsSupported }),
-		nullStrCol("mode", func(pg *Portgroup) **string { return &pg.Mode }),
-		objectCol("properties", func(pg *Portgroup) *JSONObject { return &pg.Properties }),
-		fixed(timeCol("created_at", func(pg *Portgroup) *time.Time { return &pg.CreatedAt })),
-		nullTimeCol("updated_at", func(pg *Portgroup) **time.Time { return &pg.UpdatedAt }),
-	}).withRecord(record[Portgroup]{
-		uuid:      func(pg *Portgroup) *string { return &pg.UUID },
-		created:   func(pg *Portgroup) *time.Time { return &pg.CreatedAt },
-		updated:   func(pg *Portgroup) **time.Time { return &pg.UpdatedAt },
-		normalize: normalizePortgroup,
-		unique: map[string]func(*Portgroup) []string{
-			"uuid":    one(func(pg *Portgroup) string { return pg.UUID }),
-			"name":    one(func(pg *Portgroup) string { return deref(pg.Name) }),
-			"address": one(func(pg *Portgroup) string { return deref(pg.Address) }),
-		},
-		parent: func(pg *Portgroup) string { return pg.NodeUUID },
-	})
-	return portgroupSQL{
-		table:  t,
-		byUUID: t.selectFrom() + " WHERE uuid = ?",
-		byName: t.selectFrom() + " WHERE name = ?",
-	}
-}
-
-func portgroupNotFound(ident string) error { return &NotFoundError{Table: "portgroups", Key: ident} }
+var portgroupTable = newTable("portgroups", "id", func(pg *Portgroup) *int64 { return &pg.ID }, []column[Portgroup]{
+	fixed(strCol("uuid", func(pg *Portgroup) *string { return &pg.UUID })),
+	nullStrCol("name", func(pg *Portgroup) **string { return &pg.Name }),
+	strCol("node_uuid", func(pg *Portgroup) *string { return &pg.NodeUUID }),
+	nullStrCol("address", func(pg *Portgroup) **string { return &pg.Address }),
+	objectCol("extra", func(pg *Portgroup) *JSONObject { return &pg.Extra }),
+	objectCol("internal_info", func(pg *Portgroup) *JSONObject { return &pg.InternalInfo }),
+	boolCol("standalone_ports_supported", func(pg *Portgroup) *bool { return &pg.StandalonePortsSupported }),
+	nullStrCol("mode", func(pg *Portgroup) **string { return &pg.Mode }),
+	objectCol("properties", func(pg *Portgroup) *JSONObject { return &pg.Properties }),
+	fixed(timeCol("created_at", func(pg *Portgroup) *time.Time { return &pg.CreatedAt })),
+	nullTimeCol("updated_at", func(pg *Portgroup) **time.Time { return &pg.UpdatedAt }),
+}).withRecord(record[Portgroup]{
+	uuid:      func(pg *Portgroup) *string { return &pg.UUID },
+	created:   func(pg *Portgroup) *time.Time { return &pg.CreatedAt },
+	updated:   func(pg *Portgroup) **time.Time { return &pg.UpdatedAt },
+	normalize: normalizePortgroup,
+	unique: map[string]func(*Portgroup) []string{
+		"uuid":    one(func(pg *Portgroup) string { return pg.UUID }),
+		"name":    one(func(pg *Portgroup) string { return deref(pg.Name) }),
+		"address": one(func(pg *Portgroup) string { return deref(pg.Address) }),
+	},
+	parent: func(pg *Portgroup) string { return pg.NodeUUID },
+	named:  true,
+})
 
 // normalizePortgroup gives pg its stored shape: lower-case MAC, canonical
 // node UUID, UTC microsecond times, non-nil maps.
@@ -115,16 +98,9 @@ func (s *DB) CreatePortgroup(ctx context.Context, pg *Portgroup) error {
 	return portgroupTable.create(ctx, s.writer(), pg)
 }
 
-func (s *DB) getPortgroup(ctx context.Context, r runner, ident string) (*Portgroup, error) {
-	if u, ok := canonicalUUID(ident); ok {
-		return portgroupTable.getOne(ctx, r, portgroupNotFound(ident), portgroupTable.byUUID, u)
-	}
-	return portgroupTable.getOne(ctx, r, portgroupNotFound(ident), portgroupTable.byName, ident)
-}
-
 // GetPortgroup finds a portgroup by UUID, or by name when ident is not one.
 func (s *DB) GetPortgroup(ctx context.Context, ident string) (*Portgroup, error) {
-	return s.getPortgroup(ctx, s.reader(), ident)
+	return portgroupTable.get(ctx, s.reader(), ident)
 }
 
 // ListPortgroups returns the portgroups matching q, one page of them when
@@ -137,38 +113,20 @@ func (s *DB) ListPortgroups(ctx context.Context, q PortgroupQuery) ([]*Portgroup
 	if q.Address != nil {
 		f.add("address = ?", strings.ToLower(*q.Address))
 	}
-	return portgroupTable.paged(ctx, s.reader(), f, q.Page, pageSpec{
-		defaultSort: "id",
-		markerCol:   "uuid",
-	})
+	return portgroupTable.list(ctx, s.reader(), f, q.Page)
 }
 
 // UpdatePortgroup reads the portgroup, applies fn and writes the changed
 // columns back in one write transaction.
 func (s *DB) UpdatePortgroup(ctx context.Context, pgUUID string, fn func(pg *Portgroup) error) (*Portgroup, error) {
-	var out *Portgroup
-	err := s.writeTx(ctx, func(r runner) error {
-		pg, err := portgroupTable.getOne(ctx, r, portgroupNotFound(pgUUID), portgroupTable.byUUID, uuidKey(pgUUID))
-		if err != nil {
-			return err
-		}
-		if err := portgroupTable.rewrite(ctx, r, pg, fn); err != nil {
-			return err
-		}
-		out = pg
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return portgroupTable.update(ctx, s, pgUUID, fn)
 }
 
 // DeletePortgroup removes a portgroup without ports. The check and the
 // delete share one write transaction, so a port cannot join in between.
 func (s *DB) DeletePortgroup(ctx context.Context, pgUUID string) error {
 	return s.writeTx(ctx, func(r runner) error {
-		pg, err := portgroupTable.getOne(ctx, r, portgroupNotFound(pgUUID), portgroupTable.byUUID, uuidKey(pgUUID))
+		pg, err := portgroupTable.get(ctx, r, pgUUID)
 		if err != nil {
 			return err
 		}

@@ -9,7 +9,6 @@ import (
 // portSQL is the generated SQL of the ports table.
 type portSQL struct {
 	table[Port]
-	byUUID    string
 	byAddress string
 }
 
@@ -42,7 +41,6 @@ func newPortSQL() portSQL {
 	})
 	return portSQL{
 		table:     t,
-		byUUID:    t.selectFrom() + " WHERE uuid = ?",
 		byAddress: t.selectFrom() + " WHERE address = ?",
 	}
 }
@@ -71,7 +69,7 @@ func portNotFound(ident string) error { return &NotFoundError{Table: "ports", Ke
 
 // GetPort finds a port by UUID.
 func (s *DB) GetPort(ctx context.Context, portUUID string) (*Port, error) {
-	return s.ports.getOne(ctx, s.reader(), portNotFound(portUUID), s.ports.byUUID, uuidKey(portUUID))
+	return s.ports.get(ctx, s.reader(), portUUID)
 }
 
 // GetPortByAddress finds a port by MAC address, in any letter case.
@@ -96,34 +94,16 @@ func (s *DB) ListPorts(ctx context.Context, q PortQuery) ([]*Port, error) {
 		sub.in("shard", q.Shards)
 		f.add("node_uuid IN (SELECT uuid FROM nodes"+sub.where()+")", sub.args...)
 	}
-	return s.ports.paged(ctx, s.reader(), f, q.Page, pageSpec{
-		defaultSort: "id",
-		markerCol:   "uuid",
-	})
+	return s.ports.list(ctx, s.reader(), f, q.Page)
 }
 
 // UpdatePort reads the port, applies fn and writes it back atomically,
 // setting UpdatedAt. An error from fn is returned unchanged.
 func (s *DB) UpdatePort(ctx context.Context, portUUID string, fn func(p *Port) error) (*Port, error) {
-	var out *Port
-	err := s.writeTx(ctx, func(r runner) error {
-		p, err := s.ports.getOne(ctx, r, portNotFound(portUUID), s.ports.byUUID, uuidKey(portUUID))
-		if err != nil {
-			return err
-		}
-		if err := s.ports.rewrite(ctx, r, p, fn); err != nil {
-			return err
-		}
-		out = p
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return s.ports.update(ctx, s, portUUID, fn)
 }
 
 // DeletePort removes a port.
 func (s *DB) DeletePort(ctx context.Context, portUUID string) error {
-	return deleteOne(ctx, s.writer(), "ports", portUUID)
+	return s.ports.remove(ctx, s.writer(), portUUID)
 }

@@ -25,12 +25,62 @@ type record[T any] struct {
 	unique map[string]func(*T) []string
 	// parent is the node a row's foreign key names; nil: no foreign key.
 	parent func(*T) string
+	// named: a row is also found by its name when the ident is no uuid.
+	named bool
 }
 
-// withRecord returns t with its record set.
+// withRecord returns t with its record set and its lookups by uuid (and by
+// name) generated.
 func (t table[T]) withRecord(r record[T]) table[T] {
 	t.rec = r
+	t.byUUID = t.selectFrom() + " WHERE uuid = ?"
+	if r.named {
+		t.byName = t.selectFrom() + " WHERE name = ?"
+	}
 	return t
+}
+
+// identColumn is where ident is looked up: its canonical uuid, or (for a
+// named table) the name when it is no uuid. A non-uuid ident of a table
+// without names matches nothing.
+func (t *table[T]) identColumn(ident string) (query, col, key string) {
+	if _, ok := canonicalUUID(ident); ok || !t.rec.named {
+		return t.byUUID, "uuid", uuidKey(ident)
+	}
+	return t.byName, "name", ident
+}
+
+// get finds the row ident (see identColumn); none is a NotFoundError.
+func (t *table[T]) get(ctx context.Context, r runner, ident string) (*T, error) {
+	query, _, key := t.identColumn(ident)
+	return t.getOne(ctx, r, &NotFoundError{Table: t.name, Key: ident}, query, key)
+}
+
+// update reads the row ident, applies fn and writes the columns it changed,
+// in one write transaction of s. An error from fn is returned unchanged.
+func (t *table[T]) update(ctx context.Context, s *DB, ident string, fn func(*T) error) (*T, error) {
+	var out *T
+	err := s.writeTx(ctx, func(r runner) error {
+		v, err := t.get(ctx, r, ident)
+		if err != nil {
+			return err
+		}
+		if err := t.rewrite(ctx, r, v, fn); err != nil {
+			return err
+		}
+		out = v
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// list returns one page of the rows f selects, in creation order unless
+// the page sorts otherwise; the marker is a uuid.
+func (t *table[T]) list(ctx context.Context, r runner, f *filter, p Page) ([]*T, error) {
+	return t.paged(ctx, r, f, p, pageSpec{defaultSort: "id", markerCol: "uuid"})
 }
 
 // rowUUID is v's uuid, or "" for a table without one.
@@ -138,13 +188,14 @@ func one[T any](f func(*T) string) func(*T) []string {
 	return func(v *T) []string { return []string{f(v)} }
 }
 
-// deleteOne deletes the row of table whose uuid is ident; none is a
+// remove deletes the row ident (see identColumn); none is a
 // NotFoundError.
-func deleteOne(ctx context.Context, r runner, table, ident string) error {
-	nf := &NotFoundError{Table: table, Key: ident}
-	err := execOne(ctx, r, nf, "DELETE FROM "+table+" WHERE uuid = ?", uuidKey(ident))
+func (t *table[T]) remove(ctx context.Context, r runner, ident string) error {
+	nf := &NotFoundError{Table: t.name, Key: ident}
+	_, col, key := t.identColumn(ident)
+	err := execOne(ctx, r, nf, "DELETE FROM "+t.name+" WHERE "+col+" = ?", key)
 	if err != nil && err != error(nf) {
-		return fmt.Errorf("storage: delete %s %s: %w", table, ident, err)
+		return fmt.Errorf("storage: delete %s %s: %w", t.name, ident, err)
 	}
 	return err
 }

@@ -75,6 +75,8 @@ type table[T any] struct {
 	selectList string // "id, uuid, ..." in scan order
 	insert     string // INSERT ... [RETURNING id]
 	sortable   map[string]bool
+	byUUID     string // SELECT ... WHERE uuid = ? (tables with a record)
+	byName     string // SELECT ... WHERE name = ? (named records)
 
 	rec record[T]
 }

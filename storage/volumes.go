@@ -62,12 +62,6 @@ type VolumeStore interface {
 	DeleteVolumeTarget(ctx context.Context, uuid string) error
 }
 
-func connectorNotFound(ident string) error {
-	return &NotFoundError{Table: "volume_connectors", Key: ident}
-}
-
-func targetNotFound(ident string) error { return &NotFoundError{Table: "volume_targets", Key: ident} }
-
 // volumeInt is a NOT NULL INTEGER column (boot_index).
 type volumeInt struct{ p *int64 }
 
@@ -89,13 +83,8 @@ func volumeIntCol[T any](name string, f func(*T) *int64) column[T] {
 	return column[T]{name: name, ref: func(v *T) codec { return volumeInt{f(v)} }}
 }
 
-type volumeSQL[T any] struct {
-	table[T]
-	byUUID string
-}
-
 var (
-	connectorTable = volumeSQL[VolumeConnector]{table: newTable("volume_connectors", "id",
+	connectorTable = newTable("volume_connectors", "id",
 		func(c *VolumeConnector) *int64 { return &c.ID }, []column[VolumeConnector]{
 			fixed(strCol("uuid", func(c *VolumeConnector) *string { return &c.UUID })),
 			strCol("node_uuid", func(c *VolumeConnector) *string { return &c.NodeUUID }),
@@ -114,8 +103,8 @@ var (
 			"type, connector_id": func(c *VolumeConnector) []string { return []string{c.Type, c.ConnectorID} },
 		},
 		parent: func(c *VolumeConnector) string { return c.NodeUUID },
-	})}
-	targetTable = volumeSQL[VolumeTarget]{table: newTable("volume_targets", "id",
+	})
+	targetTable = newTable("volume_targets", "id",
 		func(t *VolumeTarget) *int64 { return &t.ID }, []column[VolumeTarget]{
 			fixed(strCol("uuid", func(t *VolumeTarget) *string { return &t.UUID })),
 			strCol("node_uuid", func(t *VolumeTarget) *string { return &t.NodeUUID }),
@@ -138,13 +127,8 @@ var (
 			},
 		},
 		parent: func(t *VolumeTarget) string { return t.NodeUUID },
-	})}
+	})
 )
-
-func init() {
-	connectorTable.byUUID = connectorTable.selectFrom() + " WHERE uuid = ?"
-	targetTable.byUUID = targetTable.selectFrom() + " WHERE uuid = ?"
-}
 
 func normalizeConnector(c *VolumeConnector) {
 	c.NodeUUID = uuidKey(c.NodeUUID)
@@ -174,48 +158,24 @@ func (s *DB) CreateVolumeConnector(ctx context.Context, c *VolumeConnector) erro
 
 // GetVolumeConnector finds a connector by UUID.
 func (s *DB) GetVolumeConnector(ctx context.Context, connUUID string) (*VolumeConnector, error) {
-	return connectorTable.getOne(ctx, s.reader(), connectorNotFound(connUUID), connectorTable.byUUID, uuidKey(connUUID))
+	return connectorTable.get(ctx, s.reader(), connUUID)
 }
 
 // ListVolumeConnectors returns the connectors matching q, one page of them
 // when q.Limit is set, in Ironic's order (creation by default).
 func (s *DB) ListVolumeConnectors(ctx context.Context, q VolumeQuery) ([]*VolumeConnector, error) {
-	f := &filter{}
-	if q.NodeUUID != nil {
-		f.add("node_uuid = ?", uuidKey(*q.NodeUUID))
-	}
-	return connectorTable.paged(ctx, s.reader(), f, q.Page, pageSpec{
-		defaultSort: "id",
-		markerCol:   "uuid",
-	})
+	return connectorTable.list(ctx, s.reader(), q.filter(), q.Page)
 }
 
 // UpdateVolumeConnector reads the connector, applies fn and writes it back
 // in one write transaction. An error from fn is returned unchanged.
 func (s *DB) UpdateVolumeConnector(ctx context.Context, connUUID string, fn func(c *VolumeConnector) error) (*VolumeConnector, error) {
-	var out *VolumeConnector
-	err := s.writeTx(ctx, func(r runner) error {
-		c, err := connectorTable.getOne(ctx, r, connectorNotFound(connUUID), connectorTable.byUUID, uuidKey(connUUID))
-		if err != nil {
-			return err
-		}
-		if err := connectorTable.rewrite(ctx, r, c, fn); err != nil {
-			return err
-		}
-		out = c
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return connectorTable.update(ctx, s, connUUID, fn)
 }
 
 // DeleteVolumeConnector removes a connector.
 func (s *DB) DeleteVolumeConnector(ctx context.Context, connUUID string) error {
-	return s.writeTx(ctx, func(r runner) error {
-		return deleteOne(ctx, r, "volume_connectors", connUUID)
-	})
+	return s.writeTx(ctx, func(r runner) error { return connectorTable.remove(ctx, r, connUUID) })
 }
 
 // CreateVolumeTarget inserts t and fills t.ID (and UUID and CreatedAt when
@@ -226,46 +186,31 @@ func (s *DB) CreateVolumeTarget(ctx context.Context, t *VolumeTarget) error {
 
 // GetVolumeTarget finds a target by UUID.
 func (s *DB) GetVolumeTarget(ctx context.Context, targetUUID string) (*VolumeTarget, error) {
-	return targetTable.getOne(ctx, s.reader(), targetNotFound(targetUUID), targetTable.byUUID, uuidKey(targetUUID))
+	return targetTable.get(ctx, s.reader(), targetUUID)
 }
 
 // ListVolumeTargets returns the targets matching q, one page of them when
 // q.Limit is set.
 func (s *DB) ListVolumeTargets(ctx context.Context, q VolumeQuery) ([]*VolumeTarget, error) {
-	f := &filter{}
-	if q.NodeUUID != nil {
-		f.add("node_uuid = ?", uuidKey(*q.NodeUUID))
-	}
-	return targetTable.paged(ctx, s.reader(), f, q.Page, pageSpec{
-		defaultSort: "id",
-		markerCol:   "uuid",
-	})
+	return targetTable.list(ctx, s.reader(), q.filter(), q.Page)
 }
 
 // UpdateVolumeTarget reads the target, applies fn and writes it back in one
 // write transaction. An error from fn is returned unchanged.
 func (s *DB) UpdateVolumeTarget(ctx context.Context, targetUUID string, fn func(t *VolumeTarget) error) (*VolumeTarget, error) {
-	var out *VolumeTarget
-	err := s.writeTx(ctx, func(r runner) error {
-		t, err := targetTable.getOne(ctx, r, targetNotFound(targetUUID), targetTable.byUUID, uuidKey(targetUUID))
-		if err != nil {
-			return err
-		}
-		if err := targetTable.rewrite(ctx, r, t, fn); err != nil {
-			return err
-		}
-		out = t
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return targetTable.update(ctx, s, targetUUID, fn)
 }
 
 // DeleteVolumeTarget removes a target.
 func (s *DB) DeleteVolumeTarget(ctx context.Context, targetUUID string) error {
-	return s.writeTx(ctx, func(r runner) error {
-		return deleteOne(ctx, r, "volume_targets", targetUUID)
-	})
+	return s.writeTx(ctx, func(r runner) error { return targetTable.remove(ctx, r, targetUUID) })
+}
+
+// filter selects the rows of q's node.
+func (q VolumeQuery) filter() *filter {
+	f := &filter{}
+	if q.NodeUUID != nil {
+		f.add("node_uuid = ?", uuidKey(*q.NodeUUID))
+	}
+	return f
 }
