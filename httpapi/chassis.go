@@ -70,11 +70,8 @@ func (a *API) listChassis(detail bool) handlerFunc {
 			if fields, err = chassisTable.parseFields(qs.Get("fields"), ver); err != nil {
 				return err
 			}
-			if fields != nil && d {
-				return errInvalid("Can not specify ?detail=True and fields in the same request.")
-			}
-			if fields == nil && !(given && d) {
-				fields = chassisTable.summary
+			if fields, err = chassisTable.listFields(fields, given && d); err != nil {
+				return err
 			}
 		}
 		if k := qs.Get("sort_key"); k == "extra" {

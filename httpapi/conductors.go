@@ -40,11 +40,8 @@ func (a *API) listConductors(w http.ResponseWriter, r *http.Request) error {
 			return errInvalid("Invalid value for detail: %s", d)
 		}
 	}
-	if fields != nil && detail {
-		return errInvalid("Can not specify ?detail=True and fields in the same request.")
-	}
-	if fields == nil && !detail {
-		fields = conductorTable.summary
+	if fields, err = conductorTable.listFields(fields, detail); err != nil {
+		return err
 	}
 	page, err := parsePage(qs, conductorTable.names(fSort))
 	if err != nil {

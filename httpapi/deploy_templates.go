@@ -174,12 +174,9 @@ func (a *API) listDeployTemplates(w http.ResponseWriter, r *http.Request) error 
 	if q.Has("detail") {
 		detail = &qa.detail
 	}
-	fields := qa.fields
-	if fields != nil && qa.detail {
-		return errInvalid("Can not specify ?detail=True and fields in the same request.")
-	}
-	if fields == nil && !qa.detail {
-		fields = []string{"uuid", "name"}
+	fields, err := templateTable.listFields(qa.fields, qa.detail)
+	if err != nil {
+		return err
 	}
 	page, sortKey, err := pageOf(qa)
 	if err != nil {

@@ -155,6 +155,18 @@ func (res *resource[T]) parseFields(raw string, ver Version) ([]string, error) {
 	return out, nil
 }
 
+// listFields is Ironic's get_request_return_fields for a list: fields and
+// a true detail exclude each other; with neither, the summary.
+func (res *resource[T]) listFields(fields []string, detail bool) ([]string, error) {
+	if fields != nil && detail {
+		return nil, errInvalid("Can not specify ?detail=True and fields in the same request.")
+	}
+	if fields == nil && !detail {
+		return res.summary, nil
+	}
+	return fields, nil
+}
+
 // checkSortKey is Ironic's check_allowed_fields([sort_key]): sorting by a
 // field the request's version does not show is 406.
 func (res *resource[T]) checkSortKey(r *http.Request) error {

@@ -190,12 +190,9 @@ func (a *API) listInspectionRules(w http.ResponseWriter, r *http.Request) error 
 	if q.Has("detail") {
 		detail = &qa.detail
 	}
-	fields := qa.fields
-	if fields != nil && qa.detail {
-		return errInvalid("Can not specify ?detail=True and fields in the same request.")
-	}
-	if fields == nil && !qa.detail {
-		fields = ruleDefaultFields
+	fields, err := ruleTable.listFields(qa.fields, qa.detail)
+	if err != nil {
+		return err
 	}
 	page, sortKey, err := pageOf(qa)
 	if err != nil {

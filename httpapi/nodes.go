@@ -145,11 +145,8 @@ func (a *API) listNodes(detail bool) handlerFunc {
 		if err != nil {
 			return err
 		}
-		if fields != nil && detail {
-			return errInvalid("Can not specify ?detail=True and fields in the same request.")
-		}
-		if fields == nil && !detail {
-			fields = nodeTable.summary
+		if fields, err = nodeTable.listFields(fields, detail); err != nil {
+			return err
 		}
 		page, err := parsePage(qs, nodeTable.names(fSort))
 		if err != nil {

@@ -137,11 +137,8 @@ func (a *API) listPortgroups(detail bool) handlerFunc {
 			if fields, err = portgroupTable.parseFields(qs.Get("fields"), ver); err != nil {
 				return err
 			}
-			if fields != nil && d {
-				return errInvalid("Can not specify ?detail=True and fields in the same request.")
-			}
-			if fields == nil && !(given && d) {
-				fields = portgroupTable.summary
+			if fields, err = portgroupTable.listFields(fields, given && d); err != nil {
+				return err
 			}
 		}
 		if err := portgroupTable.checkSortKey(r); err != nil {

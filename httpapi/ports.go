@@ -141,11 +141,8 @@ func (a *API) listPorts(detail bool) handlerFunc {
 		if err != nil {
 			return err
 		}
-		if fields != nil && detail {
-			return errInvalid("Can not specify ?detail=True and fields in the same request.")
-		}
-		if fields == nil && !detail {
-			fields = portTable.summary
+		if fields, err = portTable.listFields(fields, detail); err != nil {
+			return err
 		}
 		page, err := parsePage(qs, portTable.names(fSort))
 		if err != nil {
