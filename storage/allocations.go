@@ -65,8 +65,9 @@ type AllocationStore interface {
 }
 
 // allocs is built once: the table's SQL does not depend on the store.
-var allocs = newTable("allocations", "id", func(a *Allocation) *int64 { return &a.ID }, []column[Allocation]{
-	fixed(strCol("uuid", func(a *Allocation) *string { return &a.UUID })),
+var allocs = resourceTable("allocations", func(a *Allocation) (*int64, *string, *time.Time, **time.Time) {
+	return &a.ID, &a.UUID, &a.CreatedAt, &a.UpdatedAt
+}, []column[Allocation]{
 	nullStrCol("name", func(a *Allocation) **string { return &a.Name }),
 	nullStrCol("node_uuid", func(a *Allocation) **string { return &a.NodeUUID }),
 	strCol("state", func(a *Allocation) *string { return &a.State }),
@@ -77,15 +78,9 @@ var allocs = newTable("allocations", "id", func(a *Allocation) *int64 { return &
 	listCol("candidate_nodes", func(a *Allocation) *[]string { return &a.CandidateNodes }),
 	objectCol("extra", func(a *Allocation) *JSONObject { return &a.Extra }),
 	nullStrCol("conductor_affinity", func(a *Allocation) **string { return &a.ConductorAffinity }),
-	fixed(timeCol("created_at", func(a *Allocation) *time.Time { return &a.CreatedAt })),
-	nullTimeCol("updated_at", func(a *Allocation) **time.Time { return &a.UpdatedAt }),
-}).withRecord(record[Allocation]{
-	uuid:      func(a *Allocation) *string { return &a.UUID },
-	created:   func(a *Allocation) *time.Time { return &a.CreatedAt },
-	updated:   func(a *Allocation) **time.Time { return &a.UpdatedAt },
+}, record[Allocation]{
 	normalize: normalizeAllocation,
 	unique: map[string]func(*Allocation) []string{
-		"uuid": one(func(a *Allocation) string { return a.UUID }),
 		"name": one(func(a *Allocation) string { return deref(a.Name) }),
 	},
 	parent: func(a *Allocation) string { return deref(a.NodeUUID) },
@@ -94,8 +89,6 @@ var allocs = newTable("allocations", "id", func(a *Allocation) *int64 { return &
 
 // normalizeAllocation gives a its stored shape.
 func normalizeAllocation(a *Allocation) {
-	a.CreatedAt = normTime(a.CreatedAt)
-	a.UpdatedAt = normTimePtr(a.UpdatedAt)
 	if a.NodeUUID != nil {
 		u := uuidKey(*a.NodeUUID)
 		a.NodeUUID = &u

@@ -32,23 +32,16 @@ type ChassisStore interface {
 }
 
 // chassisTable is built once: SQLite's fields are not this file's to extend.
-var chassisTable = newTable("chassis", "id", func(c *Chassis) *int64 { return &c.ID }, []column[Chassis]{
-	fixed(strCol("uuid", func(c *Chassis) *string { return &c.UUID })),
+var chassisTable = resourceTable("chassis", func(c *Chassis) (*int64, *string, *time.Time, **time.Time) {
+	return &c.ID, &c.UUID, &c.CreatedAt, &c.UpdatedAt
+}, []column[Chassis]{
 	nullStrCol("description", func(c *Chassis) **string { return &c.Description }),
 	objectCol("extra", func(c *Chassis) *JSONObject { return &c.Extra }),
-	fixed(timeCol("created_at", func(c *Chassis) *time.Time { return &c.CreatedAt })),
-	nullTimeCol("updated_at", func(c *Chassis) **time.Time { return &c.UpdatedAt }),
-}).withRecord(record[Chassis]{
-	uuid:      func(c *Chassis) *string { return &c.UUID },
-	created:   func(c *Chassis) *time.Time { return &c.CreatedAt },
-	updated:   func(c *Chassis) **time.Time { return &c.UpdatedAt },
+}, record[Chassis]{
 	normalize: normalizeChassis,
-	unique:    map[string]func(*Chassis) []string{"uuid": one(func(c *Chassis) string { return c.UUID })},
 })
 
 func normalizeChassis(c *Chassis) {
-	c.CreatedAt = normTime(c.CreatedAt)
-	c.UpdatedAt = normTimePtr(c.UpdatedAt)
 	if c.Extra == nil {
 		c.Extra = JSONObject{}
 	}

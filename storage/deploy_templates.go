@@ -75,28 +75,21 @@ func (c deploySteps) Scan(src any) error {
 	return nil
 }
 
-var templateTable = newTable("deploy_templates", "id", func(t *DeployTemplate) *int64 { return &t.ID }, []column[DeployTemplate]{
-	fixed(strCol("uuid", func(t *DeployTemplate) *string { return &t.UUID })),
+var templateTable = resourceTable("deploy_templates", func(t *DeployTemplate) (*int64, *string, *time.Time, **time.Time) {
+	return &t.ID, &t.UUID, &t.CreatedAt, &t.UpdatedAt
+}, []column[DeployTemplate]{
 	strCol("name", func(t *DeployTemplate) *string { return &t.Name }),
 	{name: "steps", ref: func(t *DeployTemplate) codec { return deploySteps{&t.Steps} }, unsortable: true},
 	objectCol("extra", func(t *DeployTemplate) *JSONObject { return &t.Extra }),
-	fixed(timeCol("created_at", func(t *DeployTemplate) *time.Time { return &t.CreatedAt })),
-	nullTimeCol("updated_at", func(t *DeployTemplate) **time.Time { return &t.UpdatedAt }),
-}).withRecord(record[DeployTemplate]{
-	uuid:      func(t *DeployTemplate) *string { return &t.UUID },
-	created:   func(t *DeployTemplate) *time.Time { return &t.CreatedAt },
-	updated:   func(t *DeployTemplate) **time.Time { return &t.UpdatedAt },
+}, record[DeployTemplate]{
 	normalize: normalizeDeployTemplate,
 	unique: map[string]func(*DeployTemplate) []string{
-		"uuid": one(func(t *DeployTemplate) string { return t.UUID }),
 		"name": one(func(t *DeployTemplate) string { return t.Name }),
 	},
 	named: true,
 })
 
 func normalizeDeployTemplate(t *DeployTemplate) {
-	t.CreatedAt = normTime(t.CreatedAt)
-	t.UpdatedAt = normTimePtr(t.UpdatedAt)
 	if t.Extra == nil {
 		t.Extra = JSONObject{}
 	}

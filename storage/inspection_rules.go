@@ -72,27 +72,20 @@ func (c ruleOps) Scan(src any) error {
 	return nil
 }
 
-var ruleTable = newTable("inspection_rules", "id", func(r *InspectionRule) *int64 { return &r.ID }, []column[InspectionRule]{
-	fixed(strCol("uuid", func(r *InspectionRule) *string { return &r.UUID })),
+var ruleTable = resourceTable("inspection_rules", func(r *InspectionRule) (*int64, *string, *time.Time, **time.Time) {
+	return &r.ID, &r.UUID, &r.CreatedAt, &r.UpdatedAt
+}, []column[InspectionRule]{
 	nullStrCol("description", func(r *InspectionRule) **string { return &r.Description }),
 	volumeIntCol("priority", func(r *InspectionRule) *int64 { return &r.Priority }),
 	boolCol("sensitive", func(r *InspectionRule) *bool { return &r.Sensitive }),
 	strCol("phase", func(r *InspectionRule) *string { return &r.Phase }),
 	{name: "conditions", ref: func(r *InspectionRule) codec { return ruleOps{&r.Conditions} }, unsortable: true},
 	{name: "actions", ref: func(r *InspectionRule) codec { return ruleOps{&r.Actions} }, unsortable: true},
-	fixed(timeCol("created_at", func(r *InspectionRule) *time.Time { return &r.CreatedAt })),
-	nullTimeCol("updated_at", func(r *InspectionRule) **time.Time { return &r.UpdatedAt }),
-}).withRecord(record[InspectionRule]{
-	uuid:      func(r *InspectionRule) *string { return &r.UUID },
-	created:   func(r *InspectionRule) *time.Time { return &r.CreatedAt },
-	updated:   func(r *InspectionRule) **time.Time { return &r.UpdatedAt },
+}, record[InspectionRule]{
 	normalize: normalizeInspectionRule,
-	unique:    map[string]func(*InspectionRule) []string{"uuid": one(func(r *InspectionRule) string { return r.UUID })},
 })
 
 func normalizeInspectionRule(r *InspectionRule) {
-	r.CreatedAt = normTime(r.CreatedAt)
-	r.UpdatedAt = normTimePtr(r.UpdatedAt)
 	if r.Phase == "" {
 		r.Phase = "main"
 	}

@@ -17,8 +17,9 @@ type nodeSQL struct {
 }
 
 func newNodeSQL() nodeSQL {
-	t := newTable("nodes", "id", func(n *Node) *int64 { return &n.ID }, []column[Node]{
-		fixed(strCol("uuid", func(n *Node) *string { return &n.UUID })),
+	t := resourceTable("nodes", func(n *Node) (*int64, *string, *time.Time, **time.Time) {
+		return &n.ID, &n.UUID, &n.CreatedAt, &n.UpdatedAt
+	}, []column[Node]{
 		nullStrCol("name", func(n *Node) **string { return &n.Name }),
 		strCol("driver", func(n *Node) *string { return &n.Driver }),
 		strCol("bios_interface", func(n *Node) *string { return &n.BIOSInterface }),
@@ -76,16 +77,10 @@ func newNodeSQL() nodeSQL {
 		objectCol("target_raid_config", func(n *Node) *JSONObject { return &n.TargetRAIDConfig }),
 		objectCol("network_data", func(n *Node) *JSONObject { return &n.NetworkData }),
 		listCol("traits", func(n *Node) *[]string { return &n.Traits }),
-		fixed(timeCol("created_at", func(n *Node) *time.Time { return &n.CreatedAt })),
-		nullTimeCol("updated_at", func(n *Node) **time.Time { return &n.UpdatedAt }),
-	}).withRecord(record[Node]{
-		uuid:      func(n *Node) *string { return &n.UUID },
-		created:   func(n *Node) *time.Time { return &n.CreatedAt },
-		updated:   func(n *Node) **time.Time { return &n.UpdatedAt },
+	}, record[Node]{
 		normalize: normalizeNode,
 		named:     true,
 		unique: map[string]func(*Node) []string{
-			"uuid":          one(func(n *Node) string { return n.UUID }),
 			"name":          one(func(n *Node) string { return deref(n.Name) }),
 			"instance_uuid": one(func(n *Node) string { return deref(n.InstanceUUID) }),
 		},
@@ -118,8 +113,6 @@ func uuidKey(s string) string {
 // normalizeNode gives n the shape it has after a round trip, so the caller's
 // copy equals what a later read returns.
 func normalizeNode(n *Node) {
-	n.CreatedAt = normTime(n.CreatedAt)
-	n.UpdatedAt = normTimePtr(n.UpdatedAt)
 	n.ProvisionUpdatedAt = normTimePtr(n.ProvisionUpdatedAt)
 	n.InspectionStartedAt = normTimePtr(n.InspectionStartedAt)
 	n.InspectionFinishedAt = normTimePtr(n.InspectionFinishedAt)

@@ -50,8 +50,9 @@ type PortgroupStore interface {
 	DeletePortgroup(ctx context.Context, uuid string) error
 }
 
-var portgroupTable = newTable("portgroups", "id", func(pg *Portgroup) *int64 { return &pg.ID }, []column[Portgroup]{
-	fixed(strCol("uuid", func(pg *Portgroup) *string { return &pg.UUID })),
+var portgroupTable = resourceTable("portgroups", func(pg *Portgroup) (*int64, *string, *time.Time, **time.Time) {
+	return &pg.ID, &pg.UUID, &pg.CreatedAt, &pg.UpdatedAt
+}, []column[Portgroup]{
 	nullStrCol("name", func(pg *Portgroup) **string { return &pg.Name }),
 	strCol("node_uuid", func(pg *Portgroup) *string { return &pg.NodeUUID }),
 	nullStrCol("address", func(pg *Portgroup) **string { return &pg.Address }),
@@ -60,15 +61,9 @@ var portgroupTable = newTable("portgroups", "id", func(pg *Portgroup) *int64 { r
 	boolCol("standalone_ports_supported", func(pg *Portgroup) *bool { return &pg.StandalonePortsSupported }),
 	nullStrCol("mode", func(pg *Portgroup) **string { return &pg.Mode }),
 	objectCol("properties", func(pg *Portgroup) *JSONObject { return &pg.Properties }),
-	fixed(timeCol("created_at", func(pg *Portgroup) *time.Time { return &pg.CreatedAt })),
-	nullTimeCol("updated_at", func(pg *Portgroup) **time.Time { return &pg.UpdatedAt }),
-}).withRecord(record[Portgroup]{
-	uuid:      func(pg *Portgroup) *string { return &pg.UUID },
-	created:   func(pg *Portgroup) *time.Time { return &pg.CreatedAt },
-	updated:   func(pg *Portgroup) **time.Time { return &pg.UpdatedAt },
+}, record[Portgroup]{
 	normalize: normalizePortgroup,
 	unique: map[string]func(*Portgroup) []string{
-		"uuid":    one(func(pg *Portgroup) string { return pg.UUID }),
 		"name":    one(func(pg *Portgroup) string { return deref(pg.Name) }),
 		"address": one(func(pg *Portgroup) string { return deref(pg.Address) }),
 	},
@@ -84,8 +79,6 @@ func normalizePortgroup(pg *Portgroup) {
 		pg.Address = &a
 	}
 	pg.NodeUUID = uuidKey(pg.NodeUUID)
-	pg.CreatedAt = normTime(pg.CreatedAt)
-	pg.UpdatedAt = normTimePtr(pg.UpdatedAt)
 	for _, m := range []*JSONObject{&pg.Extra, &pg.InternalInfo, &pg.Properties} {
 		if *m == nil {
 			*m = JSONObject{}

@@ -13,8 +13,9 @@ type portSQL struct {
 }
 
 func newPortSQL() portSQL {
-	t := newTable("ports", "id", func(p *Port) *int64 { return &p.ID }, []column[Port]{
-		fixed(strCol("uuid", func(p *Port) *string { return &p.UUID })),
+	t := resourceTable("ports", func(p *Port) (*int64, *string, *time.Time, **time.Time) {
+		return &p.ID, &p.UUID, &p.CreatedAt, &p.UpdatedAt
+	}, []column[Port]{
 		nullStrCol("name", func(p *Port) **string { return &p.Name }),
 		strCol("node_uuid", func(p *Port) *string { return &p.NodeUUID }),
 		nullStrCol("portgroup_uuid", func(p *Port) **string { return &p.PortgroupUUID }),
@@ -25,15 +26,9 @@ func newPortSQL() portSQL {
 		objectCol("internal_info", func(p *Port) *JSONObject { return &p.InternalInfo }),
 		objectCol("extra", func(p *Port) *JSONObject { return &p.Extra }),
 		boolCol("is_smartnic", func(p *Port) *bool { return &p.IsSmartNIC }),
-		fixed(timeCol("created_at", func(p *Port) *time.Time { return &p.CreatedAt })),
-		nullTimeCol("updated_at", func(p *Port) **time.Time { return &p.UpdatedAt }),
-	}).withRecord(record[Port]{
-		uuid:      func(p *Port) *string { return &p.UUID },
-		created:   func(p *Port) *time.Time { return &p.CreatedAt },
-		updated:   func(p *Port) **time.Time { return &p.UpdatedAt },
+	}, record[Port]{
 		normalize: normalizePort,
 		unique: map[string]func(*Port) []string{
-			"uuid":    one(func(p *Port) string { return p.UUID }),
 			"address": one(func(p *Port) string { return p.Address }),
 			"name":    one(func(p *Port) string { return deref(p.Name) }),
 		},
@@ -50,8 +45,6 @@ func newPortSQL() portSQL {
 func normalizePort(p *Port) {
 	p.Address = strings.ToLower(p.Address)
 	p.NodeUUID = uuidKey(p.NodeUUID)
-	p.CreatedAt = normTime(p.CreatedAt)
-	p.UpdatedAt = normTimePtr(p.UpdatedAt)
 	for _, m := range []*JSONObject{&p.LocalLinkConnection, &p.InternalInfo, &p.Extra} {
 		if *m == nil {
 			*m = JSONObject{}

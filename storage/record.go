@@ -29,6 +29,23 @@ type record[T any] struct {
 	named bool
 }
 
+// resourceTable is the table of an API resource: stamps names the row's id,
+// uuid and times, which the table stores as uuid (first), the columns cols,
+// created_at and updated_at (last); the uuid is unique.
+func resourceTable[T any](name string, stamps func(*T) (*int64, *string, *time.Time, **time.Time), cols []column[T], r record[T]) table[T] {
+	r.uuid = func(v *T) *string { _, u, _, _ := stamps(v); return u }
+	r.created = func(v *T) *time.Time { _, _, c, _ := stamps(v); return c }
+	r.updated = func(v *T) **time.Time { _, _, _, u := stamps(v); return u }
+	if r.unique == nil {
+		r.unique = map[string]func(*T) []string{}
+	}
+	r.unique["uuid"] = func(v *T) []string { return []string{*r.uuid(v)} }
+	all := append([]column[T]{fixed(strCol("uuid", r.uuid))}, cols...)
+	all = append(all, fixed(timeCol("created_at", r.created)), nullTimeCol("updated_at", r.updated))
+	id := func(v *T) *int64 { i, _, _, _ := stamps(v); return i }
+	return newTable(name, "id", id, all).withRecord(r)
+}
+
 // withRecord returns t with its record set and its lookups by uuid (and by
 // name) generated.
 func (t table[T]) withRecord(r record[T]) table[T] {
@@ -112,10 +129,24 @@ func (t *table[T]) prepare(v *T) error {
 			*c = time.Now()
 		}
 	}
+	t.normalize(v)
+	return nil
+}
+
+// normalize gives v the shape a later read returns: UTC microsecond times,
+// then the table's own normal form.
+func (t *table[T]) normalize(v *T) {
+	if t.rec.created != nil {
+		c := t.rec.created(v)
+		*c = normTime(*c)
+	}
+	if t.rec.updated != nil {
+		u := t.rec.updated(v)
+		*u = normTimePtr(*u)
+	}
 	if t.rec.normalize != nil {
 		t.rec.normalize(v)
 	}
-	return nil
 }
 
 // create prepares v and inserts it through r, filling its id.
@@ -155,9 +186,7 @@ func (t *table[T]) rewrite(ctx context.Context, r runner, v *T, fn func(*T) erro
 	*t.rec.created(v) = created
 	now := time.Now()
 	*t.rec.updated(v) = &now
-	if t.rec.normalize != nil {
-		t.rec.normalize(v)
-	}
+	t.normalize(v)
 	after, err := t.values(v)
 	if err != nil {
 		return err

@@ -84,44 +84,32 @@ func volumeIntCol[T any](name string, f func(*T) *int64) column[T] {
 }
 
 var (
-	connectorTable = newTable("volume_connectors", "id",
-		func(c *VolumeConnector) *int64 { return &c.ID }, []column[VolumeConnector]{
-			fixed(strCol("uuid", func(c *VolumeConnector) *string { return &c.UUID })),
-			strCol("node_uuid", func(c *VolumeConnector) *string { return &c.NodeUUID }),
-			strCol("type", func(c *VolumeConnector) *string { return &c.Type }),
-			strCol("connector_id", func(c *VolumeConnector) *string { return &c.ConnectorID }),
-			objectCol("extra", func(c *VolumeConnector) *JSONObject { return &c.Extra }),
-			fixed(timeCol("created_at", func(c *VolumeConnector) *time.Time { return &c.CreatedAt })),
-			nullTimeCol("updated_at", func(c *VolumeConnector) **time.Time { return &c.UpdatedAt }),
-		}).withRecord(record[VolumeConnector]{
-		uuid:      func(c *VolumeConnector) *string { return &c.UUID },
-		created:   func(c *VolumeConnector) *time.Time { return &c.CreatedAt },
-		updated:   func(c *VolumeConnector) **time.Time { return &c.UpdatedAt },
+	connectorTable = resourceTable("volume_connectors", func(c *VolumeConnector) (*int64, *string, *time.Time, **time.Time) {
+		return &c.ID, &c.UUID, &c.CreatedAt, &c.UpdatedAt
+	}, []column[VolumeConnector]{
+		strCol("node_uuid", func(c *VolumeConnector) *string { return &c.NodeUUID }),
+		strCol("type", func(c *VolumeConnector) *string { return &c.Type }),
+		strCol("connector_id", func(c *VolumeConnector) *string { return &c.ConnectorID }),
+		objectCol("extra", func(c *VolumeConnector) *JSONObject { return &c.Extra }),
+	}, record[VolumeConnector]{
 		normalize: normalizeConnector,
 		unique: map[string]func(*VolumeConnector) []string{
-			"uuid":               one(func(c *VolumeConnector) string { return c.UUID }),
 			"type, connector_id": func(c *VolumeConnector) []string { return []string{c.Type, c.ConnectorID} },
 		},
 		parent: func(c *VolumeConnector) string { return c.NodeUUID },
 	})
-	targetTable = newTable("volume_targets", "id",
-		func(t *VolumeTarget) *int64 { return &t.ID }, []column[VolumeTarget]{
-			fixed(strCol("uuid", func(t *VolumeTarget) *string { return &t.UUID })),
-			strCol("node_uuid", func(t *VolumeTarget) *string { return &t.NodeUUID }),
-			strCol("volume_type", func(t *VolumeTarget) *string { return &t.VolumeType }),
-			objectCol("properties", func(t *VolumeTarget) *JSONObject { return &t.Properties }),
-			volumeIntCol("boot_index", func(t *VolumeTarget) *int64 { return &t.BootIndex }),
-			strCol("volume_id", func(t *VolumeTarget) *string { return &t.VolumeID }),
-			objectCol("extra", func(t *VolumeTarget) *JSONObject { return &t.Extra }),
-			fixed(timeCol("created_at", func(t *VolumeTarget) *time.Time { return &t.CreatedAt })),
-			nullTimeCol("updated_at", func(t *VolumeTarget) **time.Time { return &t.UpdatedAt }),
-		}).withRecord(record[VolumeTarget]{
-		uuid:      func(t *VolumeTarget) *string { return &t.UUID },
-		created:   func(t *VolumeTarget) *time.Time { return &t.CreatedAt },
-		updated:   func(t *VolumeTarget) **time.Time { return &t.UpdatedAt },
+	targetTable = resourceTable("volume_targets", func(t *VolumeTarget) (*int64, *string, *time.Time, **time.Time) {
+		return &t.ID, &t.UUID, &t.CreatedAt, &t.UpdatedAt
+	}, []column[VolumeTarget]{
+		strCol("node_uuid", func(t *VolumeTarget) *string { return &t.NodeUUID }),
+		strCol("volume_type", func(t *VolumeTarget) *string { return &t.VolumeType }),
+		objectCol("properties", func(t *VolumeTarget) *JSONObject { return &t.Properties }),
+		volumeIntCol("boot_index", func(t *VolumeTarget) *int64 { return &t.BootIndex }),
+		strCol("volume_id", func(t *VolumeTarget) *string { return &t.VolumeID }),
+		objectCol("extra", func(t *VolumeTarget) *JSONObject { return &t.Extra }),
+	}, record[VolumeTarget]{
 		normalize: normalizeTarget,
 		unique: map[string]func(*VolumeTarget) []string{
-			"uuid": one(func(t *VolumeTarget) string { return t.UUID }),
 			"node_uuid, boot_index": func(t *VolumeTarget) []string {
 				return []string{t.NodeUUID, strconv.FormatInt(t.BootIndex, 10)}
 			},
@@ -132,8 +120,6 @@ var (
 
 func normalizeConnector(c *VolumeConnector) {
 	c.NodeUUID = uuidKey(c.NodeUUID)
-	c.CreatedAt = normTime(c.CreatedAt)
-	c.UpdatedAt = normTimePtr(c.UpdatedAt)
 	if c.Extra == nil {
 		c.Extra = JSONObject{}
 	}
@@ -141,8 +127,6 @@ func normalizeConnector(c *VolumeConnector) {
 
 func normalizeTarget(t *VolumeTarget) {
 	t.NodeUUID = uuidKey(t.NodeUUID)
-	t.CreatedAt = normTime(t.CreatedAt)
-	t.UpdatedAt = normTimePtr(t.UpdatedAt)
 	for _, m := range []*JSONObject{&t.Properties, &t.Extra} {
 		if *m == nil {
 			*m = JSONObject{}
