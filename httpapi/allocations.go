@@ -250,27 +250,6 @@ func stringList(v any) []string {
 	return out
 }
 
-// truthy is Python's truth value of a decoded JSON value.
-func truthy(v any) bool {
-	switch t := v.(type) {
-	case nil:
-		return false
-	case string:
-		return t != ""
-	case []any:
-		return len(t) > 0
-	case map[string]any:
-		return len(t) > 0
-	case bool:
-		return t
-	case int64:
-		return t != 0
-	case float64:
-		return t != 0
-	}
-	return true
-}
-
 // createAllocation is POST /v1/allocations.
 func (a *API) createAllocation(w http.ResponseWriter, r *http.Request) error {
 	ver := versionOf(r)
@@ -284,12 +263,12 @@ func (a *API) createAllocation(w http.ResponseWriter, r *http.Request) error {
 	if _, ok := body["owner"]; ok && !ver.AtLeast(60) {
 		return errNotAcceptable()
 	}
-	if name := body["name"]; truthy(name) && !jsvLogicalName(name) {
+	if name := body["name"]; pythonTruth(name) && !jsvLogicalName(name) {
 		return errInvalid("Cannot create allocation with invalid name '%s'", jsvStr(name))
 	}
 	ctx := r.Context()
 	var node *storage.Node
-	if ident := body["node"]; truthy(ident) {
+	if ident := body["node"]; pythonTruth(ident) {
 		if !ver.AtLeast(58) {
 			return errInvalid("Cannot set node when creating an allocation in this API version")
 		}
@@ -307,7 +286,7 @@ func (a *API) createAllocation(w http.ResponseWriter, r *http.Request) error {
 	if m, ok := body["extra"].(map[string]any); ok {
 		al.Extra = m
 	}
-	if !truthy(body["resource_class"]) {
+	if !pythonTruth(body["resource_class"]) {
 		if node == nil {
 			return errInvalid("The resource_class field is mandatory when not backfilling")
 		}
@@ -385,7 +364,7 @@ func (a *API) patchAllocation(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	for _, op := range ops {
-		if op.path == "/name" && truthy(op.value) && !jsvLogicalName(op.value) {
+		if op.path == "/name" && pythonTruth(op.value) && !jsvLogicalName(op.value) {
 			return errInvalid("Cannot update allocation with invalid name '%s'", jsvStr(op.value))
 		}
 	}

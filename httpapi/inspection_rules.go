@@ -350,7 +350,7 @@ func (a *API) patchInspectionRule(w http.ResponseWriter, r *http.Request) error 
 	updated, err := a.cond.UpdateInspectionRule(actorContext(r), id, func(rule *storage.InspectionRule) error {
 		if rule.Sensitive {
 			for _, op := range ops {
-				if op.path == "/sensitive" && (op.op == "remove" || op.value != nil && !truthyJSON(op.value)) {
+				if op.path == "/sensitive" && (op.op == "remove" || op.value != nil && !pythonTruth(op.value)) {
 					reprs := make([]string, len(ops))
 					for i, o := range ops {
 						reprs[i] = o.repr()
@@ -374,21 +374,6 @@ func (a *API) patchInspectionRule(w http.ResponseWriter, r *http.Request) error 
 	}
 	a.writeRule(w, r, http.StatusOK, updated, nil)
 	return nil
-}
-
-// truthyJSON is Python's bool() of a JSON value.
-func truthyJSON(v any) bool {
-	switch x := v.(type) {
-	case nil:
-		return false
-	case bool:
-		return x
-	case int64:
-		return x != 0
-	case float64:
-		return x != 0
-	}
-	return !emptyJSON(v)
 }
 
 // deleteInspectionRule is DELETE /v1/inspection_rules/{uuid}.

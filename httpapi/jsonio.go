@@ -160,3 +160,24 @@ func getStepList(obj map[string]any, key string) ([]map[string]any, error) {
 	}
 	return out, nil
 }
+
+// pythonTruth is Python's truth of a JSON value.
+func pythonTruth(v any) bool {
+	switch t := v.(type) {
+	case nil:
+		return false
+	case bool:
+		return t
+	case string:
+		return t != ""
+	case map[string]any:
+		return len(t) > 0
+	case []any:
+		return len(t) > 0
+	case int64:
+		return t != 0
+	case float64:
+		return t != 0
+	}
+	return true
+}

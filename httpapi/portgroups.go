@@ -194,27 +194,6 @@ func (a *API) getPortgroup(w http.ResponseWriter, r *http.Request) error {
 	return a.writePortgroup(w, r, http.StatusOK, pg, fields)
 }
 
-// pythonTruth is Python's truth of a JSON value.
-func pythonTruth(v any) bool {
-	switch t := v.(type) {
-	case nil:
-		return false
-	case bool:
-		return t
-	case string:
-		return t != ""
-	case map[string]any:
-		return len(t) > 0
-	case []any:
-		return len(t) > 0
-	case int64:
-		return t != 0
-	case float64:
-		return t != 0
-	}
-	return true
-}
-
 // createPortgroup is POST /v1/portgroups.
 func (a *API) createPortgroup(w http.ResponseWriter, r *http.Request) error {
 	ver := versionOf(r)
