@@ -26,7 +26,7 @@ help:
 	@echo "make ramdisk build the agent and the PXE ramdisk into castiron-data/ramdisk (needs linux-image-amd64)"
 	@echo "make e2e     end-to-end: real DHCP/TFTP/iPXE boot of qemu VMs behind ipmi_sim (root)"
 	@echo "make deb     build/castiron_VERSION_ARCH.deb: binary, castiron.service, /etc/castiron/castiron.yaml, man page"
-	@echo "make image   build/castiron-image.tar: OCI image (no container daemon needed)"
+	@echo "make image   build/castiron-image.tar (docker/podman load) and build/castiron-oci/ (OCI layout): no container daemon needed"
 	@echo "make bench   bench/run.sh: castiron against OpenStack Ironic"
 	@echo "make states  the provision state machine as Graphviz (stdout)"
 	@echo "make clean   remove build outputs (never ./castiron-data)"
@@ -141,7 +141,7 @@ e2e-root:
 		exit 1; \
 	fi
 
-# packaging.mk part: `make deb` and `make image`. The packagers are Go
+# `make deb` and `make image`. The packagers are Go
 # programs in tools/ (their own module, so that nfpm's and
 # go-containerregistry's dependencies stay out of castiron's go.mod).
 #
@@ -170,6 +170,18 @@ deb: pkg-stage
 	$(GO) -C tools build -trimpath -o ../build/mkdeb ./mkdeb
 	DEB_ARCH=$(DEB_ARCH) DEB_VERSION='$(DEB_VERSION)' SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) build/mkdeb -config packaging/nfpm.yaml -out build
 	@ls -l build/castiron_$(DEB_VERSION)_$(DEB_ARCH).deb
+
+# The OCI image: the same binary and default configuration, iPXE from
+# IMAGE_IPXE_DIR (empty: none), run as uid 65532. IMAGE_FLAGS: more mkimage flags.
+IMAGE_IPXE_DIR ?= /usr/lib/ipxe
+IMAGE_FLAGS    ?=
+
+image: pkg-stage
+	$(GO) -C tools build -trimpath -o ../build/mkimage ./mkimage
+	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) build/mkimage -binary $(PKG_DIR)/castiron -config $(PKG_DIR)/castiron.yaml \
+		-version '$(VERSION)' -arch $(DEB_ARCH) -ipxe-dir '$(IMAGE_IPXE_DIR)' \
+		-tar build/castiron-image.tar -layout build/castiron-oci $(IMAGE_FLAGS)
+	@ls -l build/castiron-image.tar
 
 # tools/ is its own module: the same tidiness rule as go.mod (-e: nfpm's own
 # tests import rpm/msix modules the proxy does not serve; nothing here builds them).
