@@ -156,15 +156,7 @@ func (a *API) patchChassis(w http.ResponseWriter, r *http.Request) error {
 	}
 	v := a.view(r)
 	updated, err := a.cond.UpdateChassis(actorContext(r), r.PathValue("uuid"), func(c *storage.Chassis) error {
-		before := chassisTable.doc(v, c)
-		after, err := applyPatch(before, ops)
-		if err != nil {
-			return err
-		}
-		if err := chassisTable.checkPatched(after); err != nil {
-			return err
-		}
-		return chassisTable.setChanged(c, before, after)
+		return chassisTable.patch(v, c, ops, patchHooks{})
 	})
 	if err != nil {
 		return err

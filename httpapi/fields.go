@@ -347,6 +347,38 @@ func (res *resource[T]) checkPatch(ops []patchOp, ver Version) error {
 	return nil
 }
 
+// patchHooks are a resource's own checks around the schema check of a
+// patched document, in its Ironic controller's order: pre before it, post
+// after it. Either may change after (a node ident resolved to its uuid).
+type patchHooks struct {
+	pre, post func(before, after map[string]any) error
+}
+
+// patch is the one PATCH path of a document-style resource: x's document
+// (as v shows it) with ops applied, checked (hooks, then the schema) and
+// its changed fields written into x.
+func (res *resource[T]) patch(v *viewCtx, x *T, ops []patchOp, h patchHooks) error {
+	before := res.doc(v, x)
+	after, err := applyPatch(before, ops)
+	if err != nil {
+		return err
+	}
+	if h.pre != nil {
+		if err := h.pre(before, after); err != nil {
+			return err
+		}
+	}
+	if err := res.checkPatched(after); err != nil {
+		return err
+	}
+	if h.post != nil {
+		if err := h.post(before, after); err != nil {
+			return err
+		}
+	}
+	return res.setChanged(x, before, after)
+}
+
 // setChanged writes into x every patchable field whose value differs
 // between before and after (a field the patch removed is set to null):
 // what the client did not change is not written, so no field the client

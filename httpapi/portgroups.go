@@ -229,6 +229,18 @@ func (a *API) createPortgroup(w http.ResponseWriter, r *http.Request) error {
 	return a.writePortgroup(w, r, http.StatusCreated, pg, nil)
 }
 
+// portgroupMandatory refuses a patch that removes mode (as Ironic does),
+// node_uuid or standalone_ports_supported, or nulls either of the latter
+// (Ironic cannot store them: a 500 there).
+func portgroupMandatory(_, after map[string]any) error {
+	for _, k := range []string{"mode", "node_uuid", "standalone_ports_supported"} {
+		if v, has := after[k]; !has || (v == nil && k != "mode") {
+			return errInvalid("'%s' is a mandatory attribute and can not be removed", k)
+		}
+	}
+	return nil
+}
+
 // patchPortgroup is PATCH /v1/portgroups/{ident} with Ironic's JSON patch.
 func (a *API) patchPortgroup(w http.ResponseWriter, r *http.Request) error {
 	ver := versionOf(r)
@@ -253,23 +265,7 @@ func (a *API) patchPortgroup(w http.ResponseWriter, r *http.Request) error {
 	}
 	v := a.view(r)
 	updated, err := a.cond.UpdatePortgroup(actorContext(r), ident, func(pg *storage.Portgroup) error {
-		before := portgroupTable.doc(v, pg)
-		after, err := applyPatch(before, ops)
-		if err != nil {
-			return err
-		}
-		for _, k := range []string{"mode", "node_uuid", "standalone_ports_supported"} {
-			// Ironic refuses removing mode; node_uuid and a null
-			// standalone_ports_supported it cannot store either (a 500
-			// there).
-			if v, has := after[k]; !has || (v == nil && k != "mode") {
-				return errInvalid("'%s' is a mandatory attribute and can not be removed", k)
-			}
-		}
-		if err := portgroupTable.checkPatched(after); err != nil {
-			return err
-		}
-		return portgroupTable.setChanged(pg, before, after)
+		return portgroupTable.patch(v, pg, ops, patchHooks{pre: portgroupMandatory})
 	})
 	if err != nil {
 		return err

@@ -264,22 +264,16 @@ func (a *API) patchPort(w http.ResponseWriter, r *http.Request) error {
 	}
 	v := a.view(r)
 	updated, err := a.cond.UpdatePort(actorContext(r), target.UUID, func(p *storage.Port) error {
-		before := portTable.doc(v, p)
-		after, err := applyPatch(before, ops)
-		if err != nil {
-			return err
-		}
-		if err := portTable.checkPatched(after); err != nil {
-			return err
-		}
-		if node, ok := after["node_uuid"].(string); ok && node != before["node_uuid"] {
-			n, err := a.cond.Store().GetNode(r.Context(), node)
-			if err != nil {
-				return fault.New(fault.Invalid, "%s", engine.Word(err).Error())
+		return portTable.patch(v, p, ops, patchHooks{post: func(before, after map[string]any) error {
+			if node, ok := after["node_uuid"].(string); ok && node != before["node_uuid"] {
+				n, err := a.cond.Store().GetNode(r.Context(), node)
+				if err != nil {
+					return fault.New(fault.Invalid, "%s", engine.Word(err).Error())
+				}
+				after["node_uuid"] = n.UUID
 			}
-			after["node_uuid"] = n.UUID
-		}
-		return portTable.setChanged(p, before, after)
+			return nil
+		}})
 	})
 	if err != nil {
 		return err

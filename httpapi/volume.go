@@ -504,21 +504,13 @@ func volumePatchHandler[T any](a *API, k *volumeKind[T], nodeOf func(*T) string,
 		ctx := r.Context()
 		v := a.view(r)
 		updated, err := update(actorContext(r), r.PathValue("uuid"), func(x *T) error {
-			before := k.res.doc(v, x)
-			after, err := applyPatch(before, vp.ops)
-			if err != nil {
-				return err
-			}
-			if after["node_uuid"], err = a.patchedNode(ctx, vp, nodeOf(x)); err != nil {
-				return err
-			}
-			if err := k.res.checkPatched(after); err != nil {
-				return err
-			}
-			if err := checkVolumeDoc(k.res.pruned(after)); err != nil {
-				return err
-			}
-			return k.res.setChanged(x, before, after)
+			return k.res.patch(v, x, vp.ops, patchHooks{
+				pre: func(_, after map[string]any) (err error) {
+					after["node_uuid"], err = a.patchedNode(ctx, vp, nodeOf(x))
+					return err
+				},
+				post: func(_, after map[string]any) error { return checkVolumeDoc(k.res.pruned(after)) },
+			})
 		})
 		if err != nil {
 			return err
