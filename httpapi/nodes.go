@@ -80,7 +80,6 @@ var nodeFilters = map[string]nodeFilter{
 // listNodes is GET /v1/nodes and /v1/nodes/detail.
 func (a *API) listNodes(detail bool) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		detail := detail // per request: ?detail=true must not stick to the route
 		ver := versionOf(r)
 		qs := r.URL.Query()
 		q := storage.NodeQuery{}
@@ -128,27 +127,7 @@ func (a *API) listNodes(detail bool) handlerFunc {
 			}
 			q.ConductorGroups = groups
 		}
-		if d := qs.Get("detail"); d != "" {
-			b, err := parseBoolString(d)
-			if err != nil {
-				return errInvalid("Invalid value for detail: %s", d)
-			}
-			if !ver.AtLeast(43) {
-				return errInvalid("Invalid query parameter ?detail=%s received.", pyRepr(b))
-			}
-			if detail && qs.Has("detail") {
-				return errInvalid("Invalid parameter: detail is not allowed on /nodes/detail")
-			}
-			detail = detail || b
-		}
-		fields, err := nodeTable.parseFields(qs.Get("fields"), ver)
-		if err != nil {
-			return err
-		}
-		if fields, err = nodeTable.listFields(fields, detail); err != nil {
-			return err
-		}
-		page, err := parsePage(qs, nodeTable.names(fSort))
+		fields, page, err := nodeTable.listQuery(r, detail, "Invalid parameter: detail is not allowed on /nodes/detail")
 		if err != nil {
 			return err
 		}

@@ -44,6 +44,38 @@ func parsePage(q url.Values, sortable []string) (storage.Page, error) {
 	return p, nil
 }
 
+// listQuery reads a resource list's ?detail= (from 1.43; routeDetail: the
+// route is the /detail one), ?fields= and page, in Ironic's order. A
+// non-empty onDetail refuses ?detail= on the /detail route with that
+// message.
+func (res *resource[T]) listQuery(r *http.Request, routeDetail bool, onDetail string) ([]string, storage.Page, error) {
+	ver := versionOf(r)
+	qs := r.URL.Query()
+	detail := routeDetail
+	if d := qs.Get("detail"); d != "" {
+		b, err := parseBoolString(d)
+		if err != nil {
+			return nil, storage.Page{}, errInvalid("Invalid value for detail: %s", d)
+		}
+		if !ver.AtLeast(43) {
+			return nil, storage.Page{}, errInvalid("Invalid query parameter ?detail=%s received.", pyRepr(b))
+		}
+		if routeDetail && onDetail != "" {
+			return nil, storage.Page{}, errInvalid("%s", onDetail)
+		}
+		detail = detail || b
+	}
+	fields, err := res.parseFields(qs.Get("fields"), ver)
+	if err != nil {
+		return nil, storage.Page{}, err
+	}
+	if fields, err = res.listFields(fields, detail); err != nil {
+		return nil, storage.Page{}, err
+	}
+	page, err := parsePage(qs, res.names(fSort))
+	return fields, page, err
+}
+
 // nextLink is Ironic's "next" URL: the same query with the marker moved to
 // the last item, present only when the page is full.
 func nextLink(r *http.Request, resource string, p storage.Page, count int, lastUUID string) string {

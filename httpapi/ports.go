@@ -77,7 +77,6 @@ var portTable = func() *resource[storage.Port] {
 // listPorts is GET /v1/ports[/detail] and GET /v1/nodes/{ident}/ports[/detail].
 func (a *API) listPorts(detail bool) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		detail := detail // per request: ?detail=true must not stick to the route
 		ver := versionOf(r)
 		qs := r.URL.Query()
 		q := storage.PortQuery{}
@@ -127,24 +126,7 @@ func (a *API) listPorts(detail bool) handlerFunc {
 			}
 			q.PortgroupUUID = &pgUUID
 		}
-		if d := qs.Get("detail"); d != "" {
-			b, err := parseBoolString(d)
-			if err != nil {
-				return errInvalid("Invalid value for detail: %s", d)
-			}
-			if !ver.AtLeast(43) {
-				return errInvalid("Invalid query parameter ?detail=%s received.", pyRepr(b))
-			}
-			detail = detail || b
-		}
-		fields, err := portTable.parseFields(qs.Get("fields"), ver)
-		if err != nil {
-			return err
-		}
-		if fields, err = portTable.listFields(fields, detail); err != nil {
-			return err
-		}
-		page, err := parsePage(qs, portTable.names(fSort))
+		fields, page, err := portTable.listQuery(r, detail, "")
 		if err != nil {
 			return err
 		}
