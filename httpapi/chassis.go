@@ -59,28 +59,7 @@ func chassisUUIDParam(r *http.Request) (string, error) {
 // listChassis is GET /v1/chassis and /v1/chassis/detail.
 func (a *API) listChassis(detail bool) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		ver := versionOf(r)
-		qs := r.URL.Query()
-		var fields []string
-		if !detail {
-			d, given, err := collDetailParam(r)
-			if err != nil {
-				return err
-			}
-			if fields, err = chassisTable.parseFields(qs.Get("fields"), ver); err != nil {
-				return err
-			}
-			if fields, err = chassisTable.listFields(fields, given && d); err != nil {
-				return err
-			}
-		}
-		if k := qs.Get("sort_key"); k == "extra" {
-			return errInvalid("The sort_key value %s is an invalid field for sorting", k)
-		}
-		if err := collMarkerParam(r); err != nil {
-			return err
-		}
-		page, err := parsePage(qs, chassisTable.names(fSort))
+		fields, page, err := chassisTable.collQuery(r, detail, []string{"extra"})
 		if err != nil {
 			return err
 		}

@@ -76,6 +76,38 @@ func (res *resource[T]) listQuery(r *http.Request, routeDetail bool, onDetail st
 	return fields, page, err
 }
 
+// collQuery is listQuery for the collections whose ?detail= is an
+// args.boolean and whose marker must be a uuid (chassis, portgroups): on
+// the /detail route fields are not read; sorting by a field of unsortable
+// (Ironic's invalid_sort_key_list) is a 400.
+func (res *resource[T]) collQuery(r *http.Request, routeDetail bool, unsortable []string) ([]string, storage.Page, error) {
+	qs := r.URL.Query()
+	var fields []string
+	if !routeDetail {
+		d, given, err := collDetailParam(r)
+		if err != nil {
+			return nil, storage.Page{}, err
+		}
+		if fields, err = res.parseFields(qs.Get("fields"), versionOf(r)); err != nil {
+			return nil, storage.Page{}, err
+		}
+		if fields, err = res.listFields(fields, given && d); err != nil {
+			return nil, storage.Page{}, err
+		}
+	}
+	if err := res.checkSortKey(r); err != nil {
+		return nil, storage.Page{}, err
+	}
+	if k := qs.Get("sort_key"); slices.Contains(unsortable, k) {
+		return nil, storage.Page{}, errInvalid("The sort_key value %s is an invalid field for sorting", k)
+	}
+	if err := collMarkerParam(r); err != nil {
+		return nil, storage.Page{}, err
+	}
+	page, err := parsePage(qs, res.names(fSort))
+	return fields, page, err
+}
+
 // nextLink is Ironic's "next" URL: the same query with the marker moved to
 // the last item, present only when the page is full.
 func nextLink(r *http.Request, resource string, p storage.Page, count int, lastUUID string) string {

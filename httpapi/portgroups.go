@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"net/http"
-	"slices"
 	"strings"
 
 	"castiron/engine"
@@ -109,7 +108,6 @@ func portgroupIdentParam(r *http.Request, name string) (string, error) {
 // /v1/nodes/{ident}/portgroups[/detail].
 func (a *API) listPortgroups(detail bool) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		ver := versionOf(r)
 		qs := r.URL.Query()
 		q := storage.PortgroupQuery{}
 		nodeIdent := r.PathValue("ident")
@@ -128,29 +126,7 @@ func (a *API) listPortgroups(detail bool) handlerFunc {
 		if nodeIdent != "" && q.Address != nil {
 			return errInvalid("Filtering by node, address, or shard simultaneously is not supported.")
 		}
-		var fields []string
-		if !detail {
-			d, given, err := collDetailParam(r)
-			if err != nil {
-				return err
-			}
-			if fields, err = portgroupTable.parseFields(qs.Get("fields"), ver); err != nil {
-				return err
-			}
-			if fields, err = portgroupTable.listFields(fields, given && d); err != nil {
-				return err
-			}
-		}
-		if err := portgroupTable.checkSortKey(r); err != nil {
-			return err
-		}
-		if k := qs.Get("sort_key"); slices.Contains(portgroupUnsortable, k) {
-			return errInvalid("The sort_key value %s is an invalid field for sorting", k)
-		}
-		if err := collMarkerParam(r); err != nil {
-			return err
-		}
-		page, err := parsePage(qs, portgroupTable.names(fSort))
+		fields, page, err := portgroupTable.collQuery(r, detail, portgroupUnsortable)
 		if err != nil {
 			return err
 		}
