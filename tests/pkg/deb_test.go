@@ -12,9 +12,10 @@ import (
 // under unshare: apt install in a throwaway overlay root, the user, data dir,
 // conffile, enablement, systemd-analyze verify, the unit's ExecStart as the
 // castiron user with the unit's capabilities only (DHCP and TFTP bound),
-// backup while serving, reinstall keeping an edited conffile, purge.
+// backup while serving, castiron.service started by systemd booted in the
+// same root (systemd-nspawn), reinstall keeping an edited conffile, purge.
 func TestDebInstall(t *testing.T) {
-	need(t, true, "make", "unshare", "apt-get", "dpkg-deb", "systemd-analyze", "setpriv", "curl", "ip", "ss")
+	need(t, true, "make", "unshare", "apt-get", "dpkg-deb", "systemd-analyze", "setpriv", "curl", "ip", "ss", "systemd-nspawn")
 	deb := makeOutput(t, "deb")
 	st, err := os.Stat(deb)
 	if err != nil {
@@ -41,7 +42,7 @@ func TestDebInstall(t *testing.T) {
 	t.Logf("debinstall.sh:\n%s", strings.Join(oks, "\n"))
 	// One line per check of debinstall.sh: a check that stopped printing
 	// (edited away) is a failure too.
-	if want := 12; len(oks) != want {
+	if want := 13; len(oks) != want {
 		t.Fatalf("debinstall.sh printed %d ok lines, want %d:\n%s", len(oks), want, out)
 	}
 }

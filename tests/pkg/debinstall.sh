@@ -7,9 +7,10 @@
 # (127.0.0.1:6385 is private; no network, so apt cannot download anything).
 # Then checks what the package promises and runs the unit's ExecStart line as
 # the castiron user with only the unit's capabilities, reaching the API.
-# systemd is not PID 1 here, so the unit itself is checked with
-# systemd-analyze verify, not started. Prints "ok: ..." per check; any failed
-# check exits non-zero with "FAIL: ...".
+# systemd is not PID 1 on this machine: the unit is then started for real by
+# systemd booted in the throwaway root (systemd-nspawn --boot, private
+# network, a target holding only castiron.service and a check). Prints
+# "ok: ..." per check; any failed check exits non-zero with "FAIL: ...".
 set -euo pipefail
 deb=$(realpath "$1")
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -23,12 +24,47 @@ mount -t tmpfs tmpfs "$work"
 mkdir "$work/upper" "$work/work" "$work/root"
 mount -t overlay overlay -o "lowerdir=/,upperdir=$work/upper,workdir=$work/work" "$work/root"
 R=$work/root
-mount -t proc proc "$R/proc"
-mount --rbind /dev "$R/dev"
-mount -t tmpfs tmpfs "$R/tmp"
-mount -t tmpfs tmpfs "$R/run"
+# What chroot needs; systemd-nspawn mounts its own.
+api_mount() {
+    mount -t proc proc "$R/proc"
+    mount --rbind /dev "$R/dev"
+    mount -t tmpfs tmpfs "$R/tmp"
+    mount -t tmpfs tmpfs "$R/run"
+}
+api_umount() {
+    umount "$R/proc" "$R/tmp" "$R/run"
+    umount -R "$R/dev" 2>/dev/null || umount -lR "$R/dev"
+}
+api_mount
+# systemd-nspawn on a host without systemd puts itself and the container in
+# "supervisor" and "payload" cgroups below its own: give it one of ours, in
+# every hierarchy it uses, and remove it afterwards.
+cgroups=()
+cg_enter() {
+    local hier=() h d
+    if [ "$(stat -fc %T /sys/fs/cgroup)" = cgroup2fs ]; then
+        hier=(/sys/fs/cgroup)
+    else
+        for h in /sys/fs/cgroup/unified /sys/fs/cgroup/systemd; do [ -d "$h" ] && hier+=("$h"); done
+    fi
+    for h in "${hier[@]}"; do
+        d=$h/castiron-debtest-$$
+        mkdir "$d" && cgroups+=("$d")
+        echo $$ >"$d/cgroup.procs"
+    done
+}
+cg_leave() {
+    local d
+    for d in "${cgroups[@]}"; do
+        echo $$ >"$(dirname "$d")/cgroup.procs" || true
+        find "$d" -depth -type d -exec rmdir {} + 2>/dev/null || true
+        [ -d "$d" ] && echo "warning: cgroup $d left behind" >&2
+    done
+    cgroups=()
+}
 cleanup() {
     [ -n "${pid:-}" ] && kill "$pid" 2>/dev/null || true
+    cg_leave
     umount -R "$R" 2>/dev/null || umount -lR "$R" 2>/dev/null || true
     umount -l "$work" 2>/dev/null || true
     rmdir "$work" 2>/dev/null || true
@@ -40,8 +76,8 @@ in_root() { chroot "$R" "$@"; }
 # A fresh host has neither; the overlay hides any the real host has.
 in_root sh -c 'if getent passwd castiron >/dev/null; then userdel castiron; fi; rm -rf /var/lib/castiron /etc/castiron'
 
-cp "$deb" "$R/tmp/"
-in_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "./tmp/$(basename "$deb")" </dev/null \
+cp "$deb" "$R/var/tmp/"
+in_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "./var/tmp/$(basename "$deb")" </dev/null \
     || fail "apt-get install ./$(basename "$deb")"
 ok "apt-get install ./$(basename "$deb")"
 
@@ -114,10 +150,61 @@ wait "$pid" || fail "castiron did not stop cleanly on SIGTERM: $(tail -5 "$work/
 pid=
 ok "SIGTERM: clean stop"
 
+# castiron.service started by systemd (PID 1 of a container on the same
+# root) with the package's unit and an operator's configuration
+# (pxe-interface: a veth made in the container's private network).
+api_umount
+echo 'pxe-interface: ctdeb0' >>"$R/etc/castiron/castiron.yaml"
+cat /proc/sys/kernel/random/uuid | tr -d - >"$R/etc/machine-id" # not the host's
+cat >"$R/etc/systemd/system/castiron-testnet.service" <<'UNIT'
+[Unit]
+Before=castiron.service
+[Service]
+Type=oneshot
+ExecStart=/sbin/ip link add ctdeb0 type veth peer name ctdeb1
+ExecStart=/sbin/ip link set ctdeb1 up
+ExecStart=/sbin/ip addr add 10.213.0.1/24 dev ctdeb0
+ExecStart=/sbin/ip link set ctdeb0 up
+UNIT
+cat >"$R/etc/systemd/system/castiron-check.service" <<'UNIT'
+[Unit]
+After=castiron.service
+Requires=castiron.service
+[Service]
+Type=oneshot
+StandardOutput=file:/var/tmp/castiron-check.out
+StandardError=inherit
+ExecStart=/bin/sh -c 'for i in $(seq 60); do curl -sf http://127.0.0.1:6385/readyz && break; sleep 1; done; echo; \
+    systemctl show castiron -p ActiveState -p User -p NRestarts; \
+    grep -E "^(Uid|CapEff|CapBnd|NoNewPrivs)" /proc/$(systemctl show castiron -p MainPID --value)/status; \
+    ss -Hlunp'
+ExecStartPost=/bin/systemctl poweroff --no-block
+UNIT
+cat >"$R/etc/systemd/system/castiron-check.target" <<'UNIT'
+[Unit]
+Requires=castiron-testnet.service castiron-check.service
+After=castiron-check.service
+UNIT
+cg_enter
+timeout 300 systemd-nspawn -q -D "$R" --private-network --register=no --keep-unit \
+    --link-journal=no -b -- systemd.unit=castiron-check.target >"$work/nspawn.log" 2>&1 </dev/null \
+    || { tail -30 "$work/nspawn.log" >&2; fail "systemd-nspawn --boot"; }
+cg_leave
+check=$(cat "$R/var/tmp/castiron-check.out" 2>/dev/null) || { tail -30 "$work/nspawn.log" >&2; fail "no output of castiron-check.service"; }
+for want in '^ready' '^ActiveState=active$' '^User=castiron$' '^NRestarts=0$' "^Uid:[[:space:]]*$uid[[:space:]]" \
+    '^CapEff:[[:space:]]*0000000000002400$' '^CapBnd:[[:space:]]*0000000000002400$' '^NoNewPrivs:[[:space:]]*1$' \
+    ':67 .*castiron' ':69 .*castiron'; do
+    has "$want" "$check" || { echo "$check" >&2; tail -30 "$work/nspawn.log" >&2; fail "castiron.service under systemd: no $want"; }
+done
+ok "castiron.service started by systemd (nspawn --boot): active as castiron, CapEff only NET_BIND_SERVICE+NET_RAW, NoNewPrivs, DHCP :67 and TFTP :69 bound, /readyz ready"
+rm "$R"/etc/systemd/system/castiron-{testnet,check}.{service,target} 2>/dev/null || true
+sed -i '/^pxe-interface: ctdeb0$/d' "$R/etc/castiron/castiron.yaml"
+api_mount
+
 # Upgrade path: an operator's edit of the conffile survives a reinstall.
 echo 'log-format: json' >>"$R/etc/castiron/castiron.yaml"
 in_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --reinstall --no-install-recommends \
-    -o Dpkg::Options::=--force-confold "./tmp/$(basename "$deb")" </dev/null >/dev/null || fail "reinstall"
+    -o Dpkg::Options::=--force-confold "./var/tmp/$(basename "$deb")" </dev/null >/dev/null || fail "reinstall"
 grep -qx 'log-format: json' "$R/etc/castiron/castiron.yaml" || fail "reinstall replaced the edited castiron.yaml"
 ok "reinstall keeps the edited /etc/castiron/castiron.yaml"
 
