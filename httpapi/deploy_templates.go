@@ -387,9 +387,6 @@ func (a *API) deleteDeployTemplate(w http.ResponseWriter, r *http.Request) error
 // deployTemplateRoutes registers /v1/deploy_templates; every version
 // reaches the handlers, which answer Ironic's 404/405 below 1.55.
 func (a *API) deployTemplateRoutes() {
-	a.apiRoute("GET", "/deploy_templates", templatesAPI, a.listDeployTemplates)
-	a.apiRoute("POST", "/deploy_templates", templatesAPI, a.createDeployTemplate)
-	a.apiRoute("GET", "/deploy_templates/{ident}", templatesAPI, a.getDeployTemplate)
-	a.apiRoute("PATCH", "/deploy_templates/{ident}", templatesAPI, a.patchDeployTemplate)
-	a.apiRoute("DELETE", "/deploy_templates/{ident}", templatesAPI, a.deleteDeployTemplate)
+	crudRoutes(a.under(templatesAPI), "/deploy_templates", "ident", crud{list: a.listDeployTemplates, create: a.createDeployTemplate,
+		get: a.getDeployTemplate, patch: a.patchDeployTemplate, del: a.deleteDeployTemplate})
 }

@@ -392,9 +392,6 @@ func (a *API) deleteInspectionRule(w http.ResponseWriter, r *http.Request) error
 // inspectionRuleRoutes registers /v1/inspection_rules; every version
 // reaches the handlers, which answer Ironic's 404/405 below 1.96.
 func (a *API) inspectionRuleRoutes() {
-	a.apiRoute("GET", "/inspection_rules", rulesAPI, a.listInspectionRules)
-	a.apiRoute("POST", "/inspection_rules", rulesAPI, a.createInspectionRule)
-	a.apiRoute("GET", "/inspection_rules/{uuid}", rulesAPI, a.getInspectionRule)
-	a.apiRoute("PATCH", "/inspection_rules/{uuid}", rulesAPI, a.patchInspectionRule)
-	a.apiRoute("DELETE", "/inspection_rules/{uuid}", rulesAPI, a.deleteInspectionRule)
+	crudRoutes(a.under(rulesAPI), "/inspection_rules", "uuid", crud{list: a.listInspectionRules, create: a.createInspectionRule,
+		get: a.getInspectionRule, patch: a.patchInspectionRule, del: a.deleteInspectionRule})
 }

@@ -37,6 +37,37 @@ func (a *API) apiRoute(method, path string, s apiSince, h handlerFunc) {
 	})
 }
 
+// register adds one route: a.route at a version (at) or a.apiRoute under
+// an API of its own (under).
+type register func(method, path string, h handlerFunc)
+
+func (a *API) at(minMinor int) register {
+	return func(method, path string, h handlerFunc) { a.route(method, path, minMinor, h) }
+}
+
+func (a *API) under(s apiSince) register {
+	return func(method, path string, h handlerFunc) { a.apiRoute(method, path, s, h) }
+}
+
+// crud are the handlers of a collection (list, its /detail form when
+// detail is not nil, create) and of its items (get, patch, del).
+type crud struct {
+	list, detail, create, get, patch, del handlerFunc
+}
+
+// crudRoutes registers h's routes on path and path/{item}.
+func crudRoutes(reg register, path, item string, h crud) {
+	reg("GET", path, h.list)
+	if h.detail != nil {
+		reg("GET", path+"/detail", h.detail)
+	}
+	reg("POST", path, h.create)
+	one := path + "/{" + item + "}"
+	reg("GET", one, h.get)
+	reg("PATCH", one, h.patch)
+	reg("DELETE", one, h.del)
+}
+
 // traitsBelow37 answers /v1/nodes/{ident}/traits below 1.37 as Ironic does:
 // its node controller has no traits sub-controller there, so GET reads
 // "traits" as get_one's fields argument (406, traits is a 1.37 field), PUT
@@ -64,12 +95,7 @@ func (a *API) routes() {
 	a.mux.Handle("GET /v1/{$}", a.versioned(1, a.getV1))
 
 	// Nodes.
-	a.route("GET", "/nodes", 1, a.listNodes(false))
-	a.route("GET", "/nodes/detail", 1, a.listNodes(true))
-	a.route("POST", "/nodes", 1, a.createNode)
-	a.route("GET", "/nodes/{ident}", 1, a.getNode)
-	a.route("PATCH", "/nodes/{ident}", 1, a.patchNode)
-	a.route("DELETE", "/nodes/{ident}", 1, a.deleteNode)
+	crudRoutes(a.at(1), "/nodes", "ident", crud{a.listNodes(false), a.listNodes(true), a.createNode, a.getNode, a.patchNode, a.deleteNode})
 
 	a.route("GET", "/nodes/{ident}/states", 1, a.getStates)
 	a.route("PUT", "/nodes/{ident}/states/provision", 1, a.putProvision)
@@ -119,30 +145,15 @@ func (a *API) routes() {
 	a.route("DELETE", "/nodes/{ident}/vmedia", 89, a.deleteVMedia)
 
 	// Ports.
-	a.route("GET", "/ports", 1, a.listPorts(false))
-	a.route("GET", "/ports/detail", 1, a.listPorts(true))
-	a.route("POST", "/ports", 1, a.createPort)
-	a.route("GET", "/ports/{uuid}", 1, a.getPort)
-	a.route("PATCH", "/ports/{uuid}", 1, a.patchPort)
-	a.route("DELETE", "/ports/{uuid}", 1, a.deletePort)
+	crudRoutes(a.at(1), "/ports", "uuid", crud{a.listPorts(false), a.listPorts(true), a.createPort, a.getPort, a.patchPort, a.deletePort})
 
 	// Chassis.
-	a.route("GET", "/chassis", 1, a.listChassis(false))
-	a.route("GET", "/chassis/detail", 1, a.listChassis(true))
-	a.route("POST", "/chassis", 1, a.createChassis)
-	a.route("GET", "/chassis/{uuid}", 1, a.getChassis)
-	a.route("PATCH", "/chassis/{uuid}", 1, a.patchChassis)
-	a.route("DELETE", "/chassis/{uuid}", 1, a.deleteChassis)
+	crudRoutes(a.at(1), "/chassis", "uuid", crud{a.listChassis(false), a.listChassis(true), a.createChassis, a.getChassis, a.patchChassis, a.deleteChassis})
 	a.route("GET", "/chassis/{uuid}/nodes", 1, a.listChassisNodes(false))
 	a.route("GET", "/chassis/{uuid}/nodes/detail", 1, a.listChassisNodes(true))
 
 	// Portgroups.
-	a.route("GET", "/portgroups", 23, a.listPortgroups(false))
-	a.route("GET", "/portgroups/detail", 23, a.listPortgroups(true))
-	a.route("POST", "/portgroups", 23, a.createPortgroup)
-	a.route("GET", "/portgroups/{ident}", 23, a.getPortgroup)
-	a.route("PATCH", "/portgroups/{ident}", 23, a.patchPortgroup)
-	a.route("DELETE", "/portgroups/{ident}", 23, a.deletePortgroup)
+	crudRoutes(a.at(23), "/portgroups", "ident", crud{a.listPortgroups(false), a.listPortgroups(true), a.createPortgroup, a.getPortgroup, a.patchPortgroup, a.deletePortgroup})
 	a.route("GET", "/portgroups/{portgroup}/ports", 24, a.listPortgroupPorts(false))
 	a.route("GET", "/portgroups/{portgroup}/ports/detail", 24, a.listPortgroupPorts(true))
 	a.route("GET", "/nodes/{ident}/portgroups", 24, a.listPortgroups(false))
@@ -150,11 +161,8 @@ func (a *API) routes() {
 
 	// Allocations (1.52), events (1.54), shards (1.82): the handlers answer
 	// Ironic's own responses below those versions.
-	a.apiRoute("GET", "/allocations", allocationsAPI, a.listAllocations)
-	a.apiRoute("POST", "/allocations", allocationsAPI, a.createAllocation)
-	a.apiRoute("GET", "/allocations/{ident}", allocationsAPI, a.getAllocation)
-	a.apiRoute("PATCH", "/allocations/{ident}", allocationsAPI, a.patchAllocation)
-	a.apiRoute("DELETE", "/allocations/{ident}", allocationsAPI, a.deleteAllocation)
+	crudRoutes(a.under(allocationsAPI), "/allocations", "ident", crud{list: a.listAllocations, create: a.createAllocation,
+		get: a.getAllocation, patch: a.patchAllocation, del: a.deleteAllocation})
 	a.apiRoute("GET", "/nodes/{ident}/allocation", nodeAllocationAPI, a.getNodeAllocation)
 	a.apiRoute("DELETE", "/nodes/{ident}/allocation", nodeAllocationAPI, a.deleteNodeAllocation)
 	a.route("POST", "/events", 1, a.postEvents)

@@ -561,10 +561,6 @@ func volumeKindRoutes[T any](a *API, base string, k *volumeKind[T], nodeOf func(
 	create func(context.Context, *T) error,
 	update func(context.Context, string, func(*T) error) (*T, error),
 	del func(context.Context, string) error) {
-	coll, one := base+"/"+k.plural, base+"/"+k.plural+"/{uuid}"
-	a.apiRoute("GET", coll, volumeAPI, volumeList(a, k))
-	a.apiRoute("POST", coll, volumeAPI, volumeCreate(a, k, create))
-	a.apiRoute("GET", one, volumeAPI, volumeGet(a, k))
-	a.apiRoute("PATCH", one, volumeAPI, volumePatchHandler(a, k, nodeOf, update))
-	a.apiRoute("DELETE", one, volumeAPI, volumeDelete(a, k, del))
+	crudRoutes(a.under(volumeAPI), base+"/"+k.plural, "uuid", crud{list: volumeList(a, k), create: volumeCreate(a, k, create),
+		get: volumeGet(a, k), patch: volumePatchHandler(a, k, nodeOf, update), del: volumeDelete(a, k, del)})
 }
