@@ -50,10 +50,14 @@ var chassisTable = func() *resource[storage.Chassis] {
 
 func chassisUUIDParam(r *http.Request) (string, error) {
 	id := r.PathValue("uuid")
+	return id, checkChassisUUID(id)
+}
+
+func checkChassisUUID(id string) error {
 	if !argUUIDLike(id) {
-		return "", errInvalid("Expected UUID for chassis_uuid: %s", id)
+		return errInvalid("Expected UUID for chassis_uuid: %s", id)
 	}
-	return id, nil
+	return nil
 }
 
 // listChassis is GET /v1/chassis and /v1/chassis/detail.
@@ -145,15 +149,7 @@ func (a *API) patchChassis(w http.ResponseWriter, r *http.Request) error {
 
 // deleteChassis is DELETE /v1/chassis/{uuid}.
 func (a *API) deleteChassis(w http.ResponseWriter, r *http.Request) error {
-	id, err := chassisUUIDParam(r)
-	if err != nil {
-		return err
-	}
-	if err := a.cond.DeleteChassis(actorContext(r), id); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return deleteItem(w, r, "uuid", checkChassisUUID, a.cond.DeleteChassis)
 }
 
 // listChassisNodes is GET /v1/chassis/{uuid}/nodes[/detail]: the node list

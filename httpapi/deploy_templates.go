@@ -373,15 +373,7 @@ func (a *API) patchDeployTemplate(w http.ResponseWriter, r *http.Request) error 
 
 // deleteDeployTemplate is DELETE /v1/deploy_templates/{ident}.
 func (a *API) deleteDeployTemplate(w http.ResponseWriter, r *http.Request) error {
-	ident := r.PathValue("ident")
-	if err := checkTemplateIdent(ident); err != nil {
-		return err
-	}
-	if err := a.cond.DeleteDeployTemplate(actorContext(r), ident); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return deleteItem(w, r, "ident", checkTemplateIdent, a.cond.DeleteDeployTemplate)
 }
 
 // deployTemplateRoutes registers /v1/deploy_templates; every version

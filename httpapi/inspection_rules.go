@@ -378,15 +378,7 @@ func (a *API) patchInspectionRule(w http.ResponseWriter, r *http.Request) error 
 
 // deleteInspectionRule is DELETE /v1/inspection_rules/{uuid}.
 func (a *API) deleteInspectionRule(w http.ResponseWriter, r *http.Request) error {
-	id := r.PathValue("uuid")
-	if err := checkRuleUUID(id); err != nil {
-		return err
-	}
-	if err := a.cond.DeleteInspectionRule(actorContext(r), id); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return deleteItem(w, r, "uuid", checkRuleUUID, a.cond.DeleteInspectionRule)
 }
 
 // inspectionRuleRoutes registers /v1/inspection_rules; every version

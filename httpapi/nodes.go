@@ -285,11 +285,7 @@ func (a *API) patchNode(w http.ResponseWriter, r *http.Request) error {
 
 // deleteNode is DELETE /v1/nodes/{ident}.
 func (a *API) deleteNode(w http.ResponseWriter, r *http.Request) error {
-	if err := a.cond.DeleteNode(actorContext(r), r.PathValue("ident")); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return deleteItem(w, r, "ident", nil, a.cond.DeleteNode)
 }
 
 // regexpHostname is Ironic's old is_hostname_safe check for names before 1.10.

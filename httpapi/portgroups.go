@@ -259,15 +259,12 @@ func argPyStr(v any) string {
 
 // deletePortgroup is DELETE /v1/portgroups/{ident}.
 func (a *API) deletePortgroup(w http.ResponseWriter, r *http.Request) error {
-	ident := r.PathValue("ident")
-	if !argUUIDLike(ident) && !argLogicalName(ident) {
-		return errInvalid("Expected a logical name or UUID but received %s.", ident)
-	}
-	if err := a.cond.DeletePortgroup(actorContext(r), ident); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return deleteItem(w, r, "ident", func(ident string) error {
+		if !argUUIDLike(ident) && !argLogicalName(ident) {
+			return errInvalid("Expected a logical name or UUID but received %s.", ident)
+		}
+		return nil
+	}, a.cond.DeletePortgroup)
 }
 
 // listPortgroupPorts is GET /v1/portgroups/{portgroup}/ports[/detail]

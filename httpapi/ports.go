@@ -264,15 +264,13 @@ func (a *API) patchPort(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *API) deletePort(w http.ResponseWriter, r *http.Request) error {
-	if id := r.PathValue("uuid"); !argUUIDLike(id) {
-		// Ironic's delete takes port_uuid=args.uuid: no name lookup.
-		return errInvalid("Expected UUID for port_uuid: %s", id)
-	}
-	if err := a.cond.DeletePort(actorContext(r), r.PathValue("uuid")); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return deleteItem(w, r, "uuid", func(id string) error {
+		if !argUUIDLike(id) {
+			// Ironic's delete takes port_uuid=args.uuid: no name lookup.
+			return errInvalid("Expected UUID for port_uuid: %s", id)
+		}
+		return nil
+	}, a.cond.DeletePort)
 }
 
 // argStringList is Ironic's args.string_list: comma separated, stripped,

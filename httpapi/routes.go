@@ -1,6 +1,9 @@
 package httpapi
 
-import "net/http"
+import (
+	"context"
+	"net/http"
+)
 
 // apiSince is an API Ironic added at version min, and how its own
 // controllers answer below that version (not pecan's routing): 404 to GET
@@ -66,6 +69,22 @@ func crudRoutes(reg register, path, item string, h crud) {
 	reg("GET", one, h.get)
 	reg("PATCH", one, h.patch)
 	reg("DELETE", one, h.del)
+}
+
+// deleteItem is the DELETE of one item: the path value param, checked by
+// check (nil: any), removed by del; 204 with no body.
+func deleteItem(w http.ResponseWriter, r *http.Request, param string, check func(string) error, del func(context.Context, string) error) error {
+	ident := r.PathValue(param)
+	if check != nil {
+		if err := check(ident); err != nil {
+			return err
+		}
+	}
+	if err := del(actorContext(r), ident); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
 // traitsBelow37 answers /v1/nodes/{ident}/traits below 1.37 as Ironic does:
