@@ -312,8 +312,7 @@ func (a *API) createAllocation(w http.ResponseWriter, r *http.Request) error {
 	if err := a.cond.CreateAllocation(actorContext(r), al, backfill); err != nil {
 		return err
 	}
-	w.Header().Set("Location", baseURL(r)+"/v1/allocations/"+al.UUID)
-	return a.writeAllocation(w, r, http.StatusCreated, al, nil)
+	return allocationTable.writeCreated(w, r, a.view(r), "allocations", al.UUID, al)
 }
 
 // candidateNodeUUIDs is Ironic's check_node_list: every ident must name an

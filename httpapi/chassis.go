@@ -124,8 +124,7 @@ func (a *API) createChassis(w http.ResponseWriter, r *http.Request) error {
 	if err := a.cond.CreateChassis(actorContext(r), c); err != nil {
 		return err
 	}
-	w.Header().Set("Location", baseURL(r)+"/v1/chassis/"+c.UUID)
-	return a.writeChassis(w, r, http.StatusCreated, c, nil)
+	return chassisTable.writeCreated(w, r, a.view(r), "chassis", c.UUID, c)
 }
 
 // patchChassis is PATCH /v1/chassis/{uuid} with Ironic's JSON patch.

@@ -312,9 +312,7 @@ func (a *API) createDeployTemplate(w http.ResponseWriter, r *http.Request) error
 	if err := a.cond.CreateDeployTemplate(actorContext(r), t); err != nil {
 		return err
 	}
-	w.Header().Set("Location", baseURL(r)+"/v1/deploy_templates/"+t.UUID)
-	a.writeTemplate(w, r, http.StatusCreated, t, nil)
-	return nil
+	return templateTable.writeCreated(w, r, a.view(r), "deploy_templates", t.UUID, t)
 }
 
 // patchDeployTemplate is PATCH /v1/deploy_templates/{ident}.

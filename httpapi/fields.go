@@ -241,6 +241,14 @@ func (res *resource[T]) writeOne(w http.ResponseWriter, v *viewCtx, status int, 
 }
 
 // writeList answers {"<key>": [...], "next": ...}.
+// writeCreated answers a POST: 201 with the new item's view, its Location
+// under /v1/collection.
+func (res *resource[T]) writeCreated(w http.ResponseWriter, r *http.Request, v *viewCtx, collection, uuid string, x *T) error {
+	w.Header().Set("Location", baseURL(r)+"/v1/"+collection+"/"+uuid)
+	res.writeOne(w, v, http.StatusCreated, x, nil)
+	return nil
+}
+
 func (res *resource[T]) writeList(w http.ResponseWriter, v *viewCtx, key string, items []*T, fields []string, next string) {
 	var buf bytes.Buffer
 	buf.Grow(256 * (len(items) + 1))

@@ -312,9 +312,7 @@ func (a *API) createInspectionRule(w http.ResponseWriter, r *http.Request) error
 	if err := a.cond.CreateInspectionRule(actorContext(r), rule); err != nil {
 		return err
 	}
-	w.Header().Set("Location", baseURL(r)+"/v1/inspection_rules/"+rule.UUID)
-	a.writeRule(w, r, http.StatusCreated, rule, nil)
-	return nil
+	return ruleTable.writeCreated(w, r, a.view(r), "inspection_rules", rule.UUID, rule)
 }
 
 // ruleDoc is the rule as its object's as_dict() gives it to a patch.

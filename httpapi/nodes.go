@@ -228,8 +228,7 @@ func (a *API) createNode(w http.ResponseWriter, r *http.Request) error {
 	if err := a.cond.CreateNode(actorContext(r), n, ver.AtLeast(11)); err != nil {
 		return err
 	}
-	w.Header().Set("Location", baseURL(r)+"/v1/nodes/"+n.UUID)
-	return a.writeNode(w, r, http.StatusCreated, n, nil)
+	return nodeTable.writeCreated(w, r, a.view(r), "nodes", n.UUID, n)
 }
 
 // patchNode is PATCH /v1/nodes/{ident} with an RFC 6902 JSON patch, checked

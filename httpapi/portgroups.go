@@ -201,8 +201,7 @@ func (a *API) createPortgroup(w http.ResponseWriter, r *http.Request) error {
 	if err := a.cond.CreatePortgroup(actorContext(r), pg); err != nil {
 		return err
 	}
-	w.Header().Set("Location", baseURL(r)+"/v1/portgroups/"+pg.UUID)
-	return a.writePortgroup(w, r, http.StatusCreated, pg, nil)
+	return portgroupTable.writeCreated(w, r, a.view(r), "portgroups", pg.UUID, pg)
 }
 
 // portgroupMandatory refuses a patch that removes mode (as Ironic does),

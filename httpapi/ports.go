@@ -213,8 +213,7 @@ func (a *API) createPort(w http.ResponseWriter, r *http.Request) error {
 		}
 		return err
 	}
-	w.Header().Set("Location", baseURL(r)+"/v1/ports/"+p.UUID)
-	return a.writePort(w, r, http.StatusCreated, p, nil)
+	return portTable.writeCreated(w, r, a.view(r), "ports", p.UUID, p)
 }
 
 // patchPort is PATCH /v1/ports/{uuid}: the patch schema, the port table's

@@ -375,9 +375,7 @@ func volumeCreate[T any](a *API, k *volumeKind[T], create func(ctx context.Conte
 		if err := create(actorContext(r), x); err != nil {
 			return err
 		}
-		w.Header().Set("Location", baseURL(r)+"/v1/volume/"+k.plural+"/"+k.uuidOf(x))
-		k.res.writeOne(w, a.view(r), http.StatusCreated, x, nil)
-		return nil
+		return k.res.writeCreated(w, r, a.view(r), "volume/"+k.plural, k.uuidOf(x), x)
 	}
 }
 
