@@ -329,3 +329,29 @@ func TestVendorIndicatorsAndBootSettings(t *testing.T) {
 		}
 	})
 }
+
+// TestEjectSharedCollection: a System linking its Manager's virtual media
+// collection (sushy-tools links them the other way round) lists each slot
+// twice; it is ejected once.
+func TestEjectSharedCollection(t *testing.T) {
+	b := redfishfake.Start(t, "dmtf-rackmount", false)
+	const sys, cd = "/redfish/v1/Systems/437XR1138R2", "/redfish/v1/Managers/BMC/VirtualMedia/CD1"
+	b.Set(sys, "VirtualMedia", map[string]any{"@odata.id": "/redfish/v1/Managers/BMC/VirtualMedia"})
+	d := newTestDriver(t, Config{})
+	defer d.Close(context.Background())
+	ctx, n := ctxT(t, 30*time.Second), b.Node(nil)
+	if err := d.InsertMedia(ctx, n, driver.MediaCDROM, "http://10.0.0.1:8080/boot/node.iso"); err != nil {
+		t.Fatal(err)
+	}
+	eject := "POST " + redfishfake.Norm(cd) + "/Actions/VirtualMedia.EjectMedia"
+	before := b.Count(eject)
+	if err := d.EjectMedia(ctx, n, driver.MediaCDROM); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.Count(eject) - before; got != 1 {
+		t.Fatalf("%d EjectMedia calls on %s, want 1: %v", got, cd, b.Requests)
+	}
+	if got := b.Get(cd); got["Inserted"] != false {
+		t.Fatalf("CD after eject: %v", got)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 
 	"castiron/engine/driver"
 	"castiron/fault"
@@ -51,12 +52,27 @@ func validMediaDevice(device string) bool {
 // system has slots (ejecting looks everywhere, as Ironic does).
 func (o *op) slotGroups(sys *schemas.ComputerSystem, withManagers bool) ([][]*schemas.VirtualMedia, error) {
 	var groups [][]*schemas.VirtualMedia
+	// A Manager may link the System's own collection (sushy-tools does):
+	// each slot is listed once, so it is ejected once.
+	seen := map[string]bool{}
+	add := func(slots []*schemas.VirtualMedia) {
+		var fresh []*schemas.VirtualMedia
+		for _, v := range slots {
+			if id := strings.TrimRight(v.ODataID, "/"); !seen[id] {
+				seen[id] = true
+				fresh = append(fresh, v)
+			}
+		}
+		if len(fresh) > 0 {
+			groups = append(groups, fresh)
+		}
+	}
 	own, err := sys.VirtualMedia()
 	if err != nil {
 		return nil, opError(o.inf, err, "Redfish read of the system's virtual media failed")
 	}
 	if len(own) > 0 {
-		groups = append(groups, own)
+		add(own)
 		if !withManagers {
 			return groups, nil
 		}
@@ -73,9 +89,7 @@ func (o *op) slotGroups(sys *schemas.ComputerSystem, withManagers bool) ([][]*sc
 			}
 			return nil, opError(o.inf, err, "Redfish read of manager %s's virtual media failed", m.ID)
 		}
-		if len(slots) > 0 {
-			groups = append(groups, slots)
-		}
+		add(slots)
 	}
 	return groups, nil
 }
