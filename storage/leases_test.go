@@ -241,3 +241,57 @@ func TestLeases6(t *testing.T) {
 		t.Fatalf("pruning IPv6 leases touched IPv4 ones: %+v", ls)
 	}
 }
+
+// TestLeaseUniqueAcrossStores: two stores on one database (two conductors
+// on one segment: SQLite file or PostgreSQL) race for few addresses; each
+// address ends with one holder, and what each store acknowledged is stored.
+func TestLeaseUniqueAcrossStores(t *testing.T) {
+	ctx := context.Background()
+	db := testDatabase(t)
+	var stores [2]*DB
+	for i := range stores {
+		s, err := OpenDatabase(ctx, db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		stores[i] = s
+	}
+	const macs, addrs = 64, 8
+	var mu sync.Mutex
+	won := map[string]string{}
+	var wg sync.WaitGroup
+	for i := 0; i < macs; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			mac := fmt.Sprintf("52:54:00:c9:02:%02x", i)
+			ip := fmt.Sprintf("10.201.2.%d", i%addrs)
+			err := stores[i%2].PutLease(ctx, lease(mac, ip, time.Now().Add(time.Hour)))
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				if prev, dup := won[ip]; dup {
+					t.Errorf("%s acknowledged to %s and %s", ip, prev, mac)
+				}
+				won[ip] = mac
+			case !fault.Is(err, fault.Conflict):
+				t.Errorf("%s: %v", mac, err)
+			}
+		}(i)
+	}
+	wg.Wait()
+	ls, err := stores[0].ListLeases(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ls) != addrs || len(won) != addrs {
+		t.Fatalf("%d stored, %d won; want %d", len(ls), len(won), addrs)
+	}
+	for _, l := range ls {
+		if won[l.IP.String()] != l.MAC {
+			t.Fatalf("stored %s -> %s, acknowledged to %s", l.IP, l.MAC, won[l.IP.String()])
+		}
+	}
+}

@@ -182,6 +182,8 @@ func (s *Server) finish(ctx context.Context, a *ackLater, err error) (*dhcpv4.DH
 	if err != nil {
 		var conflict *LeaseConflictError
 		if errors.As(err, &conflict) {
+			holder, known := conflict.holder()
+			s.idx.heldElsewhere(a.mac, ip, holder, known, s.now().Add(s.cfg.LeaseTime))
 			return s.nakWith(ctx, a.req, a.hw, a.dec, ip, a.c, "address not available"), nil
 		}
 		return nil, fmt.Errorf("dhcp: store lease %s -> %s: %w", a.hw, a.lease.IP, err)

@@ -255,6 +255,10 @@ func (s *Server6) finish(ctx context.Context, l *reply6Later, err error) (dhcpv6
 		if !errors.As(err, &conflict) {
 			return nil, fmt.Errorf("dhcp6: store lease %s -> %s: %w", l.r.hw, l.lease.IP, err)
 		}
+		if k, ok := s.key(l.lease.IP); ok {
+			holder, known := conflict.holder()
+			s.idx.heldElsewhere(l.r.mac, k, holder, known, s.now().Add(s.cfg.LeaseTime))
+		}
 		resp.AddOption(iaStatus(l.ia, iana.StatusNoAddrsAvail, "address not available"))
 		s.record(ctx, l.r, boot.DHCPNak, l.lease.IP, "")
 		out, _, err := s.wrap(l.r, resp)

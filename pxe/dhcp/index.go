@@ -258,6 +258,32 @@ func (x *index[K]) decline(mac hwaddr, ip K, now time.Time) bool {
 	return true
 }
 
+// heldElsewhere records that another server sharing the lease database
+// (another conductor on the segment) holds ip for holder until until: the
+// database refused mac's lease on it. mac loses its claim, so its next
+// DISCOVER is offered another address, and this index stops offering ip.
+// Without a holder (unknown), ip is kept out of offers until until.
+func (x *index[K]) heldElsewhere(mac hwaddr, ip K, holder hwaddr, known bool, until time.Time) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if b := x.byMAC[mac]; b != nil && b.ip == ip {
+		delete(x.byMAC, mac)
+		delete(x.byIP, ip)
+	}
+	if !known || !x.inRange(ip) {
+		x.declined[ip] = until
+		return
+	}
+	if old := x.byMAC[holder]; old != nil {
+		delete(x.byIP, old.ip)
+	}
+	if old := x.byIP[ip]; old != nil {
+		delete(x.byMAC, old.mac)
+	}
+	b := &binding[K]{mac: holder, ip: ip, expires: until}
+	x.byMAC[holder], x.byIP[ip] = b, b
+}
+
 // counts reports bindings and live leases (tests, metrics).
 func (x *index[K]) counts(now time.Time) (bound, live int) {
 	x.mu.Lock()

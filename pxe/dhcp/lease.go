@@ -2,6 +2,7 @@ package dhcp
 
 import (
 	"context"
+	"net"
 	"fmt"
 	"net/netip"
 	"time"
@@ -25,6 +26,17 @@ type Lease struct {
 type LeaseConflictError struct {
 	IP     netip.Addr
 	HeldBy string
+}
+
+// holder is HeldBy as an index key; false when it is not a MAC (unknown).
+func (e *LeaseConflictError) holder() (hwaddr, bool) {
+	var h hwaddr
+	hw, err := net.ParseMAC(e.HeldBy)
+	if err != nil || len(hw) != len(h) {
+		return h, false
+	}
+	copy(h[:], hw)
+	return h, true
 }
 
 func (e *LeaseConflictError) Error() string {
