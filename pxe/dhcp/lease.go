@@ -2,8 +2,8 @@ package dhcp
 
 import (
 	"context"
-	"net"
 	"fmt"
+	"net"
 	"net/netip"
 	"time"
 )
