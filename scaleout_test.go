@@ -148,6 +148,15 @@ func TestScaleOut(t *testing.T) {
 			t.Errorf("%s owns %d nodes, want %d ±20%%", n, got, total/3)
 		}
 	}
+	// A driver's hosts are the alive conductors that enable it.
+	driverHosts := func(s *k9Server) string {
+		return fmt.Sprint(s.must(http.StatusOK, "GET", "/v1/drivers/fake-hardware", nil)["hosts"])
+	}
+	for _, n := range names {
+		if got := driverHosts(srv[n]); got != "[c1 c2 c3]" {
+			t.Errorf("%s: fake-hardware hosts %s, want [c1 c2 c3]", n, got)
+		}
+	}
 	// ?conductor= follows the ring.
 	if l := srv["c3"].must(http.StatusOK, "GET", "/v1/nodes?conductor=c2&limit=2000", nil); len(l["nodes"].([]any)) != spread["c2"] {
 		t.Errorf("?conductor=c2 lists %d nodes, c2 owns %d", len(l["nodes"].([]any)), spread["c2"])
@@ -228,6 +237,9 @@ func TestScaleOut(t *testing.T) {
 	t.Logf("after kill -9 of %s: alive=false after %s, every node on an alive owner after %s", victim, dead.Round(time.Millisecond), moved.Round(time.Millisecond))
 	if dead == 0 || moved == 0 {
 		t.Fatalf("takeover did not happen within %s", 90*time.Second)
+	}
+	if got := driverHosts(srv["c3"]); got != "[c1 c3]" {
+		t.Errorf("after kill -9 of %s: fake-hardware hosts %s, want [c1 c3]", victim, got)
 	}
 	// Nothing stays locked: the takeover releases and fails the verifying node.
 	srv["c1"].waitNode(locked, 60*time.Second, "released", func(n map[string]any) bool { return n["reservation"] == nil })

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -140,6 +141,31 @@ func (c *Conductor) AliveConductors() []string {
 	out := make([]string, 0, len(c.owners.urls))
 	for h := range c.owners.urls {
 		out = append(out, h)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// HostsFor returns the alive conductors that enable hardware type driver,
+// in any group, sorted (a driver's "hosts" in the API).
+func (c *Conductor) HostsFor(driver string) []string {
+	c.owners.mu.RLock()
+	defer c.owners.mu.RUnlock()
+	if !c.owners.built {
+		return []string{c.cfg.Hostname}
+	}
+	seen := map[string]bool{}
+	out := []string{}
+	for key, r := range c.owners.rings {
+		if _, d, _ := strings.Cut(key, ":"); d != driver {
+			continue
+		}
+		for _, h := range r.Hosts() {
+			if !seen[h] {
+				seen[h] = true
+				out = append(out, h)
+			}
+		}
 	}
 	sort.Strings(out)
 	return out

@@ -91,7 +91,7 @@ func (a *API) driverDoc(r *http.Request, hw *engine.HardwareType, detail bool) m
 	ver := versionOf(r)
 	d := map[string]any{
 		"name":  hw.Name,
-		"hosts": []string{a.cond.Hostname()},
+		"hosts": a.cond.HostsFor(hw.Name),
 		"links": []link{{Href: base + "/v1/drivers/" + hw.Name, Rel: "self"}, {Href: base + "/drivers/" + hw.Name, Rel: "bookmark"}},
 	}
 	if ver.AtLeast(14) {

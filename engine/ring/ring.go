@@ -8,6 +8,7 @@ package ring
 import (
 	"bytes"
 	"crypto/md5"
+	"slices"
 	"sort"
 )
 
@@ -19,7 +20,7 @@ const IronicPartitions = 32
 type Ring struct {
 	points [][md5.Size]byte // sorted
 	hosts  []string         // hosts[i] owns points[i]
-	size   int              // distinct hosts
+	names  []string         // distinct hosts, sorted
 }
 
 // New builds the ring of hosts (duplicates count once) with partitions
@@ -46,7 +47,7 @@ func New(hosts []string, partitions int) *Ring {
 			byPoint[p] = h
 		}
 	}
-	r := &Ring{size: len(names)}
+	r := &Ring{names: names}
 	for p := range byPoint {
 		r.points = append(r.points, p)
 	}
@@ -57,8 +58,11 @@ func New(hosts []string, partitions int) *Ring {
 	return r
 }
 
+// Hosts returns the hosts on the ring, sorted.
+func (r *Ring) Hosts() []string { return slices.Clone(r.names) }
+
 // Len is the number of hosts on the ring.
-func (r *Ring) Len() int { return r.size }
+func (r *Ring) Len() int { return len(r.names) }
 
 // Owner returns the host key maps to, "" on an empty ring.
 func (r *Ring) Owner(key string) string {

@@ -1,6 +1,7 @@
 package ring
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/google/uuid"
@@ -38,6 +39,9 @@ func TestSpreadAndStability(t *testing.T) {
 	}
 	if moved != 0 {
 		t.Errorf("%d keys moved between hosts that stayed", moved)
+	}
+	if got := New([]string{"b", "a", "b"}, 8).Hosts(); !slices.Equal(got, []string{"a", "b"}) {
+		t.Errorf("Hosts() = %v, want [a b]", got)
 	}
 	if New(nil, 8).Owner("x") != "" || New([]string{"a", "a"}, 8).Len() != 1 {
 		t.Error("empty or duplicate hosts")
