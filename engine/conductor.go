@@ -118,16 +118,17 @@ type Conductor struct {
 	log   *slog.Logger
 	now   func() time.Time
 
-	runCtx  context.Context // parent of every background task; cancelled by Stop
-	cancel  context.CancelFunc
-	tasks   sync.WaitGroup
-	aborts  abortFlags
-	gate    bootGate
-	owners  owners
-	started bool
-	beat    heartbeatStatus
-	obs     Observer
-	verbs   verbClock
+	runCtx   context.Context // parent of every background task; cancelled by Stop
+	cancel   context.CancelFunc
+	tasks    sync.WaitGroup
+	aborts   abortFlags
+	gate     bootGate
+	owners   owners
+	started  bool
+	beat     heartbeatStatus
+	tookOver tookOver
+	obs      Observer
+	verbs    verbClock
 }
 
 // heartbeatStatus is the outcome of the conductor's own heartbeats, for

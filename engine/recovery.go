@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"castiron/storage"
@@ -145,17 +146,25 @@ func (c *Conductor) failTimedOut(ctx context.Context, uuid string, st State, now
 
 // takeOverDead releases what conductors that stopped heartbeating still hold
 // (a conductor renamed across a crash leaves its old name's reservations
-// behind): stuck nodes fail, pending power changes are dropped, and the dead
-// row is marked offline so this happens once. Ironic's takeover does the same
-// from its periodic tasks; a conductor that just died looks alive for up to
-// HeartbeatTimeout, so this runs periodically, not only at start-up.
+// behind): stuck nodes fail, pending power changes are dropped, unfinished
+// allocations are adopted, and a dead row is marked offline. Like Ironic's
+// orphan check, "stopped heartbeating" is the heartbeat's age, online or not:
+// a conductor stopped with SIGTERM marks itself offline but leaves the
+// reservations of the tasks the stop interrupted, for its own restart, and
+// if it never comes back the others must release them. A conductor that
+// just died looks alive for up to HeartbeatTimeout, so this runs
+// periodically, not only at start-up; each stale heartbeat is handled once.
 func (c *Conductor) takeOverDead(ctx context.Context) error {
 	cs, err := c.store.ListConductors(ctx, storage.Page{})
 	if err != nil {
 		return err
 	}
 	for _, cd := range cs {
-		if cd.Hostname == c.cfg.Hostname || !cd.Online || c.Alive(cd) {
+		last := cd.CreatedAt
+		if cd.UpdatedAt != nil {
+			last = *cd.UpdatedAt
+		}
+		if cd.Hostname == c.cfg.Hostname || c.now().Sub(last) < c.cfg.HeartbeatTimeout || c.tookOver.done(cd.Hostname, last) {
 			continue
 		}
 		held, err := c.store.ReleaseAllReservations(ctx, cd.Hostname)
@@ -181,12 +190,40 @@ func (c *Conductor) takeOverDead(ctx context.Context) error {
 		if err := c.adoptAllocations(ctx, cd.Hostname); err != nil {
 			return err
 		}
-		c.log.WarnContext(ctx, "took over from a dead conductor", "dead", cd.Hostname, "released", len(held))
-		if err := c.store.UnregisterConductor(ctx, cd.Hostname); err != nil {
-			return err
+		if cd.Online || len(held) > 0 {
+			c.log.WarnContext(ctx, "took over from a dead conductor", "dead", cd.Hostname, "released", len(held))
 		}
+		if cd.Online {
+			if err := c.store.UnregisterConductor(ctx, cd.Hostname); err != nil {
+				return err
+			}
+		}
+		c.tookOver.mark(cd.Hostname, last)
 	}
 	return nil
+}
+
+// tookOver remembers, per stale conductor, the last heartbeat this conductor
+// has taken over from, so a dead or stopped conductor's row is handled once.
+type tookOver struct {
+	mu   sync.Mutex
+	last map[string]time.Time
+}
+
+func (t *tookOver) done(host string, last time.Time) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	at, ok := t.last[host]
+	return ok && at.Equal(last)
+}
+
+func (t *tookOver) mark(host string, last time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.last == nil {
+		t.last = map[string]time.Time{}
+	}
+	t.last[host] = last
 }
 
 // dropPendingPower clears a power change that died with conductor host.

@@ -117,22 +117,11 @@ func TestTakeOverFromDeadConductor(t *testing.T) {
 	ctx := context.Background()
 	dead := "old-name"
 	long := time.Now().UTC().Add(-time.Hour)
-	if err := h.store.RegisterConductor(ctx, &storage.Conductor{Hostname: dead, Drivers: []string{"fake-hardware"}, Online: true, CreatedAt: long}); err != nil {
-		t.Fatal(err)
-	}
-	if err := h.store.TouchConductor(ctx, dead, long); err != nil {
-		t.Fatal(err)
-	}
+	otherConductor(t, h, dead, long, true)
 	stuck := h.nodeIn(t, Cleaning, func(n *storage.Node) { n.Reservation = &dead })
 	power := h.nodeIn(t, Manageable, func(n *storage.Node) { n.Reservation = &dead; n.TargetPowerState = strp("power on") })
 	mine := h.nodeIn(t, Manageable, nil)
-	if err := h.c.takeOverDead(ctx); err != nil {
-		t.Fatal(err)
-	}
-	s, _ := h.store.GetNode(ctx, stuck.UUID)
-	if State(s.ProvisionState) != CleanFail || s.Reservation != nil || !strings.Contains(deref(s.LastError), dead) {
-		t.Fatalf("stuck node: %q %v %q", s.ProvisionState, s.Reservation, deref(s.LastError))
-	}
+	takeOverFailed(t, h, stuck.UUID, CleanFail, dead)
 	p, _ := h.store.GetNode(ctx, power.UUID)
 	if p.Reservation != nil || p.TargetPowerState != nil || State(p.ProvisionState) != Manageable {
 		t.Fatalf("power node: %v %v %q", p.Reservation, p.TargetPowerState, p.ProvisionState)
@@ -143,5 +132,68 @@ func TestTakeOverFromDeadConductor(t *testing.T) {
 	cd, _ := h.store.GetConductor(ctx, dead)
 	if cd.Online {
 		t.Fatal("dead conductor still online")
+	}
+}
+
+// TestTakeOverFromStoppedConductor: a conductor stopped with SIGTERM marks
+// itself offline but leaves the reservations of the tasks the stop
+// interrupted (for its own restart). If it does not come back within the
+// heartbeat timeout, the others release them and fail its stuck nodes, as
+// Ironic's orphan check does; a stopped conductor whose heartbeat is still
+// recent is left alone (its restart recovers its own nodes).
+func TestTakeOverFromStoppedConductor(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	stopped, recent := "stopped", "restarting"
+	long := time.Now().UTC().Add(-time.Hour)
+	otherConductor(t, h, stopped, long, false)
+	otherConductor(t, h, recent, time.Now().UTC(), false)
+	stuck := h.nodeIn(t, Deploying, func(n *storage.Node) { n.Reservation = &stopped })
+	kept := h.nodeIn(t, Deploying, func(n *storage.Node) { n.Reservation = &recent })
+	takeOverFailed(t, h, stuck.UUID, DeployFail, stopped)
+	k, _ := h.store.GetNode(ctx, kept.UUID)
+	if State(k.ProvisionState) != Deploying || deref(k.Reservation) != recent {
+		t.Fatalf("node of a conductor stopped just now: %q %v", k.ProvisionState, k.Reservation)
+	}
+	// Each stale heartbeat is handled once, not every round: a reservation
+	// under the stale name that appears later (planted here) stays.
+	again := h.nodeIn(t, Manageable, func(n *storage.Node) { n.Reservation = &stopped })
+	if err := h.c.takeOverDead(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if a, _ := h.store.GetNode(ctx, again.UUID); deref(a.Reservation) != stopped {
+		t.Fatalf("the same stale heartbeat was taken over twice")
+	}
+}
+
+// otherConductor registers another conductor whose last heartbeat was at
+// at; not online: it stopped (SIGTERM) after that heartbeat.
+func otherConductor(t *testing.T, h *harness, name string, at time.Time, online bool) {
+	t.Helper()
+	ctx := context.Background()
+	if err := h.store.RegisterConductor(ctx, &storage.Conductor{Hostname: name, Drivers: []string{"fake-hardware"}, CreatedAt: at}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.store.TouchConductor(ctx, name, at); err != nil {
+		t.Fatal(err)
+	}
+	if !online {
+		if err := h.store.UnregisterConductor(ctx, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// takeOverFailed runs a takeover round and wants node failed into state,
+// unreserved, with a last_error naming the conductor it was taken from.
+func takeOverFailed(t *testing.T, h *harness, node string, state State, from string) {
+	t.Helper()
+	ctx := context.Background()
+	if err := h.c.takeOverDead(ctx); err != nil {
+		t.Fatal(err)
+	}
+	n, _ := h.store.GetNode(ctx, node)
+	if State(n.ProvisionState) != state || n.Reservation != nil || !strings.Contains(deref(n.LastError), from) {
+		t.Fatalf("node left by %s: %q %v %q", from, n.ProvisionState, n.Reservation, deref(n.LastError))
 	}
 }
