@@ -201,7 +201,7 @@ func (s *Server) finish(ctx context.Context, a *ackLater, err error) (*dhcpv4.DH
 
 func (s *Server) nakWith(ctx context.Context, req *dhcpv4.DHCPv4, hw net.HardwareAddr, dec boot.Decision, ip uint32, c client, why string) *dhcpv4.DHCPv4 {
 	s.record(ctx, hw, dec, boot.DHCPNak, ip, c, "")
-	s.log.Debug("dhcp nak", "mac", hw, "ip", addrOf(ip), "reason", why)
+	s.log.Debug("dhcp nak", "mac", hw.String(), "ip", addrOf(ip), "reason", why)
 	return s.nak(req, why)
 }
 
@@ -213,7 +213,7 @@ func (s *Server) release(ctx context.Context, req *dhcpv4.DHCPv4, dec boot.Decis
 	if !s.idx.release(mac, ip, now) {
 		return nil
 	}
-	s.log.Debug("dhcp release", "mac", hw, "ip", addrOf(ip))
+	s.log.Debug("dhcp release", "mac", hw.String(), "ip", addrOf(ip))
 	return s.writer.put(ctx, Lease{MAC: hw.String(), IP: addrOf(ip), Expires: now, NodeUUID: dec.NodeUUID, UpdatedAt: now})
 }
 
@@ -224,7 +224,7 @@ func (s *Server) decline(ctx context.Context, req *dhcpv4.DHCPv4, mac hwaddr, hw
 	if !s.idx.decline(mac, ip, s.now()) {
 		return nil
 	}
-	s.log.Warn("dhcp decline: address in use by another host", "mac", hw, "ip", addrOf(ip))
+	s.log.Warn("dhcp decline: address in use by another host", "mac", hw.String(), "ip", addrOf(ip))
 	return s.store.DeleteLease(ctx, hw.String())
 }
 
@@ -315,7 +315,7 @@ func (s *Server) ignored(ctx context.Context, mac hwaddr, hw net.HardwareAddr, t
 	if !s.quiet.allow(boot.DHCPIgnored, mac, s.now()) {
 		return
 	}
-	s.log.Debug("dhcp: not answering a machine the boot gate refused", "mac", hw, "type", typ.String())
+	s.log.Debug("dhcp: not answering a machine the boot gate refused", "mac", hw.String(), "type", typ.String())
 	s.rec.Record(ctx, boot.Event{MAC: hw.String(), Kind: boot.DHCPIgnored, Detail: "not allowed by the boot gate; " + typ.String()})
 }
 
@@ -336,7 +336,7 @@ func (s *Server) exhausted(ctx context.Context, hw net.HardwareAddr, dec boot.De
 	pool := fmt.Sprintf("%s-%s", s.cfg.RangeStart, s.cfg.RangeEnd)
 	if logIt {
 		s.log.Error("dhcp: address pool exhausted, machines get no address",
-			"mac", hw, "range", pool, "bound", bound, "live_leases", live, "refused_total", s.exhaustedCount.Load())
+			"mac", hw.String(), "range", pool, "bound", bound, "live_leases", live, "refused_total", s.exhaustedCount.Load())
 	}
 	if recordIt {
 		s.rec.Record(ctx, boot.Event{MAC: hw.String(), NodeUUID: dec.NodeUUID, Kind: boot.DHCPExhausted,

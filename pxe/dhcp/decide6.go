@@ -141,7 +141,7 @@ func (s *Server6) decide(ctx context.Context, raw dhcpv6.DHCPv6, peer netip.Addr
 	dec, ok := s.gate.Allow(ctx, hw)
 	if !ok {
 		if s.quiet.allow(boot.DHCPIgnored, r.mac, s.now()) {
-			s.log.Debug("dhcp6: not answering a machine the boot gate refused", "mac", hw, "mac_from", how, "type", typ)
+			s.log.Debug("dhcp6: not answering a machine the boot gate refused", "mac", hw.String(), "mac_from", how, "type", typ)
 			s.rec.Record(ctx, boot.Event{MAC: hw.String(), Kind: boot.DHCPIgnored, Detail: "dhcp6: not allowed by the boot gate; " + typ.String()})
 		}
 		return nil, nil, nil

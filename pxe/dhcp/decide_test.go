@@ -439,7 +439,8 @@ func TestIgnoredThrottled(t *testing.T) {
 	ctx := context.Background()
 	rec := &events{}
 	st := openStore(t, "")
-	s := newTestServer(t, fullConfig("10.201.0.10", "10.201.0.200"), gateFor(), st, rec, nil)
+	logs := &testLog{}
+	s := newTestServer(t, fullConfig("10.201.0.10", "10.201.0.200"), gateFor(), st, rec, logs)
 	now := time.Now()
 	s.now = func() time.Time { return now }
 	mac := mustMAC("52:54:00:c9:00:01")
@@ -458,6 +459,10 @@ func TestIgnoredThrottled(t *testing.T) {
 	}
 	if ls, err := st.ListLeases(ctx); err != nil || len(ls) != 0 {
 		t.Fatalf("leases for a refused MAC: %+v %v", ls, err)
+	}
+	// The log names the MAC as an operator types it (not its raw bytes).
+	if !strings.Contains(logs.String(), " mac="+mac.String()+" type=DISCOVER") {
+		t.Fatalf("log line of a refused MAC: %s", logs)
 	}
 }
 
