@@ -95,6 +95,7 @@ type Node struct {
 	DriverInternalInfo   map[string]any  `json:"driver_internal_info"`
 	InspectInterface     string          `json:"inspect_interface"`
 	BootInterface        string          `json:"boot_interface"`
+	Conductor            string          `json:"conductor"`
 	Raw                  json.RawMessage `json:"-"`
 }
 
@@ -130,6 +131,7 @@ type HistoryEvent struct {
 	EventType string `json:"event_type"`
 	Event     string `json:"event"`
 	User      string `json:"user"`
+	Conductor string `json:"conductor"`
 }
 
 // Time parses created_at (Ironic's "2006-01-02T15:04:05.000000+00:00").

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -37,7 +38,7 @@ mc_enable 0x20
 
 // bmcLanConf is ipmi_sim's lan.conf: LAN channel on the namespace's
 // loopback, the VM-codec channel, the chassis program and the admin user.
-func bmcLanConf(chassisScript, envFile string) string {
+func bmcLanConf(addr, chassisScript, envFile string) string {
 	return fmt.Sprintf(`name "e2ebmc"
 set_working_mc 0x20
   startlan 1
@@ -54,7 +55,7 @@ set_working_mc 0x20
   # power, reset, soft off and boot device all go to this program
   chassis_control "/bin/bash %[4]s %[5]s"
   user 2 true "%[6]s" "%[7]s" admin 10 none md2 md5 straight
-`, BMCAddress, BMCPort, bmcVMPort, chassisScript, envFile, BMCUser, BMCPassword)
+`, addr, BMCPort, bmcVMPort, chassisScript, envFile, BMCUser, BMCPassword)
 }
 
 // startBMC writes the simulator's config into dir and starts ipmi_sim inside
@@ -67,7 +68,7 @@ func (l *Lab) startBMC(ctx context.Context) error {
 	}
 	lan := filepath.Join(dir, "lan.conf")
 	emu := filepath.Join(dir, "bmc.emu")
-	if err := os.WriteFile(lan, []byte(bmcLanConf(l.chassisScript, l.envPath)), 0o644); err != nil {
+	if err := os.WriteFile(lan, []byte(bmcLanConf(l.BMCAddr(), l.chassisScript, l.envPath)), 0o644); err != nil {
 		return err
 	}
 	if err := os.WriteFile(emu, []byte(bmcEmu), 0o644); err != nil {
@@ -81,7 +82,9 @@ func (l *Lab) startBMC(ctx context.Context) error {
 		return err
 	}
 	l.bmc = d
-	want := fmt.Appendf(nil, " 0100007F:%04X ", BMCPort)
+	ip := net.ParseIP(l.BMCAddr()).To4()
+	// /proc/net/udp: the address's bytes in host (little-endian) order.
+	want := fmt.Appendf(nil, " %02X%02X%02X%02X:%04X ", ip[3], ip[2], ip[1], ip[0], BMCPort)
 	for {
 		// /proc/PID/net/udp shows the sockets of PID's namespace.
 		b, _ := os.ReadFile("/proc/" + strconv.Itoa(d.PID()) + "/net/udp")
@@ -94,17 +97,26 @@ func (l *Lab) startBMC(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("ipmi_sim not listening on %s:%d: %w", BMCAddress, BMCPort, ctx.Err())
+			return fmt.Errorf("ipmi_sim not listening on %s:%d: %w", l.BMCAddr(), BMCPort, ctx.Err())
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// BMCAddr is the address the BMC listens on: the namespace's loopback, or
+// the bridge's address with LabOptions.BMCOnBridge.
+func (l *Lab) BMCAddr() string {
+	if l.Opts.BMCOnBridge {
+		return ServerIP
+	}
+	return BMCAddress
 }
 
 // DriverInfo is the driver_info of an ipmi node for this lab's BMC, as
 // castiron (running in the same namespace) reaches it.
 func (l *Lab) DriverInfo() map[string]any {
 	return map[string]any{
-		"ipmi_address":      BMCAddress,
+		"ipmi_address":      l.BMCAddr(),
 		"ipmi_port":         BMCPort,
 		"ipmi_username":     BMCUser,
 		"ipmi_password":     BMCPassword,
@@ -115,7 +127,7 @@ func (l *Lab) DriverInfo() map[string]any {
 // Ipmitool runs ipmitool inside the namespace against the lab's BMC (-C 3:
 // without it every call first stalls ~10 s, gotcha 14).
 func (l *Lab) Ipmitool(ctx context.Context, args ...string) (string, error) {
-	base := []string{"-I", "lanplus", "-C", strconv.Itoa(BMCCipherSuite), "-H", BMCAddress,
+	base := []string{"-I", "lanplus", "-C", strconv.Itoa(BMCCipherSuite), "-H", l.BMCAddr(),
 		"-p", strconv.Itoa(BMCPort), "-U", BMCUser, "-P", BMCPassword}
 	return l.NS.Run(ctx, "ipmitool", append(base, args...)...)
 }

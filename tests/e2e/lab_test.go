@@ -47,6 +47,10 @@ type LabOptions struct {
 	// serves DHCPv6 and router advertisements, the VM boots over IPv6 (UEFI:
 	// OVMF's PXEv4 is switched off, so PXEv6 runs first).
 	IPv6Only bool
+	// BMCOnBridge makes the BMC listen on ServerIP instead of the
+	// namespace's loopback, so conductors in other namespaces attached to
+	// the bridge reach it too (IPv4 labs only).
+	BMCOnBridge bool
 }
 
 func (o *LabOptions) defaults() error {
@@ -66,6 +70,9 @@ func (o *LabOptions) defaults() error {
 		if d.Serial == "" || len(d.Serial) > 20 || strings.ContainsAny(d.Serial, " ,='\"") {
 			return fmt.Errorf("disk %d: serial %q: 1-20 characters without spaces, commas, quotes or =", i, d.Serial)
 		}
+	}
+	if o.BMCOnBridge && o.IPv6Only {
+		return fmt.Errorf("BMCOnBridge needs the bridge's IPv4 address")
 	}
 	if o.MemMB == 0 {
 		o.MemMB = 1024
@@ -169,7 +176,7 @@ func NewLab(t testing.TB, opts LabOptions) *Lab {
 	}
 	t.Logf("lab: netns %s, %s %s (%s), VM %s (%s, %d MiB, %d CPU, MACs %v), BMC %s:%d in the namespace, dir %s",
 		l.NS.Name, Bridge, l.ServerAddr(), l.netName(), l.VMName, opts.Boot, opts.MemMB, opts.CPUs, l.MACs,
-		BMCAddress, BMCPort, dir)
+		l.BMCAddr(), BMCPort, dir)
 	return l
 }
 
@@ -286,8 +293,14 @@ func (l *Lab) ServerAddr() string {
 // tcpdump, ...); its output goes to <Dir>/<name>.log. Teardown stops it by
 // PID before the VM and the BMC.
 func (l *Lab) StartDaemon(name string, args ...string) (*daemon, error) {
+	return l.StartDaemonIn(l.NS, name, args...)
+}
+
+// StartDaemonIn is StartDaemon inside another namespace of the lab's (one
+// attached to its bridge).
+func (l *Lab) StartDaemonIn(ns *netns, name string, args ...string) (*daemon, error) {
 	log := filepath.Join(l.Dir, name+".log")
-	d, err := startDaemon(name, l.NS.Command(context.Background(), args[0], args[1:]...), log)
+	d, err := startDaemon(name, ns.Command(context.Background(), args[0], args[1:]...), log)
 	if err != nil {
 		return nil, err
 	}
