@@ -105,11 +105,6 @@ func allocationViewFields(q url.Values, ver Version) ([]string, error) {
 	return allocationTable.canonical(fields), err
 }
 
-func (a *API) writeAllocation(w http.ResponseWriter, r *http.Request, status int, al *storage.Allocation, fields []string) error {
-	allocationTable.writeOne(w, a.view(r), status, al, fields)
-	return nil
-}
-
 // listAllocations is GET /v1/allocations.
 func (a *API) listAllocations(w http.ResponseWriter, r *http.Request) error {
 	ver := versionOf(r)
@@ -219,7 +214,7 @@ func (a *API) getAllocation(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return a.writeAllocation(w, r, http.StatusOK, al, fields)
+	return allocationTable.writeOK(w, a.view(r), al, fields)
 }
 
 // checkAllocationDoc is Ironic's ALLOCATION_VALIDATOR on a body or patched
@@ -389,7 +384,7 @@ func (a *API) patchAllocation(w http.ResponseWriter, r *http.Request) error {
 	}
 	if reflect.DeepEqual(name, current.Name) && reflect.DeepEqual(extra, map[string]any(nonNilMap(current.Extra))) {
 		// Nothing changes: Ironic saves nothing, updated_at stays.
-		return a.writeAllocation(w, r, http.StatusOK, current, nil)
+		return allocationTable.writeOK(w, a.view(r), current, nil)
 	}
 	updated, err := a.cond.UpdateAllocation(actorContext(r), current.UUID, func(al *storage.Allocation) error {
 		al.Name = name
@@ -399,7 +394,7 @@ func (a *API) patchAllocation(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return a.writeAllocation(w, r, http.StatusOK, updated, nil)
+	return allocationTable.writeOK(w, a.view(r), updated, nil)
 }
 
 func anyList(l []string) []any {
@@ -454,7 +449,7 @@ func (a *API) getNodeAllocation(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return a.writeAllocation(w, r, http.StatusOK, al, fields)
+	return allocationTable.writeOK(w, a.view(r), al, fields)
 }
 
 // deleteNodeAllocation is DELETE /v1/nodes/{ident}/allocation.

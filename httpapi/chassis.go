@@ -76,11 +76,6 @@ func (a *API) listChassis(detail bool) handlerFunc {
 	}
 }
 
-func (a *API) writeChassis(w http.ResponseWriter, r *http.Request, status int, c *storage.Chassis, fields []string) error {
-	chassisTable.writeOne(w, a.view(r), status, c, fields)
-	return nil
-}
-
 // getChassis is GET /v1/chassis/{uuid}.
 func (a *API) getChassis(w http.ResponseWriter, r *http.Request) error {
 	id, err := chassisUUIDParam(r)
@@ -95,7 +90,7 @@ func (a *API) getChassis(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return a.writeChassis(w, r, http.StatusOK, c, fields)
+	return chassisTable.writeOK(w, a.view(r), c, fields)
 }
 
 func argSortedKeys(m map[string]any) []string {
@@ -143,7 +138,7 @@ func (a *API) patchChassis(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return a.writeChassis(w, r, http.StatusOK, updated, nil)
+	return chassisTable.writeOK(w, a.view(r), updated, nil)
 }
 
 // deleteChassis is DELETE /v1/chassis/{uuid}.

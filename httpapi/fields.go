@@ -241,6 +241,12 @@ func (res *resource[T]) writeOne(w http.ResponseWriter, v *viewCtx, status int, 
 }
 
 // writeList answers {"<key>": [...], "next": ...}.
+// writeOK answers with x's view (200).
+func (res *resource[T]) writeOK(w http.ResponseWriter, v *viewCtx, x *T, fields []string) error {
+	res.writeOne(w, v, http.StatusOK, x, fields)
+	return nil
+}
+
 // writeCreated answers a POST: 201 with the new item's view, its Location
 // under /v1/collection.
 func (res *resource[T]) writeCreated(w http.ResponseWriter, r *http.Request, v *viewCtx, collection, uuid string, x *T) error {

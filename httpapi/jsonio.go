@@ -54,14 +54,9 @@ func decodeObject(r *http.Request, resource string) (map[string]any, error) {
 	if len(bytes.TrimSpace(b)) == 0 {
 		return map[string]any{}, nil
 	}
-	var v any
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	if err := dec.Decode(&v); err != nil {
-		return nil, errInvalid("Malformed JSON in request body: %v", err)
-	}
-	if dec.More() {
-		return nil, errInvalid("Malformed JSON in request body: trailing data after the JSON value")
+	v, err := decodeJSON(b)
+	if err != nil {
+		return nil, err
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
@@ -76,6 +71,15 @@ func decodeAny(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	v, err := decodeJSON(b)
+	if err != nil {
+		return nil, err
+	}
+	return normalizeNumbers(v), nil
+}
+
+// decodeJSON parses one JSON value (numbers as json.Number).
+func decodeJSON(b []byte) (any, error) {
 	var v any
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
@@ -85,7 +89,7 @@ func decodeAny(r *http.Request) (any, error) {
 	if dec.More() {
 		return nil, errInvalid("Malformed JSON in request body: trailing data after the JSON value")
 	}
-	return normalizeNumbers(v), nil
+	return v, nil
 }
 
 // normalizeNumbers turns json.Number into int64 where integral, else float64,

@@ -185,12 +185,7 @@ func (a *API) getNode(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return a.writeNode(w, r, http.StatusOK, n, fields)
-}
-
-func (a *API) writeNode(w http.ResponseWriter, r *http.Request, status int, n *storage.Node, fields []string) error {
-	nodeTable.writeOne(w, a.view(r), status, n, fields)
-	return nil
+	return nodeTable.writeOK(w, a.view(r), n, fields)
 }
 
 // createNode is POST /v1/nodes.
@@ -279,7 +274,7 @@ func (a *API) patchNode(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return a.writeNode(w, r, http.StatusOK, updated, nil)
+	return nodeTable.writeOK(w, a.view(r), updated, nil)
 }
 
 // deleteNode is DELETE /v1/nodes/{ident}.

@@ -147,11 +147,6 @@ func (a *API) listPortgroups(detail bool) handlerFunc {
 	}
 }
 
-func (a *API) writePortgroup(w http.ResponseWriter, r *http.Request, status int, pg *storage.Portgroup, fields []string) error {
-	portgroupTable.writeOne(w, a.view(r), status, pg, fields)
-	return nil
-}
-
 // getPortgroup is GET /v1/portgroups/{ident} (UUID or name).
 func (a *API) getPortgroup(w http.ResponseWriter, r *http.Request) error {
 	ver := versionOf(r)
@@ -167,7 +162,7 @@ func (a *API) getPortgroup(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return a.writePortgroup(w, r, http.StatusOK, pg, fields)
+	return portgroupTable.writeOK(w, a.view(r), pg, fields)
 }
 
 // createPortgroup is POST /v1/portgroups.
@@ -245,7 +240,7 @@ func (a *API) patchPortgroup(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return a.writePortgroup(w, r, http.StatusOK, updated, nil)
+	return portgroupTable.writeOK(w, a.view(r), updated, nil)
 }
 
 // argPyStr is Python's str() of a JSON value, for messages that format one.

@@ -144,11 +144,6 @@ func (a *API) listPorts(detail bool) handlerFunc {
 	}
 }
 
-func (a *API) writePort(w http.ResponseWriter, r *http.Request, status int, p *storage.Port, fields []string) error {
-	portTable.writeOne(w, a.view(r), status, p, fields)
-	return nil
-}
-
 func (a *API) getPort(w http.ResponseWriter, r *http.Request) error {
 	fields, err := portTable.parseFields(r.URL.Query().Get("fields"), versionOf(r))
 	if err != nil {
@@ -158,7 +153,7 @@ func (a *API) getPort(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return a.writePort(w, r, http.StatusOK, p, fields)
+	return portTable.writeOK(w, a.view(r), p, fields)
 }
 
 // lookupPort is Ironic's port_ident=args.uuid_or_name check followed by
@@ -259,7 +254,7 @@ func (a *API) patchPort(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return a.writePort(w, r, http.StatusOK, updated, nil)
+	return portTable.writeOK(w, a.view(r), updated, nil)
 }
 
 func (a *API) deletePort(w http.ResponseWriter, r *http.Request) error {
