@@ -13,9 +13,11 @@ import (
 // conffile, enablement, systemd-analyze verify, the unit's ExecStart as the
 // castiron user with the unit's capabilities only (DHCP and TFTP bound),
 // backup while serving, castiron.service started by systemd booted in the
-// same root (systemd-nspawn), reinstall keeping an edited conffile, purge.
+// same root (systemd-nspawn) with the README's configuration edits, an
+// upgrade while it runs (restarted, nodes and the edited conffile kept),
+// purge.
 func TestDebInstall(t *testing.T) {
-	need(t, true, "make", "unshare", "apt-get", "dpkg-deb", "systemd-analyze", "setpriv", "curl", "ip", "ss", "systemd-nspawn")
+	need(t, true, "make", "unshare", "apt-get", "dpkg-deb", "systemd-analyze", "setpriv", "curl", "ip", "ss", "systemd-nspawn", "htpasswd")
 	deb := makeOutput(t, "deb")
 	st, err := os.Stat(deb)
 	if err != nil {
@@ -26,8 +28,13 @@ func TestDebInstall(t *testing.T) {
 		t.Fatalf("make deb wrote %s, want build/castiron_VERSION_ARCH.deb", deb)
 	}
 
+	// The same package one version up, for the upgrade under systemd.
+	version := strings.Split(filepath.Base(deb), "_")[1]
+	upgrade := makeOutput(t, "deb", "DEB_VERSION="+version+"+upgradetest")
+	defer os.Remove(upgrade)
+
 	cmd := exec.Command("unshare", "-m", "-n", "--propagation", "private",
-		filepath.Join(repoRoot(t), "tests/pkg/debinstall.sh"), deb)
+		filepath.Join(repoRoot(t), "tests/pkg/debinstall.sh"), deb, upgrade)
 	cmd.Stdin = nil
 	out, err := cmd.CombinedOutput()
 	var oks []string

@@ -1,5 +1,6 @@
 #!/bin/bash
-# usage: unshare -m -n --propagation private tests/pkg/debinstall.sh CASTIRON.deb
+# usage: unshare -m -n --propagation private tests/pkg/debinstall.sh CASTIRON.deb UPGRADE.deb
+# (UPGRADE.deb: the same package with a higher version)
 #
 # Installs the package the way the README says (apt install ./castiron_*.deb)
 # in a throwaway root: an overlay over this Debian host's / in a private mount
@@ -13,6 +14,8 @@
 # "ok: ..." per check; any failed check exits non-zero with "FAIL: ...".
 set -euo pipefail
 deb=$(realpath "$1")
+upgrade=$(realpath "$2")
+upgrade_version=$(dpkg-deb -f "$upgrade" Version)
 fail() { echo "FAIL: $*" >&2; exit 1; }
 ok() { echo "ok: $*"; }
 # has PATTERN TEXT: grep -q on a captured output (a pipe into grep -q would
@@ -73,8 +76,9 @@ trap cleanup EXIT
 ip link set lo up
 in_root() { chroot "$R" "$@"; }
 
-# A fresh host has neither; the overlay hides any the real host has.
-in_root sh -c 'if getent passwd castiron >/dev/null; then userdel castiron; fi; rm -rf /var/lib/castiron /etc/castiron'
+# A fresh host has none of these; the overlay hides any the real host has
+# (a container image's policy-rc.d forbids starting services).
+in_root sh -c 'if getent passwd castiron >/dev/null; then userdel castiron; fi; rm -rf /var/lib/castiron /etc/castiron /usr/sbin/policy-rc.d'
 
 cp "$deb" "$R/var/tmp/"
 in_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "./var/tmp/$(basename "$deb")" </dev/null \
@@ -151,10 +155,20 @@ pid=
 ok "SIGTERM: clean stop"
 
 # castiron.service started by systemd (PID 1 of a container on the same
-# root) with the package's unit and an operator's configuration
-# (pxe-interface: a veth made in the container's private network).
+# root) after the README's "Install on an edge host" edits: an htpasswd
+# file, listen on every address, a provisioning interface (a veth made in
+# the container's private network); then an upgrade to UPGRADE.deb while
+# the service runs.
 api_umount
-echo 'pxe-interface: ctdeb0' >>"$R/etc/castiron/castiron.yaml"
+htpasswd -B -b -c "$R/etc/castiron/htpasswd" admin debtest-secret 2>/dev/null
+chroot "$R" chgrp castiron /etc/castiron/htpasswd
+chmod 640 "$R/etc/castiron/htpasswd"
+cat >>"$R/etc/castiron/castiron.yaml" <<'YAML'
+listen: 0.0.0.0:6385
+htpasswd: /etc/castiron/htpasswd
+pxe-interface: ctdeb0
+YAML
+cp "$upgrade" "$R/var/tmp/upgrade.deb"
 cat /proc/sys/kernel/random/uuid | tr -d - >"$R/etc/machine-id" # not the host's
 cat >"$R/etc/systemd/system/castiron-testnet.service" <<'UNIT'
 [Unit]
@@ -166,18 +180,41 @@ ExecStart=/sbin/ip link set ctdeb1 up
 ExecStart=/sbin/ip addr add 10.213.0.1/24 dev ctdeb0
 ExecStart=/sbin/ip link set ctdeb0 up
 UNIT
+cat >"$R/usr/local/sbin/castiron-check" <<'CHECK'
+#!/bin/bash
+# Runs in the container once castiron.service started; the test reads its output.
+api() { curl -sf -u admin:debtest-secret -H 'X-OpenStack-Ironic-API-Version: latest' "$@"; }
+ready() { for _ in $(seq 60); do curl -sf http://127.0.0.1:6385/readyz && return; sleep 1; done; echo "not ready"; }
+ready; echo
+systemctl show castiron -p ActiveState -p User -p NRestarts
+pid=$(systemctl show castiron -p MainPID --value)
+grep -E "^(Uid|CapEff|CapBnd|NoNewPrivs)" "/proc/$pid/status"
+ss -Hlunp
+echo "noauth /v1/nodes: $(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:6385/v1/nodes)"
+api http://127.0.0.1:6385/metrics | grep '^castiron_build_info'
+api -X POST -H 'Content-Type: application/json' -d '{"driver":"fake-hardware","name":"before-upgrade"}' \
+    http://127.0.0.1:6385/v1/nodes >/dev/null && echo "created before-upgrade"
+DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+    -o Dpkg::Options::=--force-confold /var/tmp/upgrade.deb </dev/null >/var/tmp/upgrade.log 2>&1 && echo "upgrade installed"
+echo "after upgrade: $(dpkg-query -W castiron)"
+ready; echo
+systemctl show castiron -p ActiveState --value | sed 's/^/after upgrade: /'
+[ "$(systemctl show castiron -p MainPID --value)" != "$pid" ] && echo "after upgrade: restarted"
+api http://127.0.0.1:6385/v1/nodes/before-upgrade | grep -q '"before-upgrade"' && echo "after upgrade: before-upgrade kept"
+grep -q '^pxe-interface: ctdeb0' /etc/castiron/castiron.yaml && echo "after upgrade: castiron.yaml kept"
+CHECK
+chmod 755 "$R/usr/local/sbin/castiron-check"
 cat >"$R/etc/systemd/system/castiron-check.service" <<'UNIT'
+# Wants, not Requires: the upgrade restarts castiron.service, which must not
+# restart this check in the middle of its apt-get.
 [Unit]
 After=castiron.service
-Requires=castiron.service
+Wants=castiron.service
 [Service]
 Type=oneshot
-StandardOutput=file:/var/tmp/castiron-check.out
+StandardOutput=append:/var/tmp/castiron-check.out
 StandardError=inherit
-ExecStart=/bin/sh -c 'for i in $(seq 60); do curl -sf http://127.0.0.1:6385/readyz && break; sleep 1; done; echo; \
-    systemctl show castiron -p ActiveState -p User -p NRestarts; \
-    grep -E "^(Uid|CapEff|CapBnd|NoNewPrivs)" /proc/$(systemctl show castiron -p MainPID --value)/status; \
-    ss -Hlunp'
+ExecStart=/usr/local/sbin/castiron-check
 ExecStartPost=/bin/systemctl poweroff --no-block
 UNIT
 cat >"$R/etc/systemd/system/castiron-check.target" <<'UNIT'
@@ -191,22 +228,27 @@ timeout 300 systemd-nspawn -q -D "$R" --private-network --register=no --keep-uni
     || { tail -30 "$work/nspawn.log" >&2; fail "systemd-nspawn --boot"; }
 cg_leave
 check=$(cat "$R/var/tmp/castiron-check.out" 2>/dev/null) || { tail -30 "$work/nspawn.log" >&2; fail "no output of castiron-check.service"; }
-for want in '^ready' '^ActiveState=active$' '^User=castiron$' '^NRestarts=0$' "^Uid:[[:space:]]*$uid[[:space:]]" \
-    '^CapEff:[[:space:]]*0000000000002400$' '^CapBnd:[[:space:]]*0000000000002400$' '^NoNewPrivs:[[:space:]]*1$' \
-    ':67 .*castiron' ':69 .*castiron'; do
-    has "$want" "$check" || { echo "$check" >&2; tail -30 "$work/nspawn.log" >&2; fail "castiron.service under systemd: no $want"; }
-done
-ok "castiron.service started by systemd (nspawn --boot): active as castiron, CapEff only NET_BIND_SERVICE+NET_RAW, NoNewPrivs, DHCP :67 and TFTP :69 bound, /readyz ready"
-rm "$R"/etc/systemd/system/castiron-{testnet,check}.{service,target} 2>/dev/null || true
-sed -i '/^pxe-interface: ctdeb0$/d' "$R/etc/castiron/castiron.yaml"
+expect() {
+    local what=$1 want
+    shift
+    for want in "$@"; do
+        has "$want" "$check" || {
+            echo "$check" >&2
+            tail -n 30 "$work/nspawn.log" "$R/var/tmp/upgrade.log" >&2
+            fail "$what: no $want"
+        }
+    done
+}
+expect "castiron.service under systemd" '^ready' '^ActiveState=active$' '^User=castiron$' '^NRestarts=0$' \
+    "^Uid:[[:space:]]*$uid[[:space:]]" '^CapEff:[[:space:]]*0000000000002400$' '^CapBnd:[[:space:]]*0000000000002400$' \
+    '^NoNewPrivs:[[:space:]]*1$' ':67 .*castiron' ':69 .*castiron' '^noauth /v1/nodes: 401$' \
+    '^castiron_build_info' '^created before-upgrade$'
+ok "castiron.service started by systemd (nspawn --boot) with htpasswd, listen 0.0.0.0, pxe-interface: active as castiron, CapEff only NET_BIND_SERVICE+NET_RAW, NoNewPrivs, DHCP :67 and TFTP :69 bound, 401 without credentials, /metrics with them"
+expect "upgrade" '^upgrade installed$' "^after upgrade: castiron[[:space:]]$upgrade_version\$" '^after upgrade: active$' \
+    '^after upgrade: restarted$' '^after upgrade: before-upgrade kept$' '^after upgrade: castiron.yaml kept$'
+ok "upgrade to $upgrade_version under systemd: service restarted, nodes and the edited castiron.yaml kept"
+rm "$R"/etc/systemd/system/castiron-{testnet,check}.{service,target} "$R/usr/local/sbin/castiron-check" 2>/dev/null || true
 api_mount
-
-# Upgrade path: an operator's edit of the conffile survives a reinstall.
-echo 'log-format: json' >>"$R/etc/castiron/castiron.yaml"
-in_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --reinstall --no-install-recommends \
-    -o Dpkg::Options::=--force-confold "./var/tmp/$(basename "$deb")" </dev/null >/dev/null || fail "reinstall"
-grep -qx 'log-format: json' "$R/etc/castiron/castiron.yaml" || fail "reinstall replaced the edited castiron.yaml"
-ok "reinstall keeps the edited /etc/castiron/castiron.yaml"
 
 in_root env DEBIAN_FRONTEND=noninteractive apt-get purge -y -q castiron </dev/null >/dev/null || fail "apt-get purge"
 [ ! -e "$R/usr/bin/castiron" ] || fail "purge left /usr/bin/castiron"

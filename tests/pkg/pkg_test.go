@@ -38,12 +38,13 @@ func need(t *testing.T, root bool, tools ...string) {
 	}
 }
 
-// makeOutput runs `make TARGET` in the repository and returns the last line
-// of its output that names an existing file under build/ (the artifact).
-func makeOutput(t *testing.T, target string) string {
+// makeOutput runs `make TARGET [VAR=value...]` in the repository and
+// returns the last line of its output that names an existing file under
+// build/ (the artifact).
+func makeOutput(t *testing.T, target string, vars ...string) string {
 	t.Helper()
 	root := repoRoot(t)
-	cmd := exec.Command("make", "--no-print-directory", target)
+	cmd := exec.Command("make", append([]string{"--no-print-directory", target}, vars...)...)
 	cmd.Dir = root
 	out, err := cmd.CombinedOutput()
 	if err != nil {
