@@ -15,7 +15,7 @@ TESTFLAGS ?= -count=1 -timeout 20m
 
 export CGO_ENABLED := 0
 
-.PHONY: all help build run test unit deps vet bench states clean
+.PHONY: all help build run test unit deps vet bench states clean tempest
 
 all: build
 
@@ -27,6 +27,7 @@ help:
 	@echo "make e2e     end-to-end: real DHCP/TFTP/iPXE boot of qemu VMs behind ipmi_sim (root)"
 	@echo "make deb     build/castiron_VERSION_ARCH.deb: binary, castiron.service, /etc/castiron/castiron.yaml, man page"
 	@echo "make image   build/castiron-image.tar (docker/podman load) and build/castiron-oci/ (OCI layout): no container daemon needed"
+	@echo "make tempest the ironic-tempest-plugin API suite against castiron, three runs (part of make test)"
 	@echo "make bench   bench/run.sh: castiron against OpenStack Ironic"
 	@echo "make states  the provision state machine as Graphviz (stdout)"
 	@echo "make clean   remove build outputs (never ./castiron-data)"
@@ -63,6 +64,10 @@ vet: tools-tidy
 
 bench:
 	bench/run.sh
+
+# The three ironic-tempest-plugin runs alone (make test runs them with the rest).
+tempest: deps
+	$(GO) test -count=1 -timeout 30m -v -run TestIronicTempestAPI ./tests/tempest/
 
 # Only the diagram goes to stdout: make states | dot -Tsvg > states.svg
 states:

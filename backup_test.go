@@ -10,16 +10,17 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"castiron/tests/castironserve"
 )
 
 // castironCmd runs a castiron command (not serve) to its end.
 func castironCmd(t *testing.T, args ...string) (string, error) {
 	t.Helper()
 	cmd := exec.Command(opsBinary(t), args...)
-	cmd.Env = cliServerEnv()
+	cmd.Env = castironserve.Env()
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
@@ -142,7 +143,7 @@ func TestBackupRestoreUnderLoad(t *testing.T) {
 
 	// restore refuses while castiron serves the data dir.
 	out, err = castironCmd(t, "restore", "--data-dir", data, backup)
-	if err == nil || !strings.Contains(out, "refusing to restore") || !strings.Contains(out, fmt.Sprintf("pid %d", srv.cmd.Process.Pid)) {
+	if err == nil || !strings.Contains(out, "refusing to restore") || !strings.Contains(out, fmt.Sprintf("pid %d", srv.PID())) {
 		t.Errorf("restore on a served data dir: %v %s", err, out)
 	}
 	close(stop)
@@ -184,8 +185,7 @@ func TestBackupRestoreUnderLoad(t *testing.T) {
 
 	// Over the first data dir once its castiron stopped: the old database
 	// is kept aside.
-	_ = srv.cmd.Process.Signal(syscall.SIGTERM)
-	<-srv.exited
+	srv.Stop()
 	if out, err := castironCmd(t, "restore", "--data-dir", data, backup); err != nil {
 		t.Fatalf("restore over a stopped data dir: %v\n%s", err, out)
 	}

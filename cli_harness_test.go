@@ -9,26 +9,23 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"castiron/tests/castironserve"
 )
 
 const cliConductor = "cli-test-conductor"
 
 // cliServer is the castiron process the CLI talks to.
 type cliServer struct {
-	cmd      *exec.Cmd
 	endpoint string
-	logPath  string
-	exited   chan struct{}
+	*castironserve.Server
 }
 
 // cliClient runs `openstack baremetal` against one endpoint.
@@ -40,120 +37,14 @@ type cliClient struct {
 }
 
 // cliBuild compiles castiron the way `make build` does (static, CGO off).
-func cliBuild(t *testing.T, dir string) string {
-	t.Helper()
-	bin := filepath.Join(dir, "castiron")
-	cmd := exec.Command("go", "build", "-trimpath", "-o", bin, ".")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
+func cliBuild(t *testing.T, dir string) string { return castironserve.Build(t, dir) }
 
-// cliStart runs `castiron serve` on 127.0.0.1:0, reads the bound address
-// from its first log line, waits for GET /v1, and stops it by PID when the
-// test ends.
+// cliStart runs `castiron serve` on 127.0.0.1:0 as the CLI test's
+// conductor, waits for GET /v1, and stops it by PID when the test ends.
 func cliStart(t *testing.T, bin, dataDir, logPath string, extra ...string) *cliServer {
 	t.Helper()
-	logf, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:0", "--data-dir", dataDir,
-		"--conductor-name", cliConductor, "--log-level", "debug")
-	cmd.Args = append(cmd.Args, extra...)
-	cmd.Env = cliServerEnv()
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		t.Fatalf("start castiron: %v", err)
-	}
-	s := &cliServer{cmd: cmd, logPath: logPath, exited: make(chan struct{})}
-	go func() { _ = cmd.Wait(); logf.Close(); close(s.exited) }()
-	t.Cleanup(func() {
-		pid := cmd.Process.Pid
-		_ = syscall.Kill(pid, syscall.SIGTERM)
-		select {
-		case <-s.exited:
-		case <-time.After(20 * time.Second):
-			t.Errorf("castiron (pid %d) did not stop on SIGTERM; killing it", pid)
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-			<-s.exited
-		}
-		// The secrets the CLI tests send must be in no log line.
-		if b, err := os.ReadFile(logPath); err == nil {
-			for _, secret := range []string{"s3cret pass", "rescue-me"} {
-				if bytes.Contains(b, []byte(secret)) {
-					t.Errorf("secret %q in the castiron log %s", secret, logPath)
-				}
-			}
-		}
-		if t.Failed() {
-			s.dumpLog(t)
-		}
-	})
-
-	// logfmt (default) or JSON (--log-format json)
-	listenRE := regexp.MustCompile(`msg="castiron serving".* listen=(\S+)|"msg":"castiron serving".*"listen":"([^"]+)"`)
-	deadline := time.Now().Add(60 * time.Second)
-	for s.endpoint == "" {
-		select {
-		case <-s.exited:
-			s.dumpLog(t)
-			t.Fatalf("castiron exited before serving")
-		default:
-		}
-		if time.Now().After(deadline) {
-			s.dumpLog(t)
-			t.Fatalf("castiron did not log its listen address within 60s")
-		}
-		if b, err := os.ReadFile(logPath); err == nil {
-			if m := listenRE.FindSubmatch(b); m != nil {
-				s.endpoint = "http://" + string(m[1]) + string(m[2])
-				break
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		req, _ := http.NewRequestWithContext(ctx, "GET", s.endpoint+"/v1", nil)
-		resp, err := http.DefaultClient.Do(req)
-		cancel()
-		if err == nil {
-			resp.Body.Close()
-			// 401: up, with --htpasswd.
-			if resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusUnauthorized {
-				return s
-			}
-		}
-		if time.Now().After(deadline) {
-			s.dumpLog(t)
-			t.Fatalf("GET %s/v1 did not answer 200 (or 401) within 60s (last error %v)", s.endpoint, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-func (s *cliServer) dumpLog(t *testing.T) {
-	b, _ := os.ReadFile(s.logPath)
-	const max = 20000
-	if len(b) > max {
-		b = append([]byte("...\n"), b[len(b)-max:]...)
-	}
-	t.Logf("castiron log (%s):\n%s", s.logPath, b)
-}
-
-// cliServerEnv keeps CASTIRON_* settings of the caller out of the server.
-func cliServerEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "CASTIRON_") {
-			env = append(env, kv)
-		}
-	}
-	return env
+	s := castironserve.Start(t, bin, dataDir, logPath, append([]string{"--conductor-name", cliConductor}, extra...)...)
+	return &cliServer{endpoint: s.Endpoint, Server: s}
 }
 
 // cliEnv is the client's environment: no OS_* settings or clouds.yaml of

@@ -55,6 +55,10 @@ func TestOpenstackCLI(t *testing.T) {
 		t.Parallel()
 		cliErrors(t, c)
 	})
+	t.Run("every create set unset delete", func(t *testing.T) {
+		t.Parallel()
+		cliEveryResource(t, c, t.TempDir())
+	})
 	t.Run("adopt rebuild rescue", func(t *testing.T) {
 		t.Parallel()
 		cliAdoptRescue(t, c)

@@ -51,7 +51,13 @@ type field[T any] struct {
 func (f *field[T]) has(fl fieldFlags) bool { return f.flags&fl != 0 }
 
 // shown reports whether a view at ver carries the field.
-func (f *field[T]) shown(ver Version) bool { return f.get != nil && ver.AtLeast(f.min) }
+func (res *resource[T]) shown(f *field[T], ver Version) bool {
+	from := f.min
+	if v, ok := res.shownFrom[f.name]; ok {
+		from = v
+	}
+	return f.get != nil && ver.AtLeast(from)
+}
 
 // resource is a resource's field table.
 type resource[T any] struct {
@@ -64,6 +70,15 @@ type resource[T any] struct {
 	// following can be updated" message when it is not alphabetical; it
 	// holds exactly the fPatch fields (fields_test.go checks).
 	patchOrder []string
+	// gateFirstOp makes a PATCH's version gate look at its first operation
+	// only, as Ironic's is_path_updated does for portgroups (it returns
+	// from inside its loop); the stock tempest plugin patches /extra then
+	// /properties at 1.23 and expects success.
+	gateFirstOp bool
+	// shownFrom holds fields that views show from an earlier version than
+	// the one that brought them (Ironic shows portgroup mode and properties
+	// from 1.23 though they are writable and selectable from 1.26).
+	shownFrom map[string]int
 }
 
 func newResource[T any](name string, summary []string, fields ...field[T]) *resource[T] {
@@ -206,7 +221,7 @@ func (res *resource[T]) render(buf *bytes.Buffer, v *viewCtx, x *T, fields []str
 	buf.WriteByte('{')
 	first := true
 	emit := func(f *field[T]) {
-		if !f.shown(v.ver) {
+		if !res.shown(f, v.ver) {
 			return
 		}
 		if !first {
@@ -353,7 +368,10 @@ func (res *resource[T]) checkPatch(ops []patchOp, ver Version) error {
 			return errInvalid("Cannot patch %s. Only the following can be updated: %s", op.path, strings.Join(res.patchable(), ", "))
 		}
 	}
-	for _, op := range ops {
+	for i, op := range ops {
+		if res.gateFirstOp && i > 0 {
+			break
+		}
 		if res.newerThan(op.root(), ver) {
 			return errNotAcceptable()
 		}

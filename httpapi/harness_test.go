@@ -48,7 +48,7 @@ func newAPIWith(t testing.TB, tweak func(*engine.Config), opts ...func(*Options)
 	if err := cond.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	o := Options{Logger: quiet}
+	o := Options{Logger: quiet, LockRetry: 5 * time.Millisecond}
 	for _, f := range opts {
 		f(&o)
 	}

@@ -18,67 +18,74 @@ func pgObj(name string, min int, p func(*storage.Portgroup) *storage.JSONObject)
 		func(pg *storage.Portgroup, v any) error { *p(pg) = objectOrEmpty(v); return nil }}
 }
 
-// portgroups is Ironic's portgroup table (API 1.23) in its view order.
-// physical_network (1.102), category (1.103) and dynamic_portgroup (1.111)
-// are past castiron's maximum version.
-var portgroupTable = newResource("portgroup", []string{"uuid", "address", "name", "links"},
-	portgroupField{"uuid", 23, fCreate | fSort, scTypes("string", "null"), nil, func(_ *viewCtx, pg *storage.Portgroup) any { return pg.UUID }, nil},
-	portgroupField{"created_at", 23, fSort, nil, nil, func(_ *viewCtx, pg *storage.Portgroup) any { return ironicTime(pg.CreatedAt) }, nil},
-	portgroupField{"updated_at", 23, fSort, nil, nil, func(_ *viewCtx, pg *storage.Portgroup) any { return timeOrNil(pg.UpdatedAt) }, nil},
-	portgroupField{"address", 23, fCreate | fPatch | fSort, scTypes("string", "null"), nil,
-		func(_ *viewCtx, pg *storage.Portgroup) any { return strOrNil(pg.Address) },
-		func(pg *storage.Portgroup, v any) error {
-			pg.Address = nil
-			if s, ok := v.(string); ok {
-				mac, err := engine.NormalizeMAC(s)
-				if err != nil {
-					return errInvalid("Expected valid MAC address for address: %s", s)
+// portgroupTable is Ironic's portgroup table (API 1.23) in its view order.
+// mode and properties (1.26) are shown from 1.23, as Ironic 21.4 shows them
+// (the stock tempest plugin reads them there). physical_network (1.102),
+// category (1.103) and dynamic_portgroup (1.111) are past castiron's
+// maximum version.
+var portgroupTable = func() *resource[storage.Portgroup] {
+	res := newResource("portgroup", []string{"uuid", "address", "name", "links"},
+		portgroupField{"uuid", 23, fCreate | fSort, scTypes("string", "null"), nil, func(_ *viewCtx, pg *storage.Portgroup) any { return pg.UUID }, nil},
+		portgroupField{"created_at", 23, fSort, nil, nil, func(_ *viewCtx, pg *storage.Portgroup) any { return ironicTime(pg.CreatedAt) }, nil},
+		portgroupField{"updated_at", 23, fSort, nil, nil, func(_ *viewCtx, pg *storage.Portgroup) any { return timeOrNil(pg.UpdatedAt) }, nil},
+		portgroupField{"address", 23, fCreate | fPatch | fSort, scTypes("string", "null"), nil,
+			func(_ *viewCtx, pg *storage.Portgroup) any { return strOrNil(pg.Address) },
+			func(pg *storage.Portgroup, v any) error {
+				pg.Address = nil
+				if s, ok := v.(string); ok {
+					mac, err := engine.NormalizeMAC(s)
+					if err != nil {
+						return errInvalid("Expected valid MAC address for address: %s", s)
+					}
+					pg.Address = &mac
 				}
-				pg.Address = &mac
-			}
-			return nil
-		}},
-	pgObj("extra", 23, func(pg *storage.Portgroup) *storage.JSONObject { return &pg.Extra }),
-	portgroupField{"internal_info", 23, 0, nil, nil, func(_ *viewCtx, pg *storage.Portgroup) any { return pg.InternalInfo }, nil},
-	portgroupField{"mode", 26, fCreate | fPatch | fSort, scTypes("string", "null"), nil,
-		func(_ *viewCtx, pg *storage.Portgroup) any { return strOrNil(pg.Mode) },
-		func(pg *storage.Portgroup, v any) error { pg.Mode = optString(v); return nil }},
-	portgroupField{"name", 23, fCreate | fPatch | fSort, scTypes("string", "null"), nil,
-		func(_ *viewCtx, pg *storage.Portgroup) any { return strOrNil(pg.Name) },
-		func(pg *storage.Portgroup, v any) error {
-			pg.Name = nil
-			if s, ok := v.(string); ok && s != "" {
-				pg.Name = &s
-			}
-			return nil
-		}},
-	pgObj("properties", 26, func(pg *storage.Portgroup) *storage.JSONObject { return &pg.Properties }),
-	portgroupField{"standalone_ports_supported", 23, fCreate | fPatch | fSort, scTypes("string", "boolean", "null"), nil,
-		func(_ *viewCtx, pg *storage.Portgroup) any { return pg.StandalonePortsSupported },
-		func(pg *storage.Portgroup, v any) error {
-			pg.StandalonePortsSupported = true
-			if v == nil {
 				return nil
-			}
-			b, err := argBool("standalone_ports_supported", v)
-			pg.StandalonePortsSupported = b
-			return err
-		}},
-	portgroupField{"node_uuid", 23, fCreate | fPatch | fRequired, scTypes("string"), nil,
-		func(_ *viewCtx, pg *storage.Portgroup) any { return pg.NodeUUID },
-		func(pg *storage.Portgroup, v any) error {
-			node := v.(string)
-			if !argUUIDLike(node) {
-				return errInvalid("Expected UUID for node_uuid: %s", node)
-			}
-			pg.NodeUUID = node
-			return nil
-		}},
-	portgroupField{"links", 23, 0, nil, nil, func(v *viewCtx, pg *storage.Portgroup) any { return selfLinks(v, "portgroups", pg.UUID) }, nil},
-	portgroupField{"ports", 23, 0, nil, nil, func(v *viewCtx, pg *storage.Portgroup) any {
-		return selfLinks(v, "portgroups", pg.UUID+"/ports")
-	}, nil},
-)
+			}},
+		pgObj("extra", 23, func(pg *storage.Portgroup) *storage.JSONObject { return &pg.Extra }),
+		portgroupField{"internal_info", 23, 0, nil, nil, func(_ *viewCtx, pg *storage.Portgroup) any { return pg.InternalInfo }, nil},
+		portgroupField{"mode", 26, fCreate | fPatch | fSort, scTypes("string", "null"), nil,
+			func(_ *viewCtx, pg *storage.Portgroup) any { return strOrNil(pg.Mode) },
+			func(pg *storage.Portgroup, v any) error { pg.Mode = optString(v); return nil }},
+		portgroupField{"name", 23, fCreate | fPatch | fSort, scTypes("string", "null"), nil,
+			func(_ *viewCtx, pg *storage.Portgroup) any { return strOrNil(pg.Name) },
+			func(pg *storage.Portgroup, v any) error {
+				pg.Name = nil
+				if s, ok := v.(string); ok && s != "" {
+					pg.Name = &s
+				}
+				return nil
+			}},
+		pgObj("properties", 26, func(pg *storage.Portgroup) *storage.JSONObject { return &pg.Properties }),
+		portgroupField{"standalone_ports_supported", 23, fCreate | fPatch | fSort, scTypes("string", "boolean", "null"), nil,
+			func(_ *viewCtx, pg *storage.Portgroup) any { return pg.StandalonePortsSupported },
+			func(pg *storage.Portgroup, v any) error {
+				pg.StandalonePortsSupported = true
+				if v == nil {
+					return nil
+				}
+				b, err := argBool("standalone_ports_supported", v)
+				pg.StandalonePortsSupported = b
+				return err
+			}},
+		portgroupField{"node_uuid", 23, fCreate | fPatch | fRequired, scTypes("string"), nil,
+			func(_ *viewCtx, pg *storage.Portgroup) any { return pg.NodeUUID },
+			func(pg *storage.Portgroup, v any) error {
+				node := v.(string)
+				if !argUUIDLike(node) {
+					return errInvalid("Expected UUID for node_uuid: %s", node)
+				}
+				pg.NodeUUID = node
+				return nil
+			}},
+		portgroupField{"links", 23, 0, nil, nil, func(v *viewCtx, pg *storage.Portgroup) any { return selfLinks(v, "portgroups", pg.UUID) }, nil},
+		portgroupField{"ports", 23, 0, nil, nil, func(v *viewCtx, pg *storage.Portgroup) any {
+			return selfLinks(v, "portgroups", pg.UUID+"/ports")
+		}, nil},
+	)
+	res.shownFrom = map[string]int{"mode": 23, "properties": 23}
+	res.gateFirstOp = true
+	return res
+}()
 
 // portgroupUnsortable is Ironic's invalid_sort_key_list for portgroups.
 var portgroupUnsortable = []string{"extra", "internal_info", "properties"}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"castiron/engine"
+	"castiron/fault"
 	"castiron/pxe/boot"
 )
 
@@ -40,6 +41,10 @@ type Options struct {
 	BootRecorder boot.Recorder
 	// Observer, when set, is told of every request answered (metrics).
 	Observer RequestObserver
+	// LockRetry is how long a request that found its node locked waits
+	// before it tries again (Ironic's [conductor]node_locked_retry_interval,
+	// 1 s when zero); lockAttempts tries are made in all.
+	LockRetry time.Duration
 }
 
 // RequestObserver is told of each request once it is answered: the route
@@ -47,6 +52,9 @@ type Options struct {
 type RequestObserver interface {
 	Request(route, method string, status int, took time.Duration)
 }
+
+// lockAttempts is Ironic's [conductor]node_locked_retry_attempts.
+const lockAttempts = 3
 
 // API is the HTTP handler of the /v1 API.
 type API struct {
@@ -120,7 +128,7 @@ func (a *API) versionedAuth(minMinor int, auth bool, h handlerFunc) http.Handler
 			capped = &cappedBody{orig: r.Body, ReadCloser: http.MaxBytesReader(w, r.Body, MaxBodyBytes)}
 			r.Body = capped
 		}
-		if err := h(w, r); err != nil {
+		if err := a.retryLocked(w, r, h); err != nil {
 			writeError(w, r, err)
 		}
 		if capped != nil && capped.over {
@@ -187,6 +195,43 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a.mux.ServeHTTP(rec, r)
+}
+
+// retryLocked runs h, and again while it answers NodeLocked (a handler that
+// does has changed nothing), as Ironic's conductor retries taking a node's
+// lock: a node held by a short task, such as the power change that
+// answered 202 a moment ago, is waited for instead of refused. The body
+// read so far is replayed to each try.
+func (a *API) retryLocked(w http.ResponseWriter, r *http.Request, h handlerFunc) error {
+	interval := a.opts.LockRetry
+	if interval <= 0 {
+		interval = time.Second
+	}
+	body := r.Body
+	var seen bytes.Buffer
+	if body != nil {
+		r.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.TeeReader(body, &seen), body}
+	}
+	for attempt := 1; ; attempt++ {
+		err := h(w, r)
+		if err == nil || !fault.Is(err, fault.NodeLocked) || attempt == lockAttempts {
+			return err
+		}
+		select {
+		case <-r.Context().Done():
+			return err
+		case <-time.After(interval):
+		}
+		if body != nil {
+			r.Body = struct {
+				io.Reader
+				io.Closer
+			}{io.MultiReader(bytes.NewReader(bytes.Clone(seen.Bytes())), io.TeeReader(body, &seen)), body}
+		}
+	}
 }
 
 // cappedBody is a request body behind http.MaxBytesReader that remembers

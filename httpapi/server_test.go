@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"castiron/storage"
 )
 
 // TestTooLargeBodyLingers is Python's http.client against a 20 MB POST: it
@@ -44,4 +46,27 @@ func TestTooLargeBodyLingers(t *testing.T) {
 	if !strings.Contains(b.String(), "Request body is larger than") {
 		t.Errorf("body %s", b.String())
 	}
+}
+
+// TestNodeLockedIsRetried: a request that finds its node locked by a short
+// task waits for it, as Ironic's conductor retries taking the lock; a lock
+// held longer than the retries is the 409.
+func TestNodeLockedIsRetried(t *testing.T) {
+	h := newAPI(t, func(o *Options) { o.LockRetry = 100 * time.Millisecond })
+	id := h.createNode(map[string]any{})["uuid"].(string)
+	holder := "other-host"
+	h.db(id, func(n *storage.Node) { n.Reservation = &holder })
+	released := make(chan struct{})
+	go func() {
+		defer close(released)
+		time.Sleep(50 * time.Millisecond)
+		h.db(id, func(n *storage.Node) { n.Reservation = nil })
+	}()
+	patch := []any{map[string]any{"op": "add", "path": "/extra/a", "value": "b"}}
+	if got := h.expect(http.StatusOK, "PATCH", "/v1/nodes/"+id, latest, patch).json(t); got["extra"].(map[string]any)["a"] != "b" {
+		t.Errorf("patched after the lock went: %v", got["extra"])
+	}
+	<-released
+	h.db(id, func(n *storage.Node) { n.Reservation = &holder })
+	h.expect(http.StatusConflict, "PATCH", "/v1/nodes/"+id, latest, patch)
 }

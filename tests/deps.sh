@@ -2,6 +2,7 @@
 # Installs the Debian packages the tests drive, only when some are missing:
 #   python3-openstackclient python3-ironicclient  the `openstack baremetal` CLI
 #   python3-tempest                               tempest's Keystone auth provider (tests/keystone)
+#   ironic-tempest-plugin                         the Ironic API suite tempest runs against castiron (tests/tempest)
 #   ipmitool openipmi                             IPMI client and ipmi_sim (test BMC)
 #   file                                          checks the binary is static
 #   chromium                                      headless browser for the web UI tests
@@ -28,7 +29,7 @@
 # usage: tests/deps.sh [EXTRA_PACKAGE...]
 set -euo pipefail
 
-PACKAGES=(python3-openstackclient python3-ironicclient python3-tempest ipmitool openipmi file chromium
+PACKAGES=(python3-openstackclient python3-ironicclient python3-tempest ironic-tempest-plugin ipmitool openipmi file chromium
     qemu-system-x86 qemu-utils ipxe-qemu ovmf ipxe linux-image-amd64
     dnsmasq isc-dhcp-client tftp-hpa ndisc6 iputils-ping tcpdump cpio zstd xz-utils
     extlinux syslinux-common isolinux grub-efi-amd64-signed xorriso e2fsprogs gdisk fdisk parted genisoimage kea-admin
