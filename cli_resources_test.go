@@ -50,15 +50,16 @@ func cliEveryResource(t *testing.T, c *cliClient, dir string) {
 	args := []string{"node", "create", "--driver", "fake-hardware", "--uuid", nodeUUID, "--name", "cli-every",
 		"--chassis-uuid", chUUID, "--driver-info", "ipmi_password=secret", "--driver-info", "fake_key=v",
 		"--property", "cpus=2", "--extra", "e=1", "--network-data", `{"links": [], "networks": [], "services": []}`,
-		"--resource-class", "gold", "--conductor-group", "", "--automated-clean", "--owner", "team-a",
-		"--lessee", "team-b", "--description", "every option"}
+		"--resource-class", "gold", "--conductor-group", "", "--automated-clean"}
+	// python-ironicclient 5.0.1 refuses --owner, --lessee and --description
+	// on create itself ("not needed to create nodes"): node set sets them.
 	for k, v := range ifaces {
 		args = append(args, "--"+k+"-interface", v)
 	}
 	c.run(t, args...)
 	n := show(node, nodeUUID)
 	want := map[string]any{"name": "cli-every", "chassis_uuid": chUUID, "resource_class": "gold", "conductor_group": "",
-		"automated_clean": true, "owner": "team-a", "lessee": "team-b", "description": "every option", "provision_state": "enroll"}
+		"automated_clean": true, "provision_state": "enroll"}
 	for k, v := range ifaces {
 		want[k+"_interface"] = v
 	}
@@ -138,25 +139,15 @@ func cliEveryResource(t *testing.T, c *cliClient, dir string) {
 	if fmt.Sprint(cliColumn(traits, "Traits")) != "[CUSTOM_GPU]" {
 		t.Errorf("node traits after add/remove: %v", traits)
 	}
-	const vif = "5f2f3a50-2c2a-4b8e-9a53-0c2d5b8d6a04"
-	c.run(t, "node", "vif", "attach", nodeUUID, vif)
-	var vifs []map[string]any
-	c.json(t, &vifs, "node", "vif", "list", nodeUUID)
-	if cliFind(vifs, "ID", vif) == nil {
-		t.Errorf("node vif list after attach: %v", vifs)
-	}
-	c.run(t, "node", "vif", "detach", nodeUUID, vif)
-	c.json(t, &vifs, "node", "vif", "list", nodeUUID)
-	if len(vifs) != 0 {
-		t.Errorf("node vif list after detach: %v", vifs)
-	}
-
 	// Port groups.
 	pgroup := []string{"port", "group"}
-	const pgUUID = "5f2f3a50-2c2a-4b8e-9a53-0c2d5b8d6a05"
 	other := cliNewNode(t, c, "cli-every-other")
-	c.run(t, "port", "group", "create", "--node", nodeUUID, "--address", "52:54:00:e0:00:01", "--name", "bond-e",
-		"--uuid", pgUUID, "--extra", "a=1", "--mode", "802.3ad", "--property", "miimon=100", "--support-standalone-ports")
+	// python-ironicclient 5.0.1 refuses --uuid on port group create itself
+	// ("not needed to create portgroups").
+	var created map[string]any
+	c.json(t, &created, "port", "group", "create", "--node", nodeUUID, "--address", "52:54:00:e0:00:01", "--name", "bond-e",
+		"--extra", "a=1", "--mode", "802.3ad", "--property", "miimon=100", "--support-standalone-ports")
+	pgUUID := created["uuid"].(string)
 	pg := show(pgroup, pgUUID)
 	cliWant(t, "port group create", pg, map[string]any{"node_uuid": nodeUUID, "address": "52:54:00:e0:00:01", "name": "bond-e",
 		"mode": "802.3ad", "standalone_ports_supported": true})
@@ -198,6 +189,22 @@ func cliEveryResource(t *testing.T, c *cliClient, dir string) {
 	p = show(port, portUUID)
 	cliWant(t, "port unset", p, map[string]any{"portgroup_uuid": nil, "physical_network": nil, "is_smartnic": false})
 	cliWantExactly(t, "port unset extra", p["extra"], map[string]any{"k2": "v2"})
+
+	// VIFs go on the node's ports with the flat network interface (noop
+	// keeps none, as in Ironic).
+	const vif = "5f2f3a50-2c2a-4b8e-9a53-0c2d5b8d6a04"
+	c.run(t, "node", "set", nodeUUID, "--network-interface", "flat")
+	c.run(t, "node", "vif", "attach", nodeUUID, vif)
+	var vifs []map[string]any
+	c.json(t, &vifs, "node", "vif", "list", nodeUUID)
+	if cliFind(vifs, "ID", vif) == nil {
+		t.Errorf("node vif list after attach: %v", vifs)
+	}
+	c.run(t, "node", "vif", "detach", nodeUUID, vif)
+	c.json(t, &vifs, "node", "vif", "list", nodeUUID)
+	if len(vifs) != 0 {
+		t.Errorf("node vif list after detach: %v", vifs)
+	}
 
 	// Volume connectors and targets (changes need the node powered off).
 	c.run(t, "node", "power", "off", nodeUUID, "--power-timeout", "60")

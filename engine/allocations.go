@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"castiron/fault"
+	"castiron/fault/pyrepr"
 	"castiron/storage"
 )
 
@@ -229,9 +230,9 @@ func (c *Conductor) allocationCandidates(ctx context.Context, a *storage.Allocat
 	})
 	if len(nodes) == 0 {
 		if len(a.CandidateNodes) > 0 {
-			return nil, allocationFailed(a.UUID, "none of the requested nodes are available and match the resource class %s", pyStr(a.ResourceClass))
+			return nil, allocationFailed(a.UUID, "none of the requested nodes are available and match the resource class %s", pyrepr.Str(optional(a.ResourceClass)))
 		}
-		return nil, allocationFailed(a.UUID, "no available nodes match the resource class %s", pyStr(a.ResourceClass))
+		return nil, allocationFailed(a.UUID, "no available nodes match the resource class %s", pyrepr.Str(optional(a.ResourceClass)))
 	}
 	if len(a.Traits) > 0 {
 		nodes = slices.DeleteFunc(nodes, func(n *storage.Node) bool { return !hasTraits(n, a.Traits) })
@@ -369,15 +370,15 @@ func (c *Conductor) backfillAllocation(ctx context.Context, a *storage.Allocatio
 		}
 		if al.ResourceClass != nil && deref(n.ResourceClass) != *al.ResourceClass {
 			errs = append(errs, fmt.Sprintf("Resource class %s does not match the requested resource class %s",
-				pyStr(n.ResourceClass), *al.ResourceClass))
+				pyrepr.Str(optional(n.ResourceClass)), *al.ResourceClass))
 		}
 		if len(al.Traits) > 0 && !hasTraits(n, al.Traits) {
 			errs = append(errs, fmt.Sprintf("List of traits %s does not match the requested traits %s",
-				pyList(n.Traits), pyList(al.Traits)))
+				pyrepr.Repr(n.Traits), pyrepr.Repr(al.Traits)))
 		}
 		if len(al.CandidateNodes) > 0 && !slices.Contains(al.CandidateNodes, n.UUID) {
 			errs = append(errs, fmt.Sprintf("Candidate nodes must be empty or contain the target node, but got %s",
-				pyList(al.CandidateNodes)))
+				pyrepr.Repr(al.CandidateNodes)))
 		}
 		if len(errs) > 0 {
 			return allocationFailed(al.UUID, "Cannot backfill an allocation for node %s: %s", n.UUID, strings.Join(errs, "; "))
@@ -454,20 +455,10 @@ func (c *Conductor) DeleteAllocation(ctx context.Context, ident string) error {
 	return nil
 }
 
-// pyStr renders an optional string as Python's str() does (None for nil),
-// for messages worded as Ironic's.
-func pyStr(s *string) string {
+// optional is an optional string as a decoded JSON value (nil for None).
+func optional(s *string) any {
 	if s == nil {
-		return "None"
+		return nil
 	}
 	return *s
-}
-
-// pyList renders a list of strings as Python's repr: ['a', 'b'].
-func pyList(l []string) string {
-	q := make([]string, len(l))
-	for i, s := range l {
-		q[i] = "'" + s + "'"
-	}
-	return "[" + strings.Join(q, ", ") + "]"
 }

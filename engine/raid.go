@@ -2,12 +2,10 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 
+	"castiron/engine/jsonschema"
 	"castiron/fault"
 	"castiron/storage"
 )
@@ -56,150 +54,42 @@ func (c *Conductor) RAIDLogicalDiskProperties(driverName string) (map[string]str
 	return out, true
 }
 
-func raidError(format string, args ...any) error {
-	return fault.New(fault.Invalid, "RAID config validation error: "+format, args...)
-}
-
-// pyRepr renders a JSON value as Python's repr for jsonschema-like messages.
-func pyRepr(v any) string {
-	switch t := v.(type) {
-	case nil:
-		return "None"
-	case bool:
-		if t {
-			return "True"
-		}
-		return "False"
-	case string:
-		return "'" + t + "'"
-	case []string:
-		parts := make([]string, len(t))
-		for i, s := range t {
-			parts[i] = "'" + s + "'"
-		}
-		return "[" + strings.Join(parts, ", ") + "]"
+// raidSchema is Ironic's raid_config_schema.json.
+var raidSchema = func() *jsonschema.Schema {
+	str := func(enum ...string) *jsonschema.Schema {
+		return &jsonschema.Schema{Types: []string{"string"}, Enum: enum}
 	}
-	b, _ := json.Marshal(v)
-	return string(b)
-}
-
-func isInt(v any) (int64, bool) {
-	switch t := v.(type) {
-	case int64:
-		return t, true
-	case int:
-		return int64(t), true
-	case float64:
-		if t == float64(int64(t)) {
-			return int64(t), true
-		}
+	array := func(items *jsonschema.Schema, min int) *jsonschema.Schema {
+		return &jsonschema.Schema{Types: []string{"array"}, Items: items, MinItems: min}
 	}
-	return 0, false
-}
+	disk := jsonschema.Object(true, []string{"raid_level", "size_gb"},
+		jsonschema.P("raid_level", str(raidLevels...)),
+		jsonschema.P("size_gb", &jsonschema.Schema{AnyOf: []*jsonschema.Schema{
+			{Types: []string{"integer"}, Minimum: jsonschema.Int64(0)}, str("MAX")}}),
+		jsonschema.P("volume_name", jsonschema.Types("string")),
+		jsonschema.P("is_root_volume", jsonschema.Types("boolean")),
+		jsonschema.P("share_physical_disks", jsonschema.Types("boolean")),
+		jsonschema.P("disk_type", str("hdd", "ssd")),
+		jsonschema.P("interface_type", str("sata", "scsi", "sas")),
+		jsonschema.P("number_of_physical_disks", &jsonschema.Schema{Types: []string{"integer"}, Minimum: jsonschema.Int64(0), ExclusiveMinimum: true}),
+		jsonschema.P("controller", jsonschema.Types("string")),
+		jsonschema.P("physical_disks", &jsonschema.Schema{AnyOf: []*jsonschema.Schema{
+			array(jsonschema.Types("string"), 0), array(jsonschema.Types("object"), 2)}}),
+	)
+	return jsonschema.Object(true, []string{"logical_disks"}, jsonschema.P("logical_disks", array(disk, 1)))
+}()
 
-// ValidateRAIDConfig checks cfg against the essentials of Ironic's
-// raid_config_schema.json (logical_disks, raid_level, size_gb, the typed
-// optional keys) and the one-root-volume rule, with jsonschema's wording.
+// ValidateRAIDConfig is Ironic's raid.validate_configuration: cfg against
+// raid_config_schema.json (the message jsonschema.validate raises), then
+// at most one root volume.
 func ValidateRAIDConfig(cfg map[string]any) error {
-	keys := make([]string, 0, len(cfg))
-	for k := range cfg {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	raw, ok := cfg["logical_disks"]
-	if !ok {
-		return raidError("'logical_disks' is a required property")
-	}
-	var extra []string
-	for _, k := range keys {
-		if k != "logical_disks" {
-			extra = append(extra, "'"+k+"'")
-		}
-	}
-	if len(extra) > 0 {
-		verb := "was"
-		if len(extra) > 1 {
-			verb = "were"
-		}
-		return raidError("Additional properties are not allowed (%s %s unexpected)", strings.Join(extra, ", "), verb)
-	}
-	disks, ok := raw.([]any)
-	if !ok {
-		return raidError("%s is not of type 'array'", pyRepr(raw))
-	}
-	if len(disks) == 0 {
-		return raidError("[] should be non-empty")
+	if msg := jsonschema.Message(raidSchema, cfg); msg != "" {
+		return fault.New(fault.Invalid, "RAID config validation error: %s", msg)
 	}
 	roots := 0
-	for _, d := range disks {
-		disk, ok := d.(map[string]any)
-		if !ok {
-			return raidError("%s is not of type 'object'", pyRepr(d))
-		}
-		for _, req := range []string{"raid_level", "size_gb"} {
-			if _, has := disk[req]; !has {
-				return raidError("'%s' is a required property", req)
-			}
-		}
-		dk := make([]string, 0, len(disk))
-		for k := range disk {
-			dk = append(dk, k)
-		}
-		slices.Sort(dk)
-		for _, k := range dk {
-			v := disk[k]
-			switch k {
-			case "raid_level":
-				s, ok := v.(string)
-				if !ok {
-					return raidError("%s is not of type 'string'", pyRepr(v))
-				}
-				if !slices.Contains(raidLevels, s) {
-					return raidError("%s is not one of %s", pyRepr(v), pyRepr(raidLevels))
-				}
-			case "size_gb":
-				if i, ok := isInt(v); ok && i > 0 {
-					continue
-				}
-				if v == "MAX" {
-					continue
-				}
-				return raidError("%s is not valid under any of the given schemas", pyRepr(v))
-			case "volume_name", "controller":
-				if _, ok := v.(string); !ok {
-					return raidError("%s is not of type 'string'", pyRepr(v))
-				}
-			case "is_root_volume", "share_physical_disks":
-				b, ok := v.(bool)
-				if !ok {
-					return raidError("%s is not of type 'boolean'", pyRepr(v))
-				}
-				if k == "is_root_volume" && b {
-					roots++
-				}
-			case "disk_type", "interface_type":
-				allowed := []string{"hdd", "ssd"}
-				if k == "interface_type" {
-					allowed = []string{"sata", "scsi", "sas"}
-				}
-				s, ok := v.(string)
-				if !ok {
-					return raidError("%s is not of type 'string'", pyRepr(v))
-				}
-				if !slices.Contains(allowed, s) {
-					return raidError("%s is not one of %s", pyRepr(v), pyRepr(allowed))
-				}
-			case "number_of_physical_disks":
-				if i, ok := isInt(v); !ok || i < 1 {
-					return raidError("%s is not of type 'integer'", pyRepr(v))
-				}
-			case "physical_disks":
-				if _, ok := v.([]any); !ok {
-					return raidError("%s is not of type 'array'", pyRepr(v))
-				}
-			default:
-				return raidError("Additional properties are not allowed ('%s' was unexpected)", k)
-			}
+	for _, d := range cfg["logical_disks"].([]any) {
+		if root, _ := d.(map[string]any)["is_root_volume"].(bool); root {
+			roots++
 		}
 	}
 	if roots > 1 {

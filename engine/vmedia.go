@@ -7,6 +7,7 @@ import (
 
 	"castiron/engine/driver"
 	"castiron/fault"
+	"castiron/fault/pyrepr"
 	"castiron/storage"
 )
 
@@ -169,5 +170,5 @@ func pyOptList(items []string) string {
 	if items == nil {
 		return "None"
 	}
-	return pyList(items)
+	return pyrepr.Repr(items)
 }

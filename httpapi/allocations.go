@@ -12,7 +12,9 @@ import (
 	"github.com/google/uuid"
 
 	"castiron/engine"
+	"castiron/engine/jsonschema"
 	"castiron/fault"
+	"castiron/fault/pyrepr"
 	"castiron/storage"
 )
 
@@ -22,8 +24,8 @@ import (
 type allocationField = field[storage.Allocation]
 
 func allocStr(name string, min int, flags fieldFlags, maxLen int, p func(*storage.Allocation) **string) allocationField {
-	value := scTypes("string", "null")
-	value.maxLength = maxLen
+	value := jsonschema.Types("string", "null")
+	value.MaxLength = maxLen
 	var set func(*storage.Allocation, any) error
 	if flags&(fCreate|fPatch) != 0 {
 		set = func(al *storage.Allocation, v any) error { *p(al) = optString(v); return nil }
@@ -35,12 +37,12 @@ func allocStr(name string, min int, flags fieldFlags, maxLen int, p func(*storag
 // node (1.58, backfill) is accepted on create and never shown.
 var allocationTable = func() *resource[storage.Allocation] {
 	res := newResource[storage.Allocation]("allocation", nil,
-		allocationField{"uuid", 1, fCreate | fSort, scTypes("string", "null"), nil, func(_ *viewCtx, a *storage.Allocation) any { return a.UUID }, nil},
+		allocationField{"uuid", 1, fCreate | fSort, jsonschema.Types("string", "null"), nil, func(_ *viewCtx, a *storage.Allocation) any { return a.UUID }, nil},
 		allocationField{"created_at", 1, fSort, nil, nil, func(_ *viewCtx, a *storage.Allocation) any { return ironicTime(a.CreatedAt) }, nil},
 		allocationField{"updated_at", 1, fSort, nil, nil, func(_ *viewCtx, a *storage.Allocation) any { return timeOrNil(a.UpdatedAt) }, nil},
-		allocationField{"candidate_nodes", 1, fCreate, &scSchema{types: []string{"array", "null"}, items: scTypes("string")}, nil,
+		allocationField{"candidate_nodes", 1, fCreate, &jsonschema.Schema{Types: []string{"array", "null"}, Items: jsonschema.Types("string")}, nil,
 			func(_ *viewCtx, a *storage.Allocation) any { return nonNilList(a.CandidateNodes) }, nil},
-		allocationField{"extra", 1, fCreate | fPatch, scTypes("object", "null"), nil,
+		allocationField{"extra", 1, fCreate | fPatch, jsonschema.Types("object", "null"), nil,
 			func(_ *viewCtx, a *storage.Allocation) any { return nonNilMap(a.Extra) },
 			func(a *storage.Allocation, v any) error { a.Extra = objectOrEmpty(v); return nil }},
 		allocStr("last_error", 1, fSort, 0, func(a *storage.Allocation) **string { return &a.LastError }),
@@ -48,11 +50,11 @@ var allocationTable = func() *resource[storage.Allocation] {
 		allocStr("owner", 60, fCreate|fSort, 0, func(a *storage.Allocation) **string { return &a.Owner }),
 		allocStr("resource_class", 1, fCreate|fSort, 80, func(a *storage.Allocation) **string { return &a.ResourceClass }),
 		allocationField{"state", 1, fSort, nil, nil, func(_ *viewCtx, a *storage.Allocation) any { return a.State }, nil},
-		allocationField{"traits", 1, fCreate, &scSchema{types: []string{"array", "null"}, items: traitSchema}, nil,
+		allocationField{"traits", 1, fCreate, &jsonschema.Schema{Types: []string{"array", "null"}, Items: traitSchema}, nil,
 			func(_ *viewCtx, a *storage.Allocation) any { return nonNilList(a.Traits) }, nil},
 		allocationField{"links", 1, 0, nil, nil, func(v *viewCtx, a *storage.Allocation) any { return selfLinks(v, "allocations", a.UUID) }, nil},
 		allocationField{"node_uuid", 1, 0, nil, nil, func(_ *viewCtx, a *storage.Allocation) any { return strOrNil(a.NodeUUID) }, nil},
-		allocationField{"node", 1, fCreate, scTypes("string", "null"), nil, nil, nil},
+		allocationField{"node", 1, fCreate, jsonschema.Types("string", "null"), nil, nil, nil},
 	)
 	res.patchOrder = []string{"name", "extra"}
 	return res
@@ -220,7 +222,7 @@ func (a *API) getAllocation(w http.ResponseWriter, r *http.Request) error {
 // checkAllocationDoc is Ironic's ALLOCATION_VALIDATOR on a body or patched
 // document named name: the table's schema, then uuid must be a UUID.
 func checkAllocationDoc(name string, doc map[string]any) error {
-	if err := scCheck("Schema error for "+name, allocationTable.body, doc); err != nil {
+	if err := jsonschema.Check("Schema error for "+name, allocationTable.body, doc); err != nil {
 		return err
 	}
 	if u, ok := doc["uuid"].(string); ok && !argUUIDLike(u) {
@@ -258,12 +260,12 @@ func (a *API) createAllocation(w http.ResponseWriter, r *http.Request) error {
 	if _, ok := body["owner"]; ok && !ver.AtLeast(60) {
 		return errNotAcceptable()
 	}
-	if name := body["name"]; pythonTruth(name) && !jsvLogicalName(name) {
-		return errInvalid("Cannot create allocation with invalid name '%s'", jsvStr(name))
+	if name := body["name"]; pyrepr.Truth(name) && !jsvLogicalName(name) {
+		return errInvalid("Cannot create allocation with invalid name '%s'", pyrepr.Str(name))
 	}
 	ctx := r.Context()
 	var node *storage.Node
-	if ident := body["node"]; pythonTruth(ident) {
+	if ident := body["node"]; pyrepr.Truth(ident) {
 		if !ver.AtLeast(58) {
 			return errInvalid("Cannot set node when creating an allocation in this API version")
 		}
@@ -281,7 +283,7 @@ func (a *API) createAllocation(w http.ResponseWriter, r *http.Request) error {
 	if m, ok := body["extra"].(map[string]any); ok {
 		al.Extra = m
 	}
-	if !pythonTruth(body["resource_class"]) {
+	if !pyrepr.Truth(body["resource_class"]) {
 		if node == nil {
 			return errInvalid("The resource_class field is mandatory when not backfilling")
 		}
@@ -358,8 +360,8 @@ func (a *API) patchAllocation(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	for _, op := range ops {
-		if op.path == "/name" && pythonTruth(op.value) && !jsvLogicalName(op.value) {
-			return errInvalid("Cannot update allocation with invalid name '%s'", jsvStr(op.value))
+		if op.path == "/name" && pyrepr.Truth(op.value) && !jsvLogicalName(op.value) {
+			return errInvalid("Cannot update allocation with invalid name '%s'", pyrepr.Str(op.value))
 		}
 	}
 	// The document Ironic patches: the allocation's stored fields.
@@ -367,7 +369,7 @@ func (a *API) patchAllocation(w http.ResponseWriter, r *http.Request) error {
 		"uuid": current.UUID, "name": strOrNil(current.Name),
 		"owner": strOrNil(current.Owner), "resource_class": strOrNil(current.ResourceClass),
 		"traits": anyList(current.Traits), "candidate_nodes": anyList(current.CandidateNodes),
-		"extra": jsvCopy(map[string]any(nonNilMap(current.Extra))),
+		"extra": jsonCopy(map[string]any(nonNilMap(current.Extra))),
 	}
 	patched, err := applyPatch(doc, ops)
 	if err != nil {

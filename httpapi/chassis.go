@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"castiron/engine"
+	"castiron/engine/jsonschema"
 	"castiron/storage"
 )
 
@@ -13,10 +14,10 @@ type chassisField = field[storage.Chassis]
 
 // chassisTable is Ironic's chassis table (API 1.1) in its view order.
 var chassisTable = func() *resource[storage.Chassis] {
-	desc := scTypes("string", "null")
-	desc.maxLength = engine.MaxChassisDescription
+	desc := jsonschema.Types("string", "null")
+	desc.MaxLength = engine.MaxChassisDescription
 	res := newResource("chassis", []string{"uuid", "description", "links"},
-		chassisField{"uuid", 1, fCreate | fPatch | fSort, scTypes("string", "null"), nil,
+		chassisField{"uuid", 1, fCreate | fPatch | fSort, jsonschema.Types("string", "null"), nil,
 			func(_ *viewCtx, c *storage.Chassis) any { return c.UUID },
 			func(c *storage.Chassis, v any) error {
 				// Removing the uuid is changing it, which the engine refuses.
@@ -32,7 +33,7 @@ var chassisTable = func() *resource[storage.Chassis] {
 		chassisField{"description", 1, fCreate | fPatch | fSort, desc, nil,
 			func(_ *viewCtx, c *storage.Chassis) any { return strOrNil(c.Description) },
 			func(c *storage.Chassis, v any) error { c.Description = optString(v); return nil }},
-		chassisField{"extra", 1, fCreate | fPatch, scTypes("object", "null"), nil,
+		chassisField{"extra", 1, fCreate | fPatch, jsonschema.Types("object", "null"), nil,
 			func(_ *viewCtx, c *storage.Chassis) any { return c.Extra },
 			func(c *storage.Chassis, v any) error { c.Extra = objectOrEmpty(v); return nil }},
 		chassisField{"links", 1, 0, nil, nil, func(v *viewCtx, c *storage.Chassis) any { return selfLinks(v, "chassis", c.UUID) }, nil},

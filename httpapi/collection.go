@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
+
+	"castiron/fault/pyrepr"
 )
 
 // collResourcePath is the request path without "/v1/" (or the bookmark's "/").
@@ -50,39 +52,7 @@ func argBool(name string, v any) (bool, error) {
 			return false, nil
 		}
 	}
-	return false, errInvalid("Invalid %s: Unrecognized value %s, acceptable values are: '0', '1', 'f', 'false', 'n', 'no', 'off', 'on', 't', 'true', 'y', 'yes'", name, pyRepr(v))
-}
-
-// argTypeError is jsonschema's type error as Ironic words it: "Schema error
-// for <what>: 1 is not of type 'string', 'null'".
-func argTypeError(what string, v any, types ...string) error {
-	return errInvalid("Schema error for %s: %s is not of type '%s'", what, pyRepr(v), strings.Join(types, "', '"))
-}
-
-// argCheckType checks v against JSON schema types ("string", "object",
-// "boolean", "null").
-func argCheckType(what string, v any, types ...string) error {
-	for _, t := range types {
-		switch t {
-		case "null":
-			if v == nil {
-				return nil
-			}
-		case "string":
-			if _, ok := v.(string); ok {
-				return nil
-			}
-		case "object":
-			if _, ok := v.(map[string]any); ok {
-				return nil
-			}
-		case "boolean":
-			if _, ok := v.(bool); ok {
-				return nil
-			}
-		}
-	}
-	return argTypeError(what, v, types...)
+	return false, errInvalid("Invalid %s: Unrecognized value %s, acceptable values are: '0', '1', 'f', 'false', 'n', 'no', 'off', 'on', 't', 'true', 'y', 'yes'", name, pyrepr.Repr(v))
 }
 
 // collDetailParam reads ?detail= of a collection as Ironic's
@@ -97,7 +67,7 @@ func collDetailParam(r *http.Request) (bool, bool, error) {
 		return false, false, err
 	}
 	if !versionOf(r).AtLeast(43) {
-		return false, false, errInvalid("Invalid query parameter ?detail=%s received.", pyRepr(b))
+		return false, false, errInvalid("Invalid query parameter ?detail=%s received.", pyrepr.Repr(b))
 	}
 	return b, true, nil
 }
@@ -108,4 +78,10 @@ func collMarkerParam(r *http.Request) error {
 		return errInvalid("Expected UUID for marker: %s", m)
 	}
 	return nil
+}
+
+// jsvLogicalName is Ironic's is_valid_logical_name on a decoded JSON value.
+func jsvLogicalName(v any) bool {
+	s, ok := v.(string)
+	return ok && argLogicalName(s)
 }

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"castiron/engine/jsonschema"
+	"castiron/fault/pyrepr"
 	"castiron/storage"
 )
 
@@ -34,18 +36,18 @@ func isStandardTrait(s string) bool {
 
 // Ironic's DEPLOY_STEP_SCHEMA, TRAITS_SCHEMA and TEMPLATE_SCHEMA.
 var (
-	deployStepSchema = scObject(true, []string{"interface", "step", "args", "priority"},
-		scProp{"args", scTypes("object")},
-		scProp{"interface", &scSchema{types: []string{"string"}, enum: deployInterfaces}},
-		scProp{"priority", &scSchema{anyOf: []*scSchema{
-			{types: []string{"integer"}, minimum: scInt64(0)},
-			scPattern(&scSchema{types: []string{"string"}, minLength: 1}, `^[0-9]+$`),
-		}}},
-		scProp{"step", &scSchema{types: []string{"string"}, minLength: 1}},
+	deployStepSchema = jsonschema.Object(true, []string{"interface", "step", "args", "priority"},
+		jsonschema.P("args", jsonschema.Types("object")),
+		jsonschema.P("interface", &jsonschema.Schema{Types: []string{"string"}, Enum: deployInterfaces}),
+		jsonschema.P("priority", &jsonschema.Schema{AnyOf: []*jsonschema.Schema{
+			{Types: []string{"integer"}, Minimum: jsonschema.Int64(0)},
+			jsonschema.WithPattern(&jsonschema.Schema{Types: []string{"string"}, MinLength: 1}, `^[0-9]+$`),
+		}}),
+		jsonschema.P("step", &jsonschema.Schema{Types: []string{"string"}, MinLength: 1}),
 	)
-	traitSchema = &scSchema{types: []string{"string"}, minLength: 1, maxLength: 255, anyOf: []*scSchema{
-		scPattern(&scSchema{}, customTraitPattern),
-		{inEnum: isStandardTrait},
+	traitSchema = &jsonschema.Schema{Types: []string{"string"}, MinLength: 1, MaxLength: 255, AnyOf: []*jsonschema.Schema{
+		jsonschema.WithPattern(&jsonschema.Schema{}, customTraitPattern),
+		{InEnum: isStandardTrait},
 	}}
 )
 
@@ -77,21 +79,21 @@ type templateField = field[storage.DeployTemplate]
 // description passes TEMPLATE_SCHEMA and is dropped, as Ironic's
 // DeployTemplate object has no such field (so no view shows it).
 var templateTable = func() *resource[storage.DeployTemplate] {
-	desc := scTypes("string", "null")
-	desc.maxLength = 255
+	desc := jsonschema.Types("string", "null")
+	desc.MaxLength = 255
 	res := newResource("template", []string{"uuid", "name"},
-		templateField{"uuid", templateMinMinor, fCreate | fSort, scTypes("string", "null"), nil,
+		templateField{"uuid", templateMinMinor, fCreate | fSort, jsonschema.Types("string", "null"), nil,
 			func(_ *viewCtx, t *storage.DeployTemplate) any { return t.UUID }, nil},
 		templateField{"created_at", templateMinMinor, fSort, nil, nil, func(_ *viewCtx, t *storage.DeployTemplate) any { return ironicTime(t.CreatedAt) }, nil},
 		templateField{"updated_at", templateMinMinor, fSort, nil, nil, func(_ *viewCtx, t *storage.DeployTemplate) any { return timeOrNil(t.UpdatedAt) }, nil},
 		templateField{"name", templateMinMinor, fCreate | fPatch | fRequired | fSort, traitSchema, nil,
 			func(_ *viewCtx, t *storage.DeployTemplate) any { return t.Name },
 			func(t *storage.DeployTemplate, v any) error { t.Name = v.(string); return nil }},
-		templateField{"extra", templateMinMinor, fCreate | fPatch, scTypes("object", "null"), nil,
+		templateField{"extra", templateMinMinor, fCreate | fPatch, jsonschema.Types("object", "null"), nil,
 			func(_ *viewCtx, t *storage.DeployTemplate) any { return t.Extra },
 			func(t *storage.DeployTemplate, v any) error { t.Extra = objectOrEmpty(v); return nil }},
 		templateField{"links", templateMinMinor, 0, nil, nil, func(v *viewCtx, t *storage.DeployTemplate) any { return selfLinks(v, "deploy_templates", t.UUID) }, nil},
-		templateField{"steps", templateMinMinor, fCreate | fPatch | fRequired, &scSchema{types: []string{"array"}, items: deployStepSchema, minItems: 1}, maskSteps,
+		templateField{"steps", templateMinMinor, fCreate | fPatch | fRequired, &jsonschema.Schema{Types: []string{"array"}, Items: deployStepSchema, MinItems: 1}, maskSteps,
 			func(_ *viewCtx, t *storage.DeployTemplate) any {
 				out := make([]stepView, len(t.Steps))
 				for i, s := range t.Steps {
@@ -104,7 +106,7 @@ var templateTable = func() *resource[storage.DeployTemplate] {
 	res.patchOrder = []string{"extra", "name", "steps", "description"}
 	// TEMPLATE_SCHEMA lists steps before name (the first missing one is
 	// named).
-	res.body.required = []string{"steps", "name"}
+	res.body.Required = []string{"steps", "name"}
 	return res
 }()
 
@@ -143,7 +145,7 @@ func (a *API) writeTemplate(w http.ResponseWriter, r *http.Request, status int, 
 }
 
 // nameSchema is request_types.name (the list's marker).
-var nameSchema = scPattern(&scSchema{types: []string{"string"}, minLength: 1, maxLength: 255}, `(?i)^[A-Z0-9-._~]+$`)
+var nameSchema = jsonschema.WithPattern(&jsonschema.Schema{Types: []string{"string"}, MinLength: 1, MaxLength: 255}, `(?i)^[A-Z0-9-._~]+$`)
 
 // listDeployTemplates is GET /v1/deploy_templates.
 func (a *API) listDeployTemplates(w http.ResponseWriter, r *http.Request) error {
@@ -158,15 +160,15 @@ func (a *API) listDeployTemplates(w http.ResponseWriter, r *http.Request) error 
 	if q.Has("marker") {
 		qa.doc["marker"] = q.Get("marker")
 	}
-	schema := scObject(true, nil,
-		scProp{"detail", scTypes("string", "boolean")},
-		scProp{"fields", fieldsSchema(templateFieldNames())},
-		scProp{"limit", scTypes("integer")},
-		scProp{"marker", nameSchema},
-		scProp{"sort_dir", &scSchema{types: []string{"string"}, enum: []string{"asc", "desc"}}},
-		scProp{"sort_key", scTypes("string")},
+	schema := jsonschema.Object(true, nil,
+		jsonschema.P("detail", jsonschema.Types("string", "boolean")),
+		jsonschema.P("fields", fieldsSchema(templateFieldNames())),
+		jsonschema.P("limit", jsonschema.Types("integer")),
+		jsonschema.P("marker", nameSchema),
+		jsonschema.P("sort_dir", &jsonschema.Schema{Types: []string{"string"}, Enum: []string{"asc", "desc"}}),
+		jsonschema.P("sort_key", jsonschema.Types("string")),
 	)
-	if err := scCheck("Schema error", schema, qa.doc); err != nil {
+	if err := jsonschema.Check("Schema error", schema, qa.doc); err != nil {
 		return err
 	}
 	// get_request_return_fields
@@ -212,7 +214,7 @@ func (a *API) listDeployTemplates(w http.ResponseWriter, r *http.Request) error 
 		var b strings.Builder
 		b.WriteString("sort_key=" + sortKey + "&sort_dir=" + string(page.SortDir) + "&")
 		if detail != nil {
-			b.WriteString("detail=" + pyBool(*detail) + "&")
+			b.WriteString("detail=" + pyrepr.Bool(*detail) + "&")
 		}
 		if len(fields) > 0 {
 			b.WriteString("fields=" + strings.Join(fields, ",") + "&")
@@ -238,7 +240,7 @@ func (a *API) getDeployTemplate(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := scCheck("Schema error", scObject(true, nil, scProp{"fields", fieldsSchema(templateFieldNames())}), qa.doc); err != nil {
+	if err := jsonschema.Check("Schema error", jsonschema.Object(true, nil, jsonschema.P("fields", fieldsSchema(templateFieldNames()))), qa.doc); err != nil {
 		return err
 	}
 	t, err := a.cond.Store().GetDeployTemplate(r.Context(), ident)
@@ -255,7 +257,7 @@ func (a *API) getDeployTemplate(w http.ResponseWriter, r *http.Request) error {
 // checkTemplate is TEMPLATE_VALIDATOR (schema, duplicate_steps, uuid) on a
 // body or patched document named name, returning the steps it holds.
 func checkTemplate(name string, doc map[string]any) ([]storage.DeployStep, error) {
-	if err := scCheck("Schema error for "+name, templateTable.body, doc); err != nil {
+	if err := jsonschema.Check("Schema error for "+name, templateTable.body, doc); err != nil {
 		return nil, err
 	}
 	raw := doc["steps"].([]any)
@@ -273,7 +275,7 @@ func checkTemplate(name string, doc map[string]any) ([]storage.DeployStep, error
 		case string:
 			n, err := strconv.ParseInt(p, 10, 64)
 			if err != nil {
-				return nil, errInvalid("Schema error for %s: %s is too large", name, scRepr(p))
+				return nil, errInvalid("Schema error for %s: %s is too large", name, pyrepr.Repr(p))
 			}
 			s.Priority = n
 		}
@@ -343,11 +345,11 @@ func (a *API) patchDeployTemplate(w http.ResponseWriter, r *http.Request) error 
 					continue
 				}
 				for k := range m {
-					if !slices.ContainsFunc(deployStepSchema.props, func(p scProp) bool { return p.name == k }) {
+					if !slices.ContainsFunc(deployStepSchema.Props, func(p jsonschema.Prop) bool { return p.Name == k }) {
 						delete(m, k)
 					}
 				}
-				if err := scCheck("Schema error for patch", deployStepSchema, m); err != nil {
+				if err := jsonschema.Check("Schema error for patch", deployStepSchema, m); err != nil {
 					return err
 				}
 			}

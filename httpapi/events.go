@@ -3,8 +3,9 @@ package httpapi
 import (
 	"net/http"
 	"regexp"
-	"slices"
 	"strings"
+
+	"castiron/engine/jsonschema"
 )
 
 // External events (API 1.54): Neutron tells Ironic about port bindings.
@@ -20,53 +21,35 @@ var networkEventFields = []string{"event", "port_id", "mac_address", "status", "
 // eventMACRE is oslo's is_valid_mac (on the lower-cased address).
 var eventMACRE = regexp.MustCompile(`^([0-9a-f]{2}:){5}[0-9a-f]{2}$`)
 
+// Ironic's EVENTS_SCHEMA and NETWORK_EVENT_SCHEMA.
+var (
+	eventsSchema = jsonschema.Object(true, []string{"events"},
+		jsonschema.P("events", &jsonschema.Schema{Types: []string{"array"}, MinItems: 1,
+			Items: jsonschema.Object(false, []string{"event"},
+				jsonschema.P("event", &jsonschema.Schema{Types: []string{"string"}, Enum: networkEventTypes}))}))
+	networkEventSchema = func() *jsonschema.Schema {
+		s := jsonschema.Object(true, []string{"event", "port_id", "mac_address", "status"})
+		for _, k := range networkEventFields {
+			types := []string{"string"}
+			if k == "device_id" || k == "binding:host_id" || k == "binding:vnic_type" {
+				types = append(types, "null")
+			}
+			s.Props = append(s.Props, jsonschema.P(k, jsonschema.Types(types...)))
+		}
+		return s
+	}()
+)
+
 // checkEvents is Ironic's EVENTS_SCHEMA followed by events_valid (each
 // event against NETWORK_EVENT_VALIDATOR).
 func checkEvents(body map[string]any) ([]map[string]any, error) {
-	var e jsvErrors
-	events, present := body["events"]
-	if present && e.checkType(1, events, "array") {
-		list := events.([]any)
-		if len(list) < 1 {
-			e.add(1, "%s is too short", scRepr(events))
-		}
-		for _, item := range list {
-			if !e.checkType(2, item, "object") {
-				continue
-			}
-			ev := item.(map[string]any)
-			if name, ok := ev["event"]; ok {
-				if e.checkType(3, name, "string") && !slices.Contains(networkEventTypes, name.(string)) {
-					e.add(3, "%s is not one of ['%s']", scRepr(name), strings.Join(networkEventTypes, "', '"))
-				}
-			}
-			e.checkRequired(2, ev, "event")
-		}
-	}
-	e.checkRequired(0, body, "events")
-	e.checkAdditional(0, body, []string{"events"})
-	if err := e.err("evts"); err != nil {
+	if err := jsonschema.Check("Schema error for evts", eventsSchema, body); err != nil {
 		return nil, err
 	}
 	out := []map[string]any{}
-	for _, item := range events.([]any) {
+	for _, item := range body["events"].([]any) {
 		ev := item.(map[string]any)
-		var ee jsvErrors
-		for _, k := range networkEventFields {
-			v, ok := ev[k]
-			if !ok {
-				continue
-			}
-			switch k {
-			case "device_id", "binding:host_id", "binding:vnic_type":
-				ee.checkType(1, v, "string", "null")
-			default:
-				ee.checkType(1, v, "string")
-			}
-		}
-		ee.checkRequired(0, ev, "event", "port_id", "mac_address", "status")
-		ee.checkAdditional(0, ev, networkEventFields)
-		if err := ee.err("evts"); err != nil {
+		if err := jsonschema.Check("Schema error for evts", networkEventSchema, ev); err != nil {
 			return nil, err
 		}
 		if s := ev["port_id"].(string); !argUUIDLike(s) {

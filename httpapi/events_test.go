@@ -42,7 +42,7 @@ func TestEvents(t *testing.T) {
 		{latest, map[string]any{}, 400, "Schema error for evts: 'events' is a required property"},
 		{latest, "", 400, "Schema error for evts: 'events' is a required property"},
 		{latest, []any{}, 400, "Schema error for evts: [] is not of type 'object'"},
-		{latest, map[string]any{"events": []any{}}, 400, "Schema error for evts: [] is too short"},
+		{latest, map[string]any{"events": []any{}}, 400, "Schema error for evts: [] should be non-empty"},
 		{latest, map[string]any{"events": nil}, 400, "Schema error for evts: None is not of type 'array'"},
 		{latest, map[string]any{"events": map[string]any{}}, 400, "Schema error for evts: {} is not of type 'array'"},
 		{latest, events(map[string]any{}), 400, "Schema error for evts: 'event' is a required property"},

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"castiron/engine/jsonschema"
 	"castiron/storage"
 )
 
@@ -37,7 +38,7 @@ type field[T any] struct {
 	flags fieldFlags
 	// value is the JSON schema a written value must match (nil: set checks
 	// it, or the field is read-only).
-	value *scSchema
+	value *jsonschema.Schema
 	// mask turns the stored value into what every view shows (nil: as
 	// stored). PATCH documents see the stored value, as Ironic's do.
 	mask func(any) any
@@ -64,8 +65,8 @@ type resource[T any] struct {
 	name    string // as Ironic's messages name the resource ("port")
 	fields  []field[T]
 	index   map[string]int
-	summary []string  // what a list shows without ?detail
-	body    *scSchema // the schema of a POST body, from the table
+	summary []string           // what a list shows without ?detail
+	body    *jsonschema.Schema // the schema of a POST body, from the table
 	// patchOrder is Ironic's PATCH_ALLOWED_FIELDS order for its "Only the
 	// following can be updated" message when it is not alphabetical; it
 	// holds exactly the fPatch fields (fields_test.go checks).
@@ -329,7 +330,7 @@ func (res *resource[T]) doc(v *viewCtx, x *T) map[string]any {
 // 406 unless its value is null (Ironic's reject_fields_in_newer_versions
 // lets null through).
 func (res *resource[T]) checkBody(body map[string]any, ver Version) error {
-	if err := scCheck("Schema error for "+res.name, res.body, body); err != nil {
+	if err := jsonschema.Check("Schema error for "+res.name, res.body, body); err != nil {
 		return err
 	}
 	for _, k := range argSortedKeys(body) {
@@ -343,7 +344,7 @@ func (res *resource[T]) checkBody(body map[string]any, ver Version) error {
 // checkPatched is Ironic's patched_validate_with_schema: the patched
 // document without what the schema does not know must match it.
 func (res *resource[T]) checkPatched(doc map[string]any) error {
-	return scCheck("Schema error for patch", res.body, res.pruned(doc))
+	return jsonschema.Check("Schema error for patch", res.body, res.pruned(doc))
 }
 
 // pruned is doc without the keys a POST body may not carry.
@@ -447,8 +448,8 @@ func (res *resource[T]) setAll(x *T, body map[string]any) error {
 // schema is the JSON schema of a POST body (or patched document) built
 // from the table: the fCreate fields with their value schemas, fRequired
 // ones required, nothing else allowed.
-func (res *resource[T]) schema() *scSchema {
-	s := &scSchema{types: []string{"object"}, closed: true}
+func (res *resource[T]) schema() *jsonschema.Schema {
+	s := &jsonschema.Schema{Types: []string{"object"}, Closed: true}
 	for i := range res.fields {
 		f := &res.fields[i]
 		if !f.has(fCreate) {
@@ -456,16 +457,16 @@ func (res *resource[T]) schema() *scSchema {
 		}
 		v := f.value
 		if v == nil {
-			v = &scSchema{}
+			v = &jsonschema.Schema{}
 		}
-		s.props = append(s.props, scProp{f.name, v})
+		s.Props = append(s.Props, jsonschema.P(f.name, v))
 		if f.has(fRequired) {
-			s.required = append(s.required, f.name)
+			s.Required = append(s.Required, f.name)
 		}
 	}
 	// Ironic's schemas list their required keys alphabetically, which
 	// decides which missing one jsonschema names first.
-	slices.Sort(s.required)
+	slices.Sort(s.Required)
 	return s
 }
 

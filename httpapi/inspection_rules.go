@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"castiron/engine/inspectrules"
+	"castiron/engine/jsonschema"
+	"castiron/fault/pyrepr"
 	"castiron/storage"
 )
 
@@ -24,21 +26,21 @@ var rulesAPI = apiSince{ruleMinMinor, "The API version does not allow inspection
 // Ironic's create_request_body schema, by field; ruleTable.body is the
 // whole (also the patched rule's).
 var (
-	opArgs      = scTypes("array", "object")
-	ruleActions = &scSchema{types: []string{"array"}, minItems: 1,
-		items: scObject(false, []string{"op", "args"},
-			scProp{"op", &scSchema{enum: inspectrules.ActionOps}},
-			scProp{"args", opArgs},
-			scProp{"loop", opArgs},
+	opArgs      = jsonschema.Types("array", "object")
+	ruleActions = &jsonschema.Schema{Types: []string{"array"}, MinItems: 1,
+		Items: jsonschema.Object(false, []string{"op", "args"},
+			jsonschema.P("op", &jsonschema.Schema{Enum: inspectrules.ActionOps}),
+			jsonschema.P("args", opArgs),
+			jsonschema.P("loop", opArgs),
 		)}
-	ruleConditions = &scSchema{types: []string{"array"},
-		items: scObject(false, []string{"op", "args"},
-			scProp{"op", &scSchema{enum: append(slices.Clone(inspectrules.ConditionOps), invertedOps()...)}},
-			scProp{"args", opArgs},
-			scProp{"multiple", &scSchema{enum: []string{"any", "all", "first", "last"}}},
-			scProp{"loop", opArgs},
+	ruleConditions = &jsonschema.Schema{Types: []string{"array"},
+		Items: jsonschema.Object(false, []string{"op", "args"},
+			jsonschema.P("op", &jsonschema.Schema{Enum: append(slices.Clone(inspectrules.ConditionOps), invertedOps()...)}),
+			jsonschema.P("args", opArgs),
+			jsonschema.P("multiple", &jsonschema.Schema{Enum: []string{"any", "all", "first", "last"}}),
+			jsonschema.P("loop", opArgs),
 		)}
-	ruleFieldsQuery = &scSchema{types: []string{"array"}, items: scTypes("string")}
+	ruleFieldsQuery = &jsonschema.Schema{Types: []string{"array"}, Items: jsonschema.Types("string")}
 )
 
 func invertedOps() []string {
@@ -94,17 +96,17 @@ func emptyJSON(v any) bool {
 // ruleTable is the rule view in object_to_dict's key order. Its links
 // name the resource "inspection", as Ironic's convert_with_links does.
 var ruleTable = func() *resource[storage.InspectionRule] {
-	str := func(max int) *scSchema { s := scTypes("string", "null"); s.maxLength = max; return s }
+	str := func(max int) *jsonschema.Schema { s := jsonschema.Types("string", "null"); s.MaxLength = max; return s }
 	res := newResource("inspection_rule", ruleDefaultFields,
-		ruleField{"uuid", ruleMinMinor, fCreate | fSort, scTypes("string", "null"), nil,
+		ruleField{"uuid", ruleMinMinor, fCreate | fSort, jsonschema.Types("string", "null"), nil,
 			func(_ *viewCtx, r *storage.InspectionRule) any { return r.UUID }, nil},
 		ruleField{"created_at", ruleMinMinor, fSort, nil, nil, func(_ *viewCtx, r *storage.InspectionRule) any { return ironicTime(r.CreatedAt) }, nil},
 		ruleField{"updated_at", ruleMinMinor, fSort, nil, nil, func(_ *viewCtx, r *storage.InspectionRule) any { return timeOrNil(r.UpdatedAt) }, nil},
 		ruleField{"description", ruleMinMinor, fCreate | fPatch | fSort, str(255), nil,
 			func(_ *viewCtx, r *storage.InspectionRule) any { return strOrNil(r.Description) }, nil},
-		ruleField{"priority", ruleMinMinor, fCreate | fPatch | fSort, &scSchema{types: []string{"integer"}, minimum: scInt64(0)}, nil,
+		ruleField{"priority", ruleMinMinor, fCreate | fPatch | fSort, &jsonschema.Schema{Types: []string{"integer"}, Minimum: jsonschema.Int64(0)}, nil,
 			func(_ *viewCtx, r *storage.InspectionRule) any { return r.Priority }, nil},
-		ruleField{"sensitive", ruleMinMinor, fCreate | fPatch | fSort, scTypes("boolean", "null"), nil,
+		ruleField{"sensitive", ruleMinMinor, fCreate | fPatch | fSort, jsonschema.Types("boolean", "null"), nil,
 			func(_ *viewCtx, r *storage.InspectionRule) any { return r.Sensitive }, nil},
 		ruleField{"phase", ruleMinMinor, fCreate | fPatch | fSort, str(16), nil,
 			func(_ *viewCtx, r *storage.InspectionRule) any { return r.Phase }, nil},
@@ -137,7 +139,7 @@ func checkRuleFields(fields []string) error {
 // checkRuleUUID is the path parameter schema ({"format": "uuid"}).
 func checkRuleUUID(id string) error {
 	if !argUUIDLike(id) {
-		return errInvalid("Schema error: %s is not a 'uuid'", scRepr(id))
+		return errInvalid("Schema error: %s is not a 'uuid'", pyrepr.Repr(id))
 	}
 	return nil
 }
@@ -147,18 +149,18 @@ func (a *API) writeRule(w http.ResponseWriter, r *http.Request, status int, rule
 }
 
 // ruleQuerySchema is index_request_query (show_request_query: fields only).
-func ruleQuerySchema(list bool) *scSchema {
+func ruleQuerySchema(list bool) *jsonschema.Schema {
 	if !list {
-		return scObject(true, nil, scProp{"fields", ruleFieldsQuery})
+		return jsonschema.Object(true, nil, jsonschema.P("fields", ruleFieldsQuery))
 	}
-	return scObject(true, nil,
-		scProp{"detail", scTypes("boolean")},
-		scProp{"fields", ruleFieldsQuery},
-		scProp{"marker", scTypes("string")},
-		scProp{"limit", scTypes("integer")},
-		scProp{"phase", scTypes("string")},
-		scProp{"sort_dir", &scSchema{types: []string{"string"}, enum: []string{"asc", "desc"}}},
-		scProp{"sort_key", &scSchema{}},
+	return jsonschema.Object(true, nil,
+		jsonschema.P("detail", jsonschema.Types("boolean")),
+		jsonschema.P("fields", ruleFieldsQuery),
+		jsonschema.P("marker", jsonschema.Types("string")),
+		jsonschema.P("limit", jsonschema.Types("integer")),
+		jsonschema.P("phase", jsonschema.Types("string")),
+		jsonschema.P("sort_dir", &jsonschema.Schema{Types: []string{"string"}, Enum: []string{"asc", "desc"}}),
+		jsonschema.P("sort_key", &jsonschema.Schema{}),
 	)
 }
 
@@ -180,11 +182,11 @@ func (a *API) listInspectionRules(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	unknownQuery(q, qa)
-	if err := scCheck("Schema error", ruleQuerySchema(true), qa.doc); err != nil {
+	if err := jsonschema.Check("Schema error", ruleQuerySchema(true), qa.doc); err != nil {
 		return err
 	}
 	if sk := q.Get("sort_key"); sk == "actions" || sk == "conditions" {
-		return errInvalid("Schema error: %s should not be valid under {'type': 'string', 'enum': ['actions', 'conditions']}", scRepr(sk))
+		return errInvalid("Schema error: %s should not be valid under {'type': 'string', 'enum': ['actions', 'conditions']}", pyrepr.Repr(sk))
 	}
 	var detail *bool
 	if q.Has("detail") {
@@ -231,7 +233,7 @@ func (a *API) listInspectionRules(w http.ResponseWriter, r *http.Request) error 
 		var b strings.Builder
 		b.WriteString("sort_key=" + url.QueryEscape(sortKey) + "&sort_dir=" + string(page.SortDir))
 		if detail != nil {
-			b.WriteString("&detail=" + pyBool(*detail))
+			b.WriteString("&detail=" + pyrepr.Bool(*detail))
 		}
 		if len(fields) > 0 {
 			b.WriteString("&fields=" + url.QueryEscape(strings.Join(fields, ",")))
@@ -256,7 +258,7 @@ func (a *API) getInspectionRule(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	unknownQuery(r.URL.Query(), qa)
-	if err := scCheck("Schema error", ruleQuerySchema(false), qa.doc); err != nil {
+	if err := jsonschema.Check("Schema error", ruleQuerySchema(false), qa.doc); err != nil {
 		return err
 	}
 	rule, err := a.cond.Store().GetInspectionRule(r.Context(), id)
@@ -301,7 +303,7 @@ func (a *API) createInspectionRule(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	if err := scCheck("Schema error", ruleTable.body, body); err != nil {
+	if err := jsonschema.Check("Schema error", ruleTable.body, body); err != nil {
 		return err
 	}
 	rule := &storage.InspectionRule{}
@@ -348,7 +350,7 @@ func (a *API) patchInspectionRule(w http.ResponseWriter, r *http.Request) error 
 	updated, err := a.cond.UpdateInspectionRule(actorContext(r), id, func(rule *storage.InspectionRule) error {
 		if rule.Sensitive {
 			for _, op := range ops {
-				if op.path == "/sensitive" && (op.op == "remove" || op.value != nil && !pythonTruth(op.value)) {
+				if op.path == "/sensitive" && (op.op == "remove" || op.value != nil && !pyrepr.Truth(op.value)) {
 					reprs := make([]string, len(ops))
 					for i, o := range ops {
 						reprs[i] = o.repr()

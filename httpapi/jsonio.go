@@ -10,6 +10,7 @@ import (
 
 	"castiron/engine"
 	"castiron/fault"
+	"castiron/fault/pyrepr"
 )
 
 // writeJSON answers v with status.
@@ -60,7 +61,7 @@ func decodeObject(r *http.Request, resource string) (map[string]any, error) {
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
-		return nil, errInvalid("Schema error for %s: %s is not of type 'object'", resource, pyRepr(v))
+		return nil, errInvalid("Schema error for %s: %s is not of type 'object'", resource, pyrepr.Repr(v))
 	}
 	return normalizeNumbers(obj).(map[string]any), nil
 }
@@ -96,24 +97,6 @@ func decodeJSON(b []byte) (any, error) {
 // so stored JSON keeps integers as integers.
 func normalizeNumbers(v any) any { return engine.PlainNumbers(v) }
 
-// pyRepr renders a JSON value roughly as Python's repr, for schema messages
-// worded like Ironic's ("[] is not of type 'object'").
-func pyRepr(v any) string {
-	switch t := v.(type) {
-	case nil:
-		return "None"
-	case bool:
-		if t {
-			return "True"
-		}
-		return "False"
-	case string:
-		return "'" + t + "'"
-	}
-	b, _ := json.Marshal(v)
-	return string(b)
-}
-
 // Typed getters for decoded bodies; each returns a 400 with Ironic-like
 // schema wording on a wrong type.
 
@@ -124,7 +107,7 @@ func getString(obj map[string]any, key, resource string) (*string, error) {
 	}
 	s, ok := v.(string)
 	if !ok {
-		return nil, errInvalid("Schema error for %s: %s is not of type 'string'", resource, pyRepr(v))
+		return nil, errInvalid("Schema error for %s: %s is not of type 'string'", resource, pyrepr.Repr(v))
 	}
 	return &s, nil
 }
@@ -142,7 +125,7 @@ func getBool(obj map[string]any, key, resource string) (*bool, error) {
 			return &b, nil
 		}
 	}
-	return nil, errInvalid("Schema error for %s: %s is not of type 'boolean'", resource, pyRepr(v))
+	return nil, errInvalid("Schema error for %s: %s is not of type 'boolean'", resource, pyrepr.Repr(v))
 }
 
 func getStepList(obj map[string]any, key string) ([]map[string]any, error) {
@@ -152,36 +135,15 @@ func getStepList(obj map[string]any, key string) ([]map[string]any, error) {
 	}
 	list, ok := v.([]any)
 	if !ok {
-		return nil, errInvalid("Invalid %s: %s is not of type 'array'", key, pyRepr(v))
+		return nil, errInvalid("Invalid %s: %s is not of type 'array'", key, pyrepr.Repr(v))
 	}
 	out := make([]map[string]any, 0, len(list))
 	for _, item := range list {
 		m, ok := item.(map[string]any)
 		if !ok {
-			return nil, errInvalid("Invalid %s: %s is not of type 'object'", key, pyRepr(item))
+			return nil, errInvalid("Invalid %s: %s is not of type 'object'", key, pyrepr.Repr(item))
 		}
 		out = append(out, m)
 	}
 	return out, nil
-}
-
-// pythonTruth is Python's truth of a JSON value.
-func pythonTruth(v any) bool {
-	switch t := v.(type) {
-	case nil:
-		return false
-	case bool:
-		return t
-	case string:
-		return t != ""
-	case map[string]any:
-		return len(t) > 0
-	case []any:
-		return len(t) > 0
-	case int64:
-		return t != 0
-	case float64:
-		return t != 0
-	}
-	return true
 }

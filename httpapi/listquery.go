@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"castiron/engine/jsonschema"
 	"castiron/storage"
 )
 
@@ -14,8 +15,8 @@ import (
 // APIs), with Ironic's messages.
 
 // fieldsSchema is the "fields" query schema: an array of known names.
-func fieldsSchema(names []string) *scSchema {
-	return &scSchema{types: []string{"array"}, items: &scSchema{enum: names}}
+func fieldsSchema(names []string) *jsonschema.Schema {
+	return &jsonschema.Schema{Types: []string{"array"}, Items: &jsonschema.Schema{Enum: names}}
 }
 
 // volStringList is Ironic's args.string_list: comma-separated, trimmed,
@@ -94,15 +95,15 @@ func volUUIDOrName(s string) bool {
 }
 
 // listQuerySchema is the volume index_request_query schema.
-func listQuerySchema(fieldNames []string) *scSchema {
-	return scObject(true, nil,
-		scProp{"detail", scTypes("string", "boolean")},
-		scProp{"fields", fieldsSchema(fieldNames)},
-		scProp{"limit", scTypes("integer")},
-		scProp{"marker", scTypes("string")},
-		scProp{"node", &scSchema{}},
-		scProp{"sort_dir", &scSchema{types: []string{"string"}, enum: []string{"asc", "desc"}}},
-		scProp{"sort_key", scTypes("string")},
+func listQuerySchema(fieldNames []string) *jsonschema.Schema {
+	return jsonschema.Object(true, nil,
+		jsonschema.P("detail", jsonschema.Types("string", "boolean")),
+		jsonschema.P("fields", fieldsSchema(fieldNames)),
+		jsonschema.P("limit", jsonschema.Types("integer")),
+		jsonschema.P("marker", jsonschema.Types("string")),
+		jsonschema.P("node", &jsonschema.Schema{}),
+		jsonschema.P("sort_dir", &jsonschema.Schema{Types: []string{"string"}, Enum: []string{"asc", "desc"}}),
+		jsonschema.P("sort_key", jsonschema.Types("string")),
 	)
 }
 

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"castiron/fault"
+	"castiron/fault/pyrepr"
 )
 
 // putInjectNMI is PUT /v1/nodes/{ident}/management/inject_nmi (1.29): 204,
@@ -52,12 +53,12 @@ func (a *API) putBootMode(w http.ResponseWriter, r *http.Request) error {
 	}
 	if target != nil {
 		if _, ok := target.(string); !ok { // args.string
-			return errInvalid("Expected string for target: %s", pyStr(target))
+			return errInvalid("Expected string for target: %s", pyrepr.Str(target))
 		}
 	}
 	mode, _ := target.(string)
 	if mode != "bios" && mode != "uefi" {
-		return errInvalid("Invalid boot mode %s requested for node. Allowed boot modes are: bios, uefi", pyStr(target))
+		return errInvalid("Invalid boot mode %s requested for node. Allowed boot modes are: bios, uefi", pyrepr.Str(target))
 	}
 	if err := a.cond.SetBootMode(actorContext(r), r.PathValue("ident"), mode); err != nil {
 		return err
@@ -85,15 +86,6 @@ func (a *API) putSecureBoot(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeAccepted(w, a.statesLocation(r))
 	return nil
-}
-
-// pyStr is Python's str() of a decoded JSON value: None for null, the text
-// of a string as is.
-func pyStr(v any) string {
-	if s, ok := v.(string); ok {
-		return s
-	}
-	return pyRepr(v)
 }
 
 // indicatorView is one entry of GET /v1/nodes/{ident}/management/indicators,
@@ -175,7 +167,7 @@ func (a *API) putIndicator(w http.ResponseWriter, r *http.Request) error {
 	}
 	state, ok := v.(string)
 	if v != nil && !ok { // args.string
-		return errInvalid("Expected string for state: %s", pyStr(v))
+		return errInvalid("Expected string for state: %s", pyrepr.Str(v))
 	}
 	if _, err := a.cond.Store().GetNode(r.Context(), r.PathValue("ident")); err != nil {
 		return err

@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+
+	"castiron/fault/pyrepr"
 )
 
 // Masking as Ironic does it in every view (node_sanitize, the volume target
@@ -149,7 +151,7 @@ func maskDictAnd(keys ...string) func(any) any {
 		}
 		out := maskDict(d)
 		for _, k := range keys {
-			if pythonTruth(out[k]) {
+			if pyrepr.Truth(out[k]) {
 				out[k] = maskSecret
 			}
 		}

@@ -9,11 +9,12 @@ import (
 	"github.com/google/uuid"
 
 	"castiron/engine"
+	"castiron/fault/pyrepr"
 	"castiron/storage"
 )
 
 func typeErr(field string, v any, want string) error {
-	return errInvalid("Invalid value for %s: %s is not of type '%s'", field, pyRepr(v), want)
+	return errInvalid("Invalid value for %s: %s is not of type '%s'", field, pyrepr.Repr(v), want)
 }
 
 func setStrPtr(field string, dst func(n *storage.Node) **string, maxLen int) func(*storage.Node, any) error {

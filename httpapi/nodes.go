@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"castiron/fault/pyrepr"
 	"castiron/storage"
 )
 
@@ -207,7 +208,7 @@ func (a *API) createNode(w http.ResponseWriter, r *http.Request) error {
 	if u, ok := body["uuid"]; ok && u != nil {
 		s, isStr := u.(string)
 		if _, err := uuid.Parse(s); !isStr || err != nil {
-			return errInvalid("Schema error for node: %s is not a 'uuid'", pyRepr(u))
+			return errInvalid("Schema error for node: %s is not a 'uuid'", pyrepr.Repr(u))
 		}
 		n.UUID = strings.ToLower(s)
 	}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"castiron/fault/pyrepr"
 	"castiron/storage"
 )
 
@@ -58,7 +59,7 @@ func (res *resource[T]) listQuery(r *http.Request, routeDetail bool, onDetail st
 			return nil, storage.Page{}, errInvalid("Invalid value for detail: %s", d)
 		}
 		if !ver.AtLeast(43) {
-			return nil, storage.Page{}, errInvalid("Invalid query parameter ?detail=%s received.", pyRepr(b))
+			return nil, storage.Page{}, errInvalid("Invalid query parameter ?detail=%s received.", pyrepr.Repr(b))
 		}
 		if routeDetail && onDetail != "" {
 			return nil, storage.Page{}, errInvalid("%s", onDetail)

@@ -7,7 +7,9 @@ import (
 	"strconv"
 	"strings"
 
+	"castiron/engine/jsonschema"
 	"castiron/fault"
+	"castiron/fault/pyrepr"
 )
 
 // JSON patch as Ironic takes it on every PATCH endpoint: the body must
@@ -25,9 +27,9 @@ type patchOp struct {
 
 // repr is the operation as Python prints its dict.
 func (o patchOp) repr() string {
-	m := "{'op': " + scQuote(o.op) + ", 'path': " + scQuote(o.path)
+	m := "{'op': " + pyrepr.Quote(o.op) + ", 'path': " + pyrepr.Quote(o.path)
 	if o.has {
-		m += ", 'value': " + scRepr(o.value)
+		m += ", 'value': " + pyrepr.Repr(o.value)
 	}
 	return m + "}"
 }
@@ -38,40 +40,26 @@ func (o patchOp) root() string {
 	return root
 }
 
-// patchPathRE is args.patch's '^(/[\w-]+)+$' with Python's Unicode \w.
-var patchPathRE = regexp.MustCompile(`^(/[\p{L}\p{N}\p{M}_-]+)+$`)
+// patchSchema is args.patch: a list of add/replace/remove operations on
+// '^(/[\w-]+)+$' paths (Python's Unicode \w: letters, digits, _).
+var patchSchema = &jsonschema.Schema{Types: []string{"array"}, Items: jsonschema.Object(true, []string{"op", "path"},
+	jsonschema.P("path", &jsonschema.Schema{Types: []string{"string"}, Pattern: regexp.MustCompile(`^(/[\p{L}\p{N}_-]+)+$`), PatternSrc: `^(/[\w-]+)+$`}),
+	jsonschema.P("op", &jsonschema.Schema{Types: []string{"string"}, Enum: []string{"add", "replace", "remove"}}),
+	jsonschema.P("value", &jsonschema.Schema{}),
+)}
 
 // parsePatch checks a PATCH body against Ironic's patch schema, with the
 // error jsonschema's best_match picks.
 func parsePatch(raw any) ([]patchOp, error) {
-	var e jsvErrors
-	list, ok := raw.([]any)
-	if !ok {
-		e.checkType(0, raw, "array")
-		return nil, e.err("patch")
+	if err := jsonschema.Check("Schema error for patch", patchSchema, raw); err != nil {
+		return nil, err
 	}
+	list := raw.([]any)
 	ops := make([]patchOp, 0, len(list))
 	for _, item := range list {
-		obj, ok := item.(map[string]any)
-		if !ok {
-			e.checkType(1, item, "object")
-			continue
-		}
-		if p, ok := obj["path"]; ok && e.checkType(2, p, "string") && !patchPathRE.MatchString(p.(string)) {
-			e.add(2, "%s does not match %s", scRepr(p), scRepr(`^(/[\w-]+)+$`))
-		}
-		if op, ok := obj["op"]; ok && e.checkType(2, op, "string") && !slices.Contains([]string{"add", "replace", "remove"}, op.(string)) {
-			e.add(2, "%s is not one of ['add', 'replace', 'remove']", scRepr(op))
-		}
-		e.checkAdditional(1, obj, []string{"path", "op", "value"})
-		e.checkRequired(1, obj, "op", "path")
-		op, _ := obj["op"].(string)
-		path, _ := obj["path"].(string)
+		obj := item.(map[string]any)
 		v, has := obj["value"]
-		ops = append(ops, patchOp{op: op, path: path, value: v, has: has})
-	}
-	if err := e.err("patch"); err != nil {
-		return nil, err
+		ops = append(ops, patchOp{op: obj["op"].(string), path: obj["path"].(string), value: v, has: has})
 	}
 	return ops, nil
 }
@@ -120,7 +108,7 @@ func applyPatch(doc map[string]any, ops []patchOp) (map[string]any, error) {
 			}
 		}
 	}
-	var root any = jsvCopy(doc)
+	var root any = jsonCopy(doc)
 	for _, op := range ops {
 		next, reason := applyPatchOp(root, op)
 		if reason != "" {
@@ -166,9 +154,9 @@ func applyPatchOp(root any, op patchOp) (any, string) {
 			if !exists {
 				return nil, "can't replace a non-existent object '" + last + "'"
 			}
-			p[last] = jsvCopy(op.value)
+			p[last] = jsonCopy(op.value)
 		default:
-			p[last] = jsvCopy(op.value)
+			p[last] = jsonCopy(op.value)
 		}
 		return root, ""
 	case []any:
@@ -194,12 +182,12 @@ func applyPatchOp(root any, op patchOp) (any, string) {
 				return nil, "can't replace outside of list"
 			}
 			out = slices.Clone(p)
-			out[idx] = jsvCopy(op.value)
+			out[idx] = jsonCopy(op.value)
 		default:
 			if idx < 0 || idx > len(p) {
 				return nil, "can't insert outside of list"
 			}
-			out = slices.Insert(slices.Clone(p), idx, jsvCopy(op.value))
+			out = slices.Insert(slices.Clone(p), idx, jsonCopy(op.value))
 		}
 		return patchSetAt(root, parts[:len(parts)-1], out), ""
 	}
@@ -212,7 +200,7 @@ func patchWalk(doc any, part string) (any, string) {
 	case map[string]any:
 		v, ok := d[part]
 		if !ok {
-			return nil, "member '" + part + "' not found in " + scRepr(d)
+			return nil, "member '" + part + "' not found in " + pyrepr.Repr(d)
 		}
 		return v, ""
 	case []any:
@@ -265,4 +253,23 @@ func patchSetAt(root any, parts []string, v any) any {
 		cur, _ = patchWalk(cur, part)
 	}
 	return root
+}
+
+// jsonCopy is a deep copy of a decoded JSON value.
+func jsonCopy(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(t))
+		for k, x := range t {
+			m[k] = jsonCopy(x)
+		}
+		return m
+	case []any:
+		l := make([]any, len(t))
+		for i, x := range t {
+			l[i] = jsonCopy(x)
+		}
+		return l
+	}
+	return v
 }

@@ -6,14 +6,16 @@ import (
 	"strings"
 
 	"castiron/engine"
+	"castiron/engine/jsonschema"
 	"castiron/fault"
+	"castiron/fault/pyrepr"
 	"castiron/storage"
 )
 
 type portgroupField = field[storage.Portgroup]
 
 func pgObj(name string, min int, p func(*storage.Portgroup) *storage.JSONObject) portgroupField {
-	return portgroupField{name, min, fCreate | fPatch, scTypes("object", "null"), nil,
+	return portgroupField{name, min, fCreate | fPatch, jsonschema.Types("object", "null"), nil,
 		func(_ *viewCtx, pg *storage.Portgroup) any { return *p(pg) },
 		func(pg *storage.Portgroup, v any) error { *p(pg) = objectOrEmpty(v); return nil }}
 }
@@ -25,10 +27,10 @@ func pgObj(name string, min int, p func(*storage.Portgroup) *storage.JSONObject)
 // maximum version.
 var portgroupTable = func() *resource[storage.Portgroup] {
 	res := newResource("portgroup", []string{"uuid", "address", "name", "links"},
-		portgroupField{"uuid", 23, fCreate | fSort, scTypes("string", "null"), nil, func(_ *viewCtx, pg *storage.Portgroup) any { return pg.UUID }, nil},
+		portgroupField{"uuid", 23, fCreate | fSort, jsonschema.Types("string", "null"), nil, func(_ *viewCtx, pg *storage.Portgroup) any { return pg.UUID }, nil},
 		portgroupField{"created_at", 23, fSort, nil, nil, func(_ *viewCtx, pg *storage.Portgroup) any { return ironicTime(pg.CreatedAt) }, nil},
 		portgroupField{"updated_at", 23, fSort, nil, nil, func(_ *viewCtx, pg *storage.Portgroup) any { return timeOrNil(pg.UpdatedAt) }, nil},
-		portgroupField{"address", 23, fCreate | fPatch | fSort, scTypes("string", "null"), nil,
+		portgroupField{"address", 23, fCreate | fPatch | fSort, jsonschema.Types("string", "null"), nil,
 			func(_ *viewCtx, pg *storage.Portgroup) any { return strOrNil(pg.Address) },
 			func(pg *storage.Portgroup, v any) error {
 				pg.Address = nil
@@ -43,10 +45,10 @@ var portgroupTable = func() *resource[storage.Portgroup] {
 			}},
 		pgObj("extra", 23, func(pg *storage.Portgroup) *storage.JSONObject { return &pg.Extra }),
 		portgroupField{"internal_info", 23, 0, nil, nil, func(_ *viewCtx, pg *storage.Portgroup) any { return pg.InternalInfo }, nil},
-		portgroupField{"mode", 26, fCreate | fPatch | fSort, scTypes("string", "null"), nil,
+		portgroupField{"mode", 26, fCreate | fPatch | fSort, jsonschema.Types("string", "null"), nil,
 			func(_ *viewCtx, pg *storage.Portgroup) any { return strOrNil(pg.Mode) },
 			func(pg *storage.Portgroup, v any) error { pg.Mode = optString(v); return nil }},
-		portgroupField{"name", 23, fCreate | fPatch | fSort, scTypes("string", "null"), nil,
+		portgroupField{"name", 23, fCreate | fPatch | fSort, jsonschema.Types("string", "null"), nil,
 			func(_ *viewCtx, pg *storage.Portgroup) any { return strOrNil(pg.Name) },
 			func(pg *storage.Portgroup, v any) error {
 				pg.Name = nil
@@ -56,7 +58,7 @@ var portgroupTable = func() *resource[storage.Portgroup] {
 				return nil
 			}},
 		pgObj("properties", 26, func(pg *storage.Portgroup) *storage.JSONObject { return &pg.Properties }),
-		portgroupField{"standalone_ports_supported", 23, fCreate | fPatch | fSort, scTypes("string", "boolean", "null"), nil,
+		portgroupField{"standalone_ports_supported", 23, fCreate | fPatch | fSort, jsonschema.Types("string", "boolean", "null"), nil,
 			func(_ *viewCtx, pg *storage.Portgroup) any { return pg.StandalonePortsSupported },
 			func(pg *storage.Portgroup, v any) error {
 				pg.StandalonePortsSupported = true
@@ -67,7 +69,7 @@ var portgroupTable = func() *resource[storage.Portgroup] {
 				pg.StandalonePortsSupported = b
 				return err
 			}},
-		portgroupField{"node_uuid", 23, fCreate | fPatch | fRequired, scTypes("string"), nil,
+		portgroupField{"node_uuid", 23, fCreate | fPatch | fRequired, jsonschema.Types("string"), nil,
 			func(_ *viewCtx, pg *storage.Portgroup) any { return pg.NodeUUID },
 			func(pg *storage.Portgroup, v any) error {
 				node := v.(string)
@@ -236,8 +238,8 @@ func (a *API) patchPortgroup(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	for _, name := range patchValues(ops, "/name") {
-		if pythonTruth(name) && !jsvLogicalName(name) {
-			return errInvalid("Portgroup %s: Cannot change name to invalid name '%s'", ident, argPyStr(name))
+		if pyrepr.Truth(name) && !jsvLogicalName(name) {
+			return errInvalid("Portgroup %s: Cannot change name to invalid name '%s'", ident, pyrepr.Str(name))
 		}
 	}
 	v := a.view(r)
@@ -248,14 +250,6 @@ func (a *API) patchPortgroup(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return portgroupTable.writeOK(w, a.view(r), updated, nil)
-}
-
-// argPyStr is Python's str() of a JSON value, for messages that format one.
-func argPyStr(v any) string {
-	if s, ok := v.(string); ok {
-		return s
-	}
-	return pyRepr(v)
 }
 
 // deletePortgroup is DELETE /v1/portgroups/{ident}.

@@ -8,7 +8,9 @@ import (
 	"github.com/google/uuid"
 
 	"castiron/engine"
+	"castiron/engine/jsonschema"
 	"castiron/fault"
+	"castiron/fault/pyrepr"
 	"castiron/storage"
 )
 
@@ -16,22 +18,22 @@ type portField = field[storage.Port]
 
 // portStr is a port's optional string field.
 func portStr(name string, min int, flags fieldFlags, maxLen int, p func(*storage.Port) **string) portField {
-	value := scTypes("string", "null")
-	value.maxLength = maxLen
+	value := jsonschema.Types("string", "null")
+	value.MaxLength = maxLen
 	return portField{name, min, flags, value, nil, func(_ *viewCtx, x *storage.Port) any { return strOrNil(*p(x)) },
 		func(x *storage.Port, v any) error { *p(x) = optString(v); return nil }}
 }
 
 // portObj is a port's JSON object field (null stores {}).
 func portObj(name string, min int, p func(*storage.Port) *storage.JSONObject) portField {
-	return portField{name, min, fCreate | fPatch, scTypes("object", "null"), nil, func(_ *viewCtx, x *storage.Port) any { return *p(x) },
+	return portField{name, min, fCreate | fPatch, jsonschema.Types("object", "null"), nil, func(_ *viewCtx, x *storage.Port) any { return *p(x) },
 		func(x *storage.Port, v any) error { *p(x) = objectOrEmpty(v); return nil }}
 }
 
 // portBool is a port's boolean field (Ironic's args.boolean; null stores
 // the default).
 func portBool(name string, min int, flags fieldFlags, def bool, p func(*storage.Port) *bool) portField {
-	return portField{name, min, flags, scTypes("string", "boolean", "null"), nil, func(_ *viewCtx, x *storage.Port) any { return *p(x) },
+	return portField{name, min, flags, jsonschema.Types("string", "boolean", "null"), nil, func(_ *viewCtx, x *storage.Port) any { return *p(x) },
 		func(x *storage.Port, v any) error {
 			*p(x) = def
 			if v == nil {
@@ -45,7 +47,7 @@ func portBool(name string, min int, flags fieldFlags, def bool, p func(*storage.
 
 // portReqStr is a port's required string field.
 func portReqStr(name string, p func(*storage.Port) *string) portField {
-	return portField{name, 1, fCreate | fPatch | fRequired | fSort, scTypes("string"), nil, func(_ *viewCtx, x *storage.Port) any { return *p(x) },
+	return portField{name, 1, fCreate | fPatch | fRequired | fSort, jsonschema.Types("string"), nil, func(_ *viewCtx, x *storage.Port) any { return *p(x) },
 		func(x *storage.Port, v any) error { *p(x) = v.(string); return nil }}
 }
 
@@ -55,7 +57,7 @@ var portTable = func() *resource[storage.Port] {
 	res := newResource("port", []string{"uuid", "address", "links"},
 		portField{"created_at", 1, fSort, nil, nil, func(_ *viewCtx, p *storage.Port) any { return ironicTime(p.CreatedAt) }, nil},
 		portField{"updated_at", 1, fSort, nil, nil, func(_ *viewCtx, p *storage.Port) any { return timeOrNil(p.UpdatedAt) }, nil},
-		portField{"uuid", 1, fCreate | fSort, scTypes("string", "null"), nil, func(_ *viewCtx, p *storage.Port) any { return p.UUID }, nil},
+		portField{"uuid", 1, fCreate | fSort, jsonschema.Types("string", "null"), nil, func(_ *viewCtx, p *storage.Port) any { return p.UUID }, nil},
 		portReqStr("address", func(p *storage.Port) *string { return &p.Address }),
 		portObj("extra", 1, func(p *storage.Port) *storage.JSONObject { return &p.Extra }),
 		portField{"internal_info", 18, 0, nil, nil, func(_ *viewCtx, p *storage.Port) any { return p.InternalInfo }, nil},
@@ -192,7 +194,7 @@ func (a *API) createPort(w http.ResponseWriter, r *http.Request) error {
 	if u, ok := body["uuid"]; ok && u != nil {
 		s, isStr := u.(string)
 		if _, err := uuid.Parse(s); !isStr || err != nil {
-			return errInvalid("Schema error for port: %s is not a 'uuid'", pyRepr(u))
+			return errInvalid("Schema error for port: %s is not a 'uuid'", pyrepr.Repr(u))
 		}
 		p.UUID = strings.ToLower(s)
 	}

@@ -4,15 +4,17 @@ import (
 	"bytes"
 	"encoding/json"
 	"testing"
+
+	"castiron/engine/jsonschema"
 )
 
-// TestSchemaCheckMatchesJSONSchema compares scCheck on the field tables'
+// TestSchemaCheckMatchesJSONSchema compares jsonschema.Check on the field tables'
 // schemas (and parsePatch) with Ironic's args.schema run by Python's
 // jsonschema 4.26 on the same documents (the expected messages were
 // produced by it; "" is valid).
 func TestSchemaCheckMatchesJSONSchema(t *testing.T) {
 	tests := []struct {
-		schema *scSchema
+		schema *jsonschema.Schema
 		prefix string
 		doc    string
 		want   string
@@ -109,7 +111,7 @@ func TestSchemaCheckMatchesJSONSchema(t *testing.T) {
 		if tc.schema == nil { // the patch schema: parsePatch checks it
 			_, err = parsePatch(normalizeNumbers(v))
 		} else {
-			err = scCheck(tc.prefix, tc.schema, normalizeNumbers(v))
+			err = jsonschema.Check(tc.prefix, tc.schema, normalizeNumbers(v))
 		}
 		got := ""
 		if err != nil {
@@ -117,21 +119,6 @@ func TestSchemaCheckMatchesJSONSchema(t *testing.T) {
 		}
 		if got != tc.want {
 			t.Errorf("%s\n got %q\nwant %q", tc.doc, got, tc.want)
-		}
-	}
-}
-
-func TestPythonRepr(t *testing.T) {
-	for _, tc := range []struct {
-		v    any
-		want string
-	}{
-		{nil, "None"}, {true, "True"}, {int64(-3), "-3"}, {1.5, "1.5"}, {2.0, "2.0"}, {1e20, "1e+20"},
-		{1e-5, "1e-05"}, {1234567.0, "1234567.0"}, {"it's", `"it's"`}, {`a'b"c`, `'a\'b"c'`}, {"a\\b\n", `'a\\b\n'`},
-		{[]any{int64(1), "x", nil}, "[1, 'x', None]"}, {map[string]any{"b": int64(1), "a": []any{}}, "{'a': [], 'b': 1}"},
-	} {
-		if got := scRepr(tc.v); got != tc.want {
-			t.Errorf("scRepr(%#v) = %s, want %s", tc.v, got, tc.want)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"castiron/engine"
 	"castiron/engine/driver"
+	"castiron/fault/pyrepr"
 )
 
 // stateFields are the fields of GET /v1/nodes/{id}/states, in Ironic's order.
@@ -94,7 +95,7 @@ func (a *API) putProvision(w http.ResponseWriter, r *http.Request) error {
 				return errInvalid("Providing vendor_data in configdrive is only supported starting with API version 1.59")
 			}
 		default:
-			return errInvalid("Invalid configdrive: %s is not a string or an object", pyRepr(cd))
+			return errInvalid("Invalid configdrive: %s is not a string or an object", pyrepr.Repr(cd))
 		}
 		req.ConfigDrive = cd
 	}
@@ -157,7 +158,7 @@ func (a *API) putPower(w http.ResponseWriter, r *http.Request) error {
 		}
 		secs, ok := t.(int64)
 		if !ok || secs < 1 {
-			return errInvalid("Invalid timeout value %s. The timeout must be a positive integer.", pyRepr(t))
+			return errInvalid("Invalid timeout value %s. The timeout must be a positive integer.", pyrepr.Repr(t))
 		}
 		timeout = time.Duration(secs) * time.Second
 	}
@@ -289,13 +290,13 @@ func (a *API) putTraits(w http.ResponseWriter, r *http.Request) error {
 	}
 	raw, ok := body["traits"].([]any)
 	if !ok {
-		return errInvalid("Invalid traits: %s is not a list of strings", pyRepr(body["traits"]))
+		return errInvalid("Invalid traits: %s is not a list of strings", pyrepr.Repr(body["traits"]))
 	}
 	traits := make([]string, 0, len(raw))
 	for _, t := range raw {
 		s, ok := t.(string)
 		if !ok {
-			return errInvalid("Invalid trait: %s is not a string", pyRepr(t))
+			return errInvalid("Invalid trait: %s is not a string", pyrepr.Repr(t))
 		}
 		traits = append(traits, s)
 	}

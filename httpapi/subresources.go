@@ -13,6 +13,7 @@ import (
 
 	"castiron/engine"
 	"castiron/fault"
+	"castiron/fault/pyrepr"
 	"castiron/storage"
 )
 
@@ -38,23 +39,6 @@ func queryBool(q url.Values, name string) (*bool, error) {
 	return &b, nil
 }
 
-// pyBool is Python's str() of a bool.
-func pyBool(b bool) string {
-	if b {
-		return "True"
-	}
-	return "False"
-}
-
-// pyList is Python's str() of a list of strings.
-func pyList(l []string) string {
-	parts := make([]string, len(l))
-	for i, s := range l {
-		parts[i] = "'" + s + "'"
-	}
-	return "[" + strings.Join(parts, ", ") + "]"
-}
-
 func splitFields(raw string) []string {
 	var out []string
 	for _, f := range strings.Split(raw, ",") {
@@ -76,10 +60,10 @@ func returnFields(q url.Values, queryOK bool) (detail *bool, fields []string, er
 		fields = splitFields(q.Get("fields"))
 	}
 	if detail != nil && !queryOK {
-		return nil, nil, errInvalid("Invalid query parameter ?detail=%s received.", pyBool(*detail))
+		return nil, nil, errInvalid("Invalid query parameter ?detail=%s received.", pyrepr.Bool(*detail))
 	}
 	if q.Has("fields") && !queryOK {
-		return nil, nil, errInvalid("Invalid query parameter ?fields=%s received.", pyList(fields))
+		return nil, nil, errInvalid("Invalid query parameter ?fields=%s received.", pyrepr.Repr(fields))
 	}
 	if q.Has("fields") && detail != nil && *detail {
 		return nil, nil, errInvalid("Can not specify ?detail=True and fields in the same request.")
@@ -403,7 +387,7 @@ func (a *API) putConsole(w http.ResponseWriter, r *http.Request) error {
 		}
 		enabled = b
 	default:
-		return invalidBool("enabled", pyRepr(raw))
+		return invalidBool("enabled", pyrepr.Repr(raw))
 	}
 	if err := a.cond.SetConsole(actorContext(r), r.PathValue("ident"), enabled); err != nil {
 		return err
@@ -479,7 +463,7 @@ func (a *API) postVIF(w http.ResponseWriter, r *http.Request) error {
 	}
 	id, ok := raw.(string)
 	if !ok {
-		return errInvalid("Schema error for vif: %s is not of type 'string'", pyRepr(raw))
+		return errInvalid("Schema error for vif: %s is not of type 'string'", pyrepr.Repr(raw))
 	}
 	if id == "" {
 		return errInvalid("Expected UUID or name for id: %s", id)

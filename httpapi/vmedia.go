@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"castiron/engine"
+	"castiron/engine/jsonschema"
 )
 
 // Virtual media (API 1.89): POST and DELETE /v1/nodes/{ident}/vmedia, as
@@ -18,10 +19,10 @@ import (
 var vmediaSchemes = []string{"http", "https", "nfs", "cifs", "smb"}
 
 // vmediaAttachSchema is Ironic's VMEDIA_ATTACH_VALIDATOR.
-var vmediaAttachSchema = scObject(true, []string{"device_type", "image_url"},
-	scProp{"device_type", &scSchema{types: []string{"string"}, enum: engine.VMediaDevices}},
-	scProp{"image_url", scTypes("string")},
-	scProp{"image_download_source", &scSchema{types: []string{"string"}, enum: []string{"http", "local", "swift"}}},
+var vmediaAttachSchema = jsonschema.Object(true, []string{"device_type", "image_url"},
+	jsonschema.P("device_type", &jsonschema.Schema{Types: []string{"string"}, Enum: engine.VMediaDevices}),
+	jsonschema.P("image_url", jsonschema.Types("string")),
+	jsonschema.P("image_download_source", &jsonschema.Schema{Types: []string{"string"}, Enum: []string{"http", "local", "swift"}}),
 )
 
 // getVMedia is GET /v1/nodes/{ident}/vmedia: Ironic serves it from 1.93,
@@ -40,7 +41,7 @@ func (a *API) postVMedia(w http.ResponseWriter, r *http.Request) error {
 	if err := checkQueryArgs(r.URL.Query()); err != nil {
 		return err
 	}
-	if err := scCheck("Schema error for vmedia", vmediaAttachSchema, body); err != nil {
+	if err := jsonschema.Check("Schema error for vmedia", vmediaAttachSchema, body); err != nil {
 		return err
 	}
 	req := engine.VMediaRequest{

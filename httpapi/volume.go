@@ -10,7 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"castiron/engine/jsonschema"
 	"castiron/fault"
+	"castiron/fault/pyrepr"
 	"castiron/storage"
 )
 
@@ -58,14 +60,14 @@ type targetField = field[storage.VolumeTarget]
 
 // volumeStr is a connector's or target's required string field.
 func volumeStr[T any](name string, p func(*T) *string) field[T] {
-	return field[T]{name, volumeMinMinor, fCreate | fPatch | fRequired | fSort, scTypes("string"), nil,
+	return field[T]{name, volumeMinMinor, fCreate | fPatch | fRequired | fSort, jsonschema.Types("string"), nil,
 		func(_ *viewCtx, x *T) any { return *p(x) },
 		func(x *T, v any) error { *p(x) = v.(string); return nil }}
 }
 
 // volumeObj is a connector's or target's JSON object field (null stores {}).
 func volumeObj[T any](name string, mask func(any) any, p func(*T) *storage.JSONObject) field[T] {
-	return field[T]{name, volumeMinMinor, fCreate | fPatch, scTypes("object", "null"), mask,
+	return field[T]{name, volumeMinMinor, fCreate | fPatch, jsonschema.Types("object", "null"), mask,
 		func(_ *viewCtx, x *T) any { return *p(x) },
 		func(x *T, v any) error { *p(x) = objectOrEmpty(v); return nil }}
 }
@@ -74,7 +76,7 @@ func volumeObj[T any](name string, mask func(any) any, p func(*T) *storage.JSONO
 // updated_at) and end with (links, node_uuid).
 func volumeHead[T any](uuidOf func(*T) string, created func(*T) time.Time, updated func(*T) *time.Time) []field[T] {
 	return []field[T]{
-		{"uuid", volumeMinMinor, fCreate | fSort, scTypes("string", "null"), nil, func(_ *viewCtx, x *T) any { return uuidOf(x) }, nil},
+		{"uuid", volumeMinMinor, fCreate | fSort, jsonschema.Types("string", "null"), nil, func(_ *viewCtx, x *T) any { return uuidOf(x) }, nil},
 		{"created_at", volumeMinMinor, fSort, nil, nil, func(_ *viewCtx, x *T) any { return ironicTime(created(x)) }, nil},
 		{"updated_at", volumeMinMinor, fSort, nil, nil, func(_ *viewCtx, x *T) any { return timeOrNil(updated(x)) }, nil},
 	}
@@ -83,7 +85,7 @@ func volumeHead[T any](uuidOf func(*T) string, created func(*T) time.Time, updat
 func volumeTail[T any](collection string, uuidOf func(*T) string, node func(*T) *string) []field[T] {
 	return []field[T]{
 		{"links", volumeMinMinor, 0, nil, nil, func(v *viewCtx, x *T) any { return selfLinks(v, collection, uuidOf(x)) }, nil},
-		{"node_uuid", volumeMinMinor, fCreate | fPatch | fRequired, scTypes("string"), nil,
+		{"node_uuid", volumeMinMinor, fCreate | fPatch | fRequired, jsonschema.Types("string"), nil,
 			func(_ *viewCtx, x *T) any { return *node(x) },
 			func(x *T, v any) error { *node(x) = v.(string); return nil }},
 	}
@@ -110,9 +112,9 @@ var targetTable = func() *resource[storage.VolumeTarget] {
 	fields := volumeHead(uuidOf, func(t *storage.VolumeTarget) time.Time { return t.CreatedAt },
 		func(t *storage.VolumeTarget) *time.Time { return t.UpdatedAt })
 	fields = append(fields,
-		targetField{"boot_index", volumeMinMinor, fCreate | fPatch | fRequired | fSort, scTypes("integer"), nil,
+		targetField{"boot_index", volumeMinMinor, fCreate | fPatch | fRequired | fSort, jsonschema.Types("integer"), nil,
 			func(_ *viewCtx, t *storage.VolumeTarget) any { return t.BootIndex },
-			func(t *storage.VolumeTarget, v any) error { t.BootIndex = int64(scNumber(v)); return nil }},
+			func(t *storage.VolumeTarget, v any) error { t.BootIndex = int64(jsonschema.Number(v)); return nil }},
 		volumeObj("extra", nil, func(t *storage.VolumeTarget) *storage.JSONObject { return &t.Extra }),
 		volumeObj("properties", maskDictPassword, func(t *storage.VolumeTarget) *storage.JSONObject { return &t.Properties }),
 		volumeStr("volume_id", func(t *storage.VolumeTarget) *string { return &t.VolumeID }),
@@ -213,7 +215,7 @@ func volumeList[T any](a *API, k *volumeKind[T]) handlerFunc {
 		if err != nil {
 			return err
 		}
-		if err := scCheck("Schema error", listQuerySchema(k.fieldEnum()), qa.doc); err != nil {
+		if err := jsonschema.Check("Schema error", listQuerySchema(k.fieldEnum()), qa.doc); err != nil {
 			return err
 		}
 		// check_volume_list_policy looks the parent up by UUID only.
@@ -287,8 +289,8 @@ func volumeGet[T any](a *API, k *volumeKind[T]) handlerFunc {
 		if err != nil {
 			return err
 		}
-		showSchema := scObject(true, nil, scProp{"detail", scTypes("string", "boolean")}, scProp{"fields", fieldsSchema(k.fieldEnum())})
-		if err := scCheck("Schema error", showSchema, qa.doc); err != nil {
+		showSchema := jsonschema.Object(true, nil, jsonschema.P("detail", jsonschema.Types("string", "boolean")), jsonschema.P("fields", fieldsSchema(k.fieldEnum())))
+		if err := jsonschema.Check("Schema error", showSchema, qa.doc); err != nil {
 			return err
 		}
 		x, err := k.get(r.Context(), a.cond.Store(), id)
@@ -402,7 +404,7 @@ func checkVolumePatch[T any](res *resource[T], ops []patchOp, ver Version) (*vol
 		if !ok || !argUUIDLike(s) {
 			str := s
 			if !ok {
-				str = scRepr(v)
+				str = pyrepr.Repr(v)
 			}
 			return nil, errInvalid("Expected a UUID for node_uuid, but received %s.", str)
 		}

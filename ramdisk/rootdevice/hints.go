@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"castiron/fault/pyrepr"
 )
 
 type hintType int
@@ -73,7 +75,7 @@ func opAndValues(expression any, name string) (string, []string, error) {
 	}
 	toks, err := parseSpec(expr)
 	if err != nil {
-		return "", nil, invalidf("Root device hint \"%s\" expression %s cannot be parsed", name, pyRepr(expression))
+		return "", nil, invalidf("Root device hint \"%s\" expression %s cannot be parsed", name, pyrepr.Repr(expression))
 	}
 	if len(toks) <= 1 {
 		return "", []string{expr}, nil
@@ -175,7 +177,7 @@ func parse(hints map[string]any) ([]parsedHint, error) {
 				return nil, err
 			}
 			if p.spec, err = withOperator(p.spec, "s== "); err != nil {
-				return nil, invalidf("Root device hint \"%s\" expression %s cannot be parsed", name, pyRepr(expression))
+				return nil, invalidf("Root device hint \"%s\" expression %s cannot be parsed", name, pyrepr.Repr(expression))
 			}
 		case typ == hintInt:
 			for _, v := range values {
@@ -188,7 +190,7 @@ func parse(hints map[string]any) ([]parsedHint, error) {
 				}
 			}
 			if p.spec, err = withOperator(pyStr(expression), "== "); err != nil {
-				return nil, invalidf("Root device hint \"%s\" expression %s cannot be parsed", name, pyRepr(expression))
+				return nil, invalidf("Root device hint \"%s\" expression %s cannot be parsed", name, pyrepr.Repr(expression))
 			}
 		case typ == hintBool:
 			b, ok := boolFromString(expression)

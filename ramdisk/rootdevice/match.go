@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 
+	"castiron/fault/pyrepr"
 	"castiron/ramdisk/protocol"
 )
 
@@ -38,7 +39,7 @@ func Match(disks []protocol.Disk, hints map[string]any) (protocol.Disk, error) {
 			if errors.As(err, &te) {
 				return protocol.Disk{}, &InvalidHintsError{Msg: fmt.Sprintf(
 					"No devices could be found using the root device hints %s because they failed to validate. Error: %s",
-					pyReprMap(hints), err)}
+					pyrepr.Repr(hints), err)}
 			}
 			return protocol.Disk{}, err
 		}
@@ -46,7 +47,7 @@ func Match(disks []protocol.Disk, hints map[string]any) (protocol.Disk, error) {
 			return d, nil
 		}
 	}
-	return protocol.Disk{}, &NoDiskError{Msg: fmt.Sprintf("No disk matching the root device hints %s found", pyReprMap(hints))}
+	return protocol.Disk{}, &NoDiskError{Msg: fmt.Sprintf("No disk matching the root device hints %s found", pyrepr.Repr(hints))}
 }
 
 // Select picks the root disk: the disk matching the hints when there are

@@ -4,10 +4,11 @@ import (
 	"fmt"
 	"math"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"unicode"
+
+	"castiron/fault/pyrepr"
 )
 
 // Python's str.isspace(): Unicode whitespace plus the ASCII separators
@@ -28,11 +29,11 @@ var (
 func pyFloat(s string) (float64, error) {
 	t := strings.ToLower(pyStrip(s))
 	if !pyFloatPattern.MatchString(t) {
-		return 0, typeErrorf("could not convert string to float: %s", pyQuoteRepr(s))
+		return 0, typeErrorf("could not convert string to float: %s", pyrepr.Quote(s))
 	}
 	f, err := strconv.ParseFloat(strings.ReplaceAll(t, "_", ""), 64)
 	if err != nil && !isRangeErr(err) {
-		return 0, typeErrorf("could not convert string to float: %s", pyQuoteRepr(s))
+		return 0, typeErrorf("could not convert string to float: %s", pyrepr.Quote(s))
 	}
 	return f, nil
 }
@@ -65,7 +66,7 @@ func pyInt(s string) (int64, bool) {
 func pyLiteralNumber(s string) (float64, error) {
 	t := strings.TrimLeft(s, " \t")
 	if !pyNumLiteral.MatchString(t) {
-		return 0, typeErrorf("malformed node or string: %s", pyQuoteRepr(s))
+		return 0, typeErrorf("malformed node or string: %s", pyrepr.Quote(s))
 	}
 	neg := false
 	i := 0
@@ -77,33 +78,12 @@ func pyLiteralNumber(s string) (float64, error) {
 	}
 	f, err := strconv.ParseFloat(strings.ReplaceAll(t[i:], "_", ""), 64)
 	if err != nil && !isRangeErr(err) {
-		return 0, typeErrorf("malformed node or string: %s", pyQuoteRepr(s))
+		return 0, typeErrorf("malformed node or string: %s", pyrepr.Quote(s))
 	}
 	if neg {
 		f = -f
 	}
 	return f, nil
-}
-
-// pyFloatRepr is repr(float).
-func pyFloatRepr(f float64) string {
-	switch {
-	case math.IsInf(f, 1):
-		return "inf"
-	case math.IsInf(f, -1):
-		return "-inf"
-	case math.IsNaN(f):
-		return "nan"
-	}
-	a := math.Abs(f)
-	if a == 0 || (a >= 1e-4 && a < 1e16) {
-		s := strconv.FormatFloat(f, 'f', -1, 64)
-		if !strings.Contains(s, ".") {
-			s += ".0"
-		}
-		return s
-	}
-	return strconv.FormatFloat(f, 'e', -1, 64)
 }
 
 // pyQuote is urllib.parse.quote(s) (safe="/").
@@ -121,73 +101,19 @@ func pyQuote(s string) string {
 	return b.String()
 }
 
-// pyStr is str(v) for the JSON values a hint can hold.
+// pyStr is str(v) for the JSON values a hint can hold. JSON numbers
+// arrive as float64; integral ones were ints in the request (Python keeps
+// 10 and 10.0 apart, JSON decoding here cannot).
 func pyStr(v any) string {
 	switch x := v.(type) {
-	case nil:
-		return "None"
-	case string:
-		return x
-	case bool:
-		if x {
-			return "True"
-		}
-		return "False"
 	case float64:
-		// JSON numbers arrive as float64; integral ones were ints in the
-		// request (Python keeps 10 and 10.0 apart, JSON decoding here cannot).
 		if x == math.Trunc(x) && math.Abs(x) < 1<<63 {
 			return strconv.FormatInt(int64(x), 10)
 		}
-		return pyFloatRepr(x)
 	case float32:
 		return pyStr(float64(x))
-	case int:
-		return strconv.Itoa(x)
-	case int64:
-		return strconv.FormatInt(x, 10)
 	case fmt.Stringer: // json.Number
 		return x.String()
-	case map[string]any:
-		return pyReprMap(x)
-	case []any:
-		parts := make([]string, len(x))
-		for i, e := range x {
-			parts[i] = pyRepr(e)
-		}
-		return "[" + strings.Join(parts, ", ") + "]"
 	}
-	return fmt.Sprint(v)
-}
-
-// pyRepr is repr(v).
-func pyRepr(v any) string {
-	if s, ok := v.(string); ok {
-		return pyQuoteRepr(s)
-	}
-	return pyStr(v)
-}
-
-func pyQuoteRepr(s string) string {
-	q := "'"
-	if strings.Contains(s, "'") && !strings.Contains(s, `"`) {
-		q = `"`
-	}
-	r := strings.NewReplacer(`\`, `\\`, "\n", `\n`, "\r", `\r`, "\t", `\t`, q, `\`+q)
-	return q + r.Replace(s) + q
-}
-
-// pyReprMap is repr(dict) with the keys sorted (JSON objects lose their
-// order on the way here).
-func pyReprMap(m map[string]any) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = pyQuoteRepr(k) + ": " + pyRepr(m[k])
-	}
-	return "{" + strings.Join(parts, ", ") + "}"
+	return pyrepr.Str(v)
 }

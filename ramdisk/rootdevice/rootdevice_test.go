@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"castiron/fault/pyrepr"
 	"castiron/ramdisk/protocol"
 )
 
@@ -36,7 +37,7 @@ func TestIronicVectors(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range vf.Cases {
-		name := pyReprMap(c.Hints)
+		name := pyrepr.Repr(c.Hints)
 		if c.ValidateOnly {
 			name = "validate " + name
 		}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
+
+	"castiron/fault/pyrepr"
 )
 
 // This file is a port of oslo.utils' specs_matcher (the grammar Ironic uses
@@ -151,7 +153,7 @@ type value struct {
 
 func (v value) String() string {
 	if v.isFloat {
-		return pyFloatRepr(v.f)
+		return pyrepr.Float(v.f)
 	}
 	return v.s
 }
