@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"castiron/fault/pyrepr"
 )
 
 // maxRetries bounds api-call's retries (and so the time a rule can hold
@@ -118,7 +120,7 @@ func pyFloatArg(args map[string]any, name string, def float64) (float64, error) 
 	if s, ok := v.(string); ok {
 		f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
 		if err != nil {
-			return 0, fmt.Errorf("could not convert string to float: %s", quoteRepr(s))
+			return 0, fmt.Errorf("could not convert string to float: %s", pyrepr.Quote(s))
 		}
 		return f, nil
 	}
@@ -143,7 +145,7 @@ func pyIntArg(args map[string]any, name string, def int) (int, error) {
 	if s, ok := v.(string); ok {
 		i, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil {
-			return 0, fmt.Errorf("invalid literal for int() with base 10: %s", quoteRepr(s))
+			return 0, fmt.Errorf("invalid literal for int() with base 10: %s", pyrepr.Quote(s))
 		}
 		return min(i, maxRetries), nil
 	}

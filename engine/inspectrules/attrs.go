@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"castiron/fault/pyrepr"
 )
 
 // kind is how an object field takes a value (the oslo field types Ironic's
@@ -133,7 +135,7 @@ func field(o *object, writable map[string]kind, name string) (any, kind, error) 
 		if exists {
 			return nil, 0, &pyError{"AttributeError", fmt.Sprintf("field '%s' of %s cannot be changed by a rule", name, o.class)}
 		}
-		return nil, 0, &pyError{"AttributeError", fmt.Sprintf("'%s' object has no attribute %s", o.class, quoteRepr(name))}
+		return nil, 0, &pyError{"AttributeError", fmt.Sprintf("'%s' object has no attribute %s", o.class, pyrepr.Quote(name))}
 	}
 	return v, k, nil
 }

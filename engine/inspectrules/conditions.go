@@ -4,6 +4,8 @@ import (
 	"net/netip"
 	"regexp"
 	"strings"
+
+	"castiron/fault/pyrepr"
 )
 
 // checkCondition runs one condition operator on its processed arguments.
@@ -117,7 +119,7 @@ func inNet(address, subnet any) (bool, error) {
 	a := pyStr(address)
 	addr, err := netip.ParseAddr(strings.TrimSpace(a))
 	if err != nil {
-		return false, &pyError{"AddrFormatError", "failed to detect a valid IP address from " + quoteRepr(a)}
+		return false, &pyError{"AddrFormatError", "failed to detect a valid IP address from " + pyrepr.Quote(a)}
 	}
 	return prefix.Contains(addr.Unmap()) || prefix.Contains(addr), nil
 }

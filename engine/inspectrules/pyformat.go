@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"castiron/fault/pyrepr"
 )
 
 // pyFormat is Python's str.format(**kwargs) with the given keyword
@@ -171,7 +173,7 @@ func resolveField(name string, kwargs map[string]any, auto *int) (any, error) {
 	default:
 		val, ok := kwargs[first]
 		if !ok {
-			return nil, &pyError{"KeyError", quoteRepr(first)}
+			return nil, &pyError{"KeyError", pyrepr.Quote(first)}
 		}
 		v = val
 	}
@@ -478,7 +480,7 @@ func formatFloat(n pyNumber, sp spec) (string, error) {
 		body = floatExp(strconv.FormatFloat(a, 'g', prec, 64))
 	case 0, 'n':
 		if prec < 0 {
-			body = floatRepr(a)
+			body = pyrepr.Float(a)
 		} else {
 			if prec == 0 {
 				prec = 1

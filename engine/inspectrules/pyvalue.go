@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"castiron/fault/pyrepr"
 )
 
 // Ironic runs inspection rules in Python: comparisons, membership, str()
@@ -209,7 +211,7 @@ func writeRepr(b *strings.Builder, v any, mask bool) {
 			b.WriteString("False")
 		}
 	case string:
-		b.WriteString(quoteRepr(x))
+		b.WriteString(pyrepr.Quote(x))
 	case map[string]any:
 		keys := make([]string, 0, len(x))
 		for k := range x {
@@ -221,7 +223,7 @@ func writeRepr(b *strings.Builder, v any, mask bool) {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			b.WriteString(quoteRepr(k))
+			b.WriteString(pyrepr.Quote(k))
 			b.WriteString(": ")
 			if on && sensitiveKeys[k] {
 				b.WriteString("'***'")
@@ -254,68 +256,7 @@ func (n pyNumber) repr() string {
 	if !n.isFloat {
 		return n.i.String()
 	}
-	return floatRepr(n.f)
-}
-
-// floatRepr is repr(float): the shortest text that reads back the same.
-func floatRepr(f float64) string {
-	switch {
-	case math.IsInf(f, 1):
-		return "inf"
-	case math.IsInf(f, -1):
-		return "-inf"
-	case math.IsNaN(f):
-		return "nan"
-	}
-	a := math.Abs(f)
-	if a == 0 || (a >= 1e-4 && a < 1e16) {
-		s := strconv.FormatFloat(f, 'f', -1, 64)
-		if !strings.Contains(s, ".") {
-			s += ".0"
-		}
-		return s
-	}
-	s := strconv.FormatFloat(f, 'e', -1, 64)
-	// Go writes 1e+06, Python 1e+16 / 1e-05: two exponent digits minimum.
-	mant, exp, _ := strings.Cut(s, "e")
-	sign := exp[0]
-	digits := strings.TrimLeft(exp[1:], "0")
-	if len(digits) < 2 {
-		digits = strings.Repeat("0", 2-len(digits)) + digits
-	}
-	return mant + "e" + string(sign) + digits
-}
-
-// quoteRepr is repr(str): single quotes unless the text has one and no
-// double quote.
-func quoteRepr(s string) string {
-	q := byte('\'')
-	if strings.Contains(s, "'") && !strings.Contains(s, `"`) {
-		q = '"'
-	}
-	var b strings.Builder
-	b.WriteByte(q)
-	for _, r := range s {
-		switch {
-		case r == '\\':
-			b.WriteString(`\\`)
-		case r == rune(q):
-			b.WriteByte('\\')
-			b.WriteRune(r)
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\r':
-			b.WriteString(`\r`)
-		case r == '\t':
-			b.WriteString(`\t`)
-		case r < 0x20 || r == 0x7f:
-			fmt.Fprintf(&b, `\x%02x`, r)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	b.WriteByte(q)
-	return b.String()
+	return pyrepr.Float(n.f)
 }
 
 // pyEqual is a == b.
@@ -447,7 +388,7 @@ func pyGetItem(container any, key string) (any, error) {
 		}
 		v, ok := c[key]
 		if !ok {
-			return nil, &pyError{"KeyError", quoteRepr(key)}
+			return nil, &pyError{"KeyError", pyrepr.Quote(key)}
 		}
 		if on && sensitiveKeys[key] {
 			return "***", nil
@@ -482,5 +423,5 @@ func pyGetAttr(v any, name string) (any, error) {
 			return f, nil
 		}
 	}
-	return nil, &pyError{"AttributeError", fmt.Sprintf("'%s' object has no attribute %s", pyTypeName(v), quoteRepr(name))}
+	return nil, &pyError{"AttributeError", fmt.Sprintf("'%s' object has no attribute %s", pyTypeName(v), pyrepr.Quote(name))}
 }
