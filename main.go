@@ -93,6 +93,15 @@ type serveConfig struct {
 	inspectOverwrite, cleanFullErase               bool
 	metrics                                        bool
 	rulesFile, rulesMask                           string
+	discovery                                      discoveryConfig
+}
+
+// discoveryConfig are the discovery flags beside --pxe-discovery.
+type discoveryConfig struct {
+	driver, bmcUser string
+	manage          bool
+	maxEnroll       int
+	rate            float64
 }
 
 // serveFlags declares serve's flags. Declare a new setting here the usual
@@ -136,7 +145,13 @@ func serveFlags() (*flag.FlagSet, *serveConfig) {
 	str(&p.ipxeDir, "ipxe-dir", "/usr/lib/ipxe", "directory of the iPXE binaries (Debian package ipxe)")
 	str(&p.ramdiskDir, "ramdisk-dir", "", "directory with vmlinuz and initramfs written by make ramdisk (default DATA-DIR/ramdisk)")
 	str(&p.imagesDir, "images-dir", "", "directory of OS images castiron serves to nodes at /images/ (default DATA-DIR/images)")
-	boolFlag(&p.discovery, "pxe-discovery", false, "network-boot unknown machines too (not only nodes castiron was asked to boot)")
+	boolFlag(&p.discovery, "pxe-discovery", false, "network-boot unknown machines and enroll them as nodes (discovery)")
+	dc := &c.discovery
+	choice(fs, &dc.driver, "discovery-driver", "ipmi", []string{"ipmi", "redfish", "fake-hardware", "manual-management"}, "hardware type of discovered nodes")
+	boolFlag(&dc.manage, "discovery-manage", false, "move every discovered node on to manage, also one without BMC credentials (with credentials, from a rule or --discovery-bmc-user, it goes anyway)")
+	str(&dc.bmcUser, "discovery-bmc-user", "", "IPMI user the ramdisk of a discovered machine creates (or resets) in-band with a random password, admin on LAN; driver_info gets it (off when empty)")
+	fs.IntVar(&dc.maxEnroll, "discovery-max-enroll", engine.DefaultDiscoveryMaxEnroll, "discovery stops while this many nodes wait in enroll (negative: no cap)")
+	fs.Float64Var(&dc.rate, "discovery-rate", engine.DefaultDiscoveryRate, "at most this many nodes discovered per minute")
 	boolFlag(&c.inspectOverwrite, "inspect-overwrite", false, "let inspection replace properties that are already set")
 	boolFlag(&c.cleanFullErase, "clean-full-erase", false, "automated cleaning overwrites whole disks, not only their metadata")
 	boolFlag(&c.metrics, "metrics", true, "serve Prometheus metrics at /metrics (with the API's authentication)")

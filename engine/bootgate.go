@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -44,6 +45,10 @@ type bootGate struct {
 	// portlessWhen is when portless was read.
 	portlessWhen time.Time
 	portlessOK   bool
+	// enroll counts the nodes in enroll, for the discovery cap.
+	enroll   int
+	enrollAt uint64
+	enrollOK bool
 }
 
 func (g *bootGate) invalidate() { g.gen.Add(1) }
@@ -62,6 +67,10 @@ func (c *Conductor) BootTarget(ctx context.Context, mac net.HardwareAddr) (BootD
 		if err != nil {
 			return BootDecision{}, false
 		}
+		if c.cfg.Discovery && discovered(n) {
+			// A discovered machine booting again is inspected again.
+			return BootDecision{NodeUUID: n.UUID, Purpose: "inspect"}, true
+		}
 		purpose, ok := bootPurpose[State(n.ProvisionState)]
 		// With several conductors on one network, only the node's owner
 		// answers it (the others stay silent, as for any other machine).
@@ -71,6 +80,10 @@ func (c *Conductor) BootTarget(ctx context.Context, mac net.HardwareAddr) (BootD
 		return BootDecision{}, false
 	}
 	if c.cfg.Discovery {
+		if waiting, full := c.enrollFull(ctx); full {
+			_ = c.refuse(mac.String(), "cap", fmt.Errorf("%d nodes wait in enroll", waiting))
+			return BootDecision{}, false
+		}
 		// An unknown machine is answered by one conductor of this group:
 		// the one the group's ring maps its MAC to.
 		return BootDecision{Purpose: "inspect"}, c.ownsKey(mac.String())
@@ -79,6 +92,32 @@ func (c *Conductor) BootTarget(ctx context.Context, mac net.HardwareAddr) (BootD
 		return BootDecision{Purpose: "inspect"}, true
 	}
 	return BootDecision{}, false
+}
+
+// enrollFull reports whether the discovery cap is reached, counting the
+// nodes in enroll once per generation (a flood of unknown DHCP clients
+// costs no query each).
+func (c *Conductor) enrollFull(ctx context.Context) (int, bool) {
+	if c.cfg.DiscoveryMaxEnroll < 0 {
+		return 0, false
+	}
+	gen := c.gate.gen.Load()
+	c.gate.mu.Lock()
+	if c.gate.enrollOK && c.gate.enrollAt == gen {
+		n := c.gate.enroll
+		c.gate.mu.Unlock()
+		return n, n >= c.cfg.DiscoveryMaxEnroll
+	}
+	c.gate.mu.Unlock()
+	n, err := c.enrollCount(ctx)
+	if err != nil {
+		c.log.Warn("boot gate: counting enroll nodes failed", "err", err)
+		return 0, false
+	}
+	c.gate.mu.Lock()
+	c.gate.enroll, c.gate.enrollAt, c.gate.enrollOK = n, gen, true
+	c.gate.mu.Unlock()
+	return n, n >= c.cfg.DiscoveryMaxEnroll
 }
 
 // portlessInspection reports whether a node without ports that this
@@ -185,4 +224,10 @@ func (c *Conductor) RamdiskBoots(ctx context.Context, nodeUUID string) bool {
 	}
 	_, ok := bootPurpose[State(n.ProvisionState)]
 	return ok
+}
+
+func (s gateStore) CreateNode(ctx context.Context, n *storage.Node) error {
+	err := s.Store.CreateNode(ctx, n)
+	s.gate.invalidate()
+	return err
 }

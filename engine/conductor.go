@@ -42,8 +42,22 @@ type Config struct {
 	// AutomatedClean is the global switch; a node's automated_clean overrides it.
 	AutomatedClean bool
 	// Discovery lets unknown MACs network-boot the ramdisk at any time (not
-	// only while a node without ports is being inspected).
+	// only while a node without ports is being inspected) and makes a node
+	// of inspection data that matches none (discovery.go).
 	Discovery bool
+	// DiscoveryDriver is the hardware type of discovered nodes ("ipmi").
+	DiscoveryDriver string
+	// DiscoveryManage moves every discovered node on to manage, also
+	// without BMC credentials.
+	DiscoveryManage bool
+	// DiscoveryBMCUser, when set, asks the ramdisk of a machine being
+	// discovered to create this IPMI user in-band.
+	DiscoveryBMCUser string
+	// DiscoveryMaxEnroll caps the nodes waiting in enroll for discovery
+	// to add another (negative: no cap); DiscoveryRate caps new nodes per
+	// minute.
+	DiscoveryMaxEnroll int
+	DiscoveryRate      float64
 	// InspectOverwrite lets inspection replace properties the operator set
 	// (a node's driver_info inspect_overwrite overrides it).
 	InspectOverwrite bool
@@ -104,6 +118,15 @@ func (c *Config) setDefaults() {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	if c.DiscoveryDriver == "" {
+		c.DiscoveryDriver = "ipmi"
+	}
+	if c.DiscoveryMaxEnroll == 0 {
+		c.DiscoveryMaxEnroll = DefaultDiscoveryMaxEnroll
+	}
+	if c.DiscoveryRate <= 0 {
+		c.DiscoveryRate = DefaultDiscoveryRate
+	}
 	if c.Observer == nil {
 		c.Observer = noObserver{}
 	}
@@ -124,6 +147,7 @@ type Conductor struct {
 	aborts   abortFlags
 	gate     bootGate
 	owners   owners
+	disc     discovery
 	started  bool
 	beat     heartbeatStatus
 	tookOver tookOver

@@ -30,8 +30,9 @@ func (c *Conductor) AgentHeartbeat(ctx context.Context, ident string, hb protoco
 	var instr protocol.Instruction
 	var after work
 	var afterVerb string
+	var then func(ctx context.Context, n *storage.Node)
 	updated, err := c.store.UpdateNode(ctx, n.UUID, func(cur *storage.Node) (*storage.Event, error) {
-		instr, after, afterVerb = wait, nil, ""
+		instr, after, afterVerb, then = wait, nil, "", nil
 		if !tokenValid(cur, hb.AgentToken) {
 			return nil, fault.New(fault.Invalid, "Invalid or missing agent token received.")
 		}
@@ -56,6 +57,9 @@ func (c *Conductor) AgentHeartbeat(ctx context.Context, ident string, hb protoco
 			return nil, nil
 		case lookupAllowed[st]:
 			return nil, nil // deploying/cleaning: the conductor is between steps
+		case discovered(cur) && cur.DriverInternalInfo[diiBMCUser] == bmcUserPending:
+			then = c.bmcUserStep(cur, hb.Step, &instr)
+			return nil, nil
 		default:
 			instr = protocol.Instruction{Command: protocol.CmdPowerOff, Reason: fmt.Sprintf("node is in %s", st)}
 			return nil, nil
@@ -66,6 +70,9 @@ func (c *Conductor) AgentHeartbeat(ctx context.Context, ident string, hb protoco
 	}
 	if after != nil {
 		c.runTask(ctx, updated, afterVerb, after)
+	}
+	if then != nil {
+		then(ctx, updated)
 	}
 	return instr, nil
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -36,18 +37,19 @@ type Inspection struct {
 // without ports in inspect wait", for nodes enrolled without ports), checks
 // that it is in inspect wait, and hands the data to a background task that
 // applies it. Every refusal is the same 404 so a ramdisk learns nothing.
-func (c *Conductor) ContinueInspection(ctx context.Context, in Inspection) (_ *storage.Node, token string, err error) {
-	defer func() {
-		result := resultLabel(err)
-		if err == nil && in.Data.Error != "" {
-			result = "ramdisk_error"
-		}
-		c.obs.AgentCall("inspection", result)
-	}()
+func (c *Conductor) ContinueInspection(ctx context.Context, in Inspection) (*storage.Node, string, error) {
 	n, err := c.inspectionNode(ctx, in)
+	created := false
+	if errors.Is(err, errNoMatch) && c.cfg.Discovery && in.NodeUUID == "" {
+		n, created, err = c.discover(ctx, in)
+	}
 	if err != nil {
 		return nil, "", err
 	}
+	if State(n.ProvisionState) == Enroll {
+		return c.continueDiscovery(ctx, n, in, created)
+	}
+	token := ""
 	if in.WantToken {
 		if _, token, err = c.issueToken(ctx, n.UUID); err != nil {
 			return nil, "", err
@@ -80,13 +82,51 @@ func (c *Conductor) ContinueInspection(ctx context.Context, in Inspection) (_ *s
 	return updated, token, nil
 }
 
-func (c *Conductor) inspectionNode(ctx context.Context, in Inspection) (*storage.Node, error) {
-	var macs []string
-	for _, i := range in.Data.Inventory.Interfaces {
-		if m, err := NormalizeMAC(i.MACAddress); err == nil {
-			macs = append(macs, m)
+// continueDiscovery applies inspection data to a discovered node in
+// enroll (just created, reserved; or booting again): no state changes,
+// as in Ironic.
+func (c *Conductor) continueDiscovery(ctx context.Context, n *storage.Node, in Inspection, created bool) (*storage.Node, string, error) {
+	if !created {
+		var err error
+		n, err = c.store.UpdateNode(ctx, n.UUID, func(cur *storage.Node) (*storage.Event, error) {
+			if !discovered(cur) || cur.Reservation != nil {
+				return nil, errAgentNotFound()
+			}
+			cur.Reservation = strp(c.cfg.Hostname)
+			return nil, nil
+		})
+		if err != nil {
+			return nil, "", err
 		}
 	}
+	release := func() {
+		_, _ = c.store.UpdateNode(context.WithoutCancel(ctx), n.UUID, func(cur *storage.Node) (*storage.Event, error) {
+			cur.Reservation = nil
+			return nil, nil
+		})
+	}
+	token := ""
+	if in.WantToken {
+		var err error
+		if _, token, err = c.issueToken(ctx, n.UUID); err != nil {
+			release()
+			return nil, "", err
+		}
+	}
+	if in.Data.Error != "" {
+		msg := fmt.Sprintf("Ramdisk reported error: %s", in.Data.Error)
+		updated, err := c.store.UpdateNode(ctx, n.UUID, func(cur *storage.Node) (*storage.Event, error) {
+			cur.Reservation, cur.LastError = nil, &msg
+			return nil, nil
+		})
+		return updated, token, err
+	}
+	c.runTask(ctx, n, "discover", discoveryTask(in))
+	return n, token, nil
+}
+
+func (c *Conductor) inspectionNode(ctx context.Context, in Inspection) (*storage.Node, error) {
+	macs := inventoryMACs(in)
 	var n *storage.Node
 	if in.NodeUUID != "" {
 		found, err := c.store.GetNode(ctx, in.NodeUUID)
@@ -105,6 +145,9 @@ func (c *Conductor) inspectionNode(ctx context.Context, in Inspection) (*storage
 		case !fault.Is(err, fault.NotFound):
 			return nil, err
 		}
+	}
+	if n != nil && c.cfg.Discovery && discovered(n) {
+		return n, nil
 	}
 	if n != nil && State(n.ProvisionState) != InspectWait {
 		c.log.WarnContext(ctx, "inspection data for a node not in inspect wait", "node", n.UUID, "state", n.ProvisionState)
@@ -142,8 +185,10 @@ func (c *Conductor) inspectionNode(ctx context.Context, in Inspection) (*storage
 	if len(only) == 1 {
 		return c.store.GetNode(ctx, only[0].UUID)
 	}
-	c.log.WarnContext(ctx, "inspection data matches no node", "macs", macs, "portless_waiting", len(only))
-	return nil, errAgentNotFound()
+	if !c.cfg.Discovery {
+		c.log.WarnContext(ctx, "inspection data matches no node", "macs", macs, "portless_waiting", len(only))
+	}
+	return nil, errNoMatch
 }
 
 // bmcAddressOf is the node's BMC host as enrolled.

@@ -113,6 +113,9 @@ func (c *Conductor) inspectedNode(ctx context.Context, uuid string, in Inspectio
 	if ruleErr != nil {
 		return nil, ruleErr
 	}
+	if err := c.store.SetIdentities(ctx, uuid, identities(in.Data.Inventory)); err != nil {
+		c.log.Warn("recording the hardware's identities failed", "node", uuid, "err", err)
+	}
 	plugin := target.PluginData
 	delete(plugin, "logs") // Ironic keeps the ramdisk logs elsewhere
 	return plugin, nil

@@ -73,9 +73,7 @@ func ParseInspection(body []byte) (Inspection, error) {
 	in.Inventory = invRaw
 	in.PluginData = map[string]any{}
 	for k, v := range raw {
-		// The BMC user's password stays in in.Data.BMCUser only: never in
-		// the plugin data that is stored, shown and given to rules.
-		if k != "inventory" && k != protocol.PluginDataBMCUser {
+		if k != "inventory" {
 			in.PluginData[k] = v
 		}
 	}

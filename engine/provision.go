@@ -37,6 +37,9 @@ type outcome struct {
 	// next, when set, runs right after with the node still reserved
 	// (deleting -> cleaning).
 	next work
+	// then, when set, runs once the outcome is written and the node
+	// released (a discovered node going on to manage).
+	then func(ctx context.Context, n *storage.Node)
 }
 
 func done(ev Event) outcome { return outcome{ev: ev} }
@@ -312,6 +315,8 @@ func (c *Conductor) runTask(from context.Context, n *storage.Node, verb string, 
 		}
 		if chained {
 			c.runTask(ctx, updated, verb, out.next)
+		} else if out.then != nil {
+			out.then(ctx, updated)
 		}
 	})
 }

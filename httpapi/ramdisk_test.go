@@ -74,6 +74,17 @@ func agentNode(h *apiHarness, mac string) string {
 	return id
 }
 
+// portsPXE is the node's ports: MAC -> pxe_enabled.
+func (h *apiHarness) portsPXE(t *testing.T, id string) map[string]bool {
+	t.Helper()
+	pxe := map[string]bool{}
+	for _, p := range h.expect(http.StatusOK, "GET", "/v1/ports/detail?node="+id, latest, nil).json(t)["ports"].([]any) {
+		pm := p.(map[string]any)
+		pxe[pm["address"].(string)] = pm["pxe_enabled"].(bool)
+	}
+	return pxe
+}
+
 func TestContinueInspectionAppliesInventory(t *testing.T) {
 	h := newAgentAPI(t)
 	const bootMAC, otherMAC = "52:54:00:aa:00:01", "52:54:00:aa:00:02"
@@ -111,13 +122,7 @@ func TestContinueInspectionAppliesInventory(t *testing.T) {
 	if _, ok := n["driver_internal_info"].(map[string]any)["agent_secret_token"]; ok {
 		t.Error("agent token left on the node")
 	}
-	ports := h.expect(http.StatusOK, "GET", "/v1/ports/detail?node="+id, latest, nil).json(t)["ports"].([]any)
-	pxe := map[string]bool{}
-	for _, p := range ports {
-		pm := p.(map[string]any)
-		pxe[pm["address"].(string)] = pm["pxe_enabled"].(bool)
-	}
-	if len(pxe) != 2 || !pxe[bootMAC] || pxe[otherMAC] {
+	if pxe := h.portsPXE(t, id); len(pxe) != 2 || !pxe[bootMAC] || pxe[otherMAC] {
 		t.Errorf("ports %v", pxe)
 	}
 	inv := h.expect(http.StatusOK, "GET", "/v1/nodes/"+id+"/inventory", latest, nil).json(t)

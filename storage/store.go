@@ -62,6 +62,7 @@ type Store interface {
 	VolumeStore
 	DeployTemplateStore
 	InspectionRuleStore
+	IdentityStore
 	PortLookupStore
 	BootEventStore
 	LeaseStore

@@ -19,7 +19,6 @@ type params struct {
 	BootMAC       net.HardwareAddr // parsed from BootIF; nil when absent or malformed
 	NodeUUID      string
 	Debug         bool
-	BMCUser       string // castiron-bmc-user: create this IPMI user in-band
 }
 
 // serverAddr is castiron's address when the API URL (else the inspection
@@ -64,8 +63,6 @@ func parseCmdline(cmdline string) params {
 			p.BootMAC, _ = parseBootIF(value)
 		case protocol.ParamNodeUUID:
 			p.NodeUUID = value
-		case protocol.ParamBMCUser:
-			p.BMCUser = value
 		case protocol.ParamDebug:
 			p.Debug = value == "" || value == "1" || strings.EqualFold(value, "true") || strings.EqualFold(value, "yes")
 		}

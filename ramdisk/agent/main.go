@@ -198,9 +198,8 @@ func run(ctx context.Context, pid1 bool, opts options, level *slog.LevelVar, log
 	}
 	log.Info("inventory collected", "cpus", inv.CPU.Count, "memory_mb", inv.Memory.PhysicalMB,
 		"disks", len(inv.Disks), "nics", len(inv.Interfaces), "boot_mode", inv.Boot.CurrentBootMode)
-	var bmcUser *protocol.BMCUser
-	if pid1 || p.BMCUser != "" {
-		bmcUser = readBMC(ctx, log, root, inv, p.BMCUser)
+	if pid1 {
+		readBMC(ctx, log, root, inv)
 	}
 
 	agent := "castiron-agent/" + version
@@ -211,8 +210,7 @@ func run(ctx context.Context, pid1 bool, opts options, level *slog.LevelVar, log
 		BootIF:         p.BootIF,
 		Inventory:      inv,
 		InventoryError: invErr,
-		BMCUser:        bmcUser,
-		Steps:          steps.Run,
+		Steps:          withBMCUserStep(steps.Run, root, log),
 		Machine:        m,
 		Log:            log,
 		AgentVersion:   agent,

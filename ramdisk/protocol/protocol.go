@@ -19,10 +19,6 @@ const (
 	ParamNodeUUID = "ipa-node-uuid"
 	// ParamDebug keeps the agent's console verbose.
 	ParamDebug = "ipa-debug"
-	// ParamBMCUser (castiron's) asks the agent to create or reset this IPMI
-	// user in-band and send its credentials with the inspection data.
-	// castiron gives it only to machines it is discovering.
-	ParamBMCUser = "castiron-bmc-user"
 	// ParamBootMethod is "vmedia" when the ramdisk was booted from a
 	// virtual media ISO (Ironic's boot_method).
 	ParamBootMethod = "boot_method"
@@ -150,24 +146,7 @@ type InspectionData struct {
 	BootInterface string    `json:"boot_interface,omitempty"` // "01-aa-bb-.." or a MAC
 	RootDisk      *Disk     `json:"root_disk,omitempty"`
 	Error         string    `json:"error,omitempty"`
-	// BMCUser is castiron's: the IPMI user the agent set up on request
-	// (ParamBMCUser). It carries a password: castiron takes it out of the
-	// plugin data before anything is stored or logged.
-	BMCUser *BMCUser `json:"castiron_bmc_user,omitempty"`
 }
-
-// BMCUser is the outcome of ParamBMCUser: the credentials, or why the
-// agent could not set them up.
-type BMCUser struct {
-	Username string `json:"username"`
-	Password string `json:"password,omitempty"`
-	UserID   int    `json:"user_id,omitempty"`
-	Channel  int    `json:"channel,omitempty"`
-	Error    string `json:"error,omitempty"`
-}
-
-// PluginDataBMCUser is BMCUser's key in the inspection data.
-const PluginDataBMCUser = "castiron_bmc_user"
 
 // LookupResponse is GET /v1/lookup's answer (Ironic's shape).
 type LookupResponse struct {
@@ -307,6 +286,12 @@ const (
 	StepEraseDevicesMetadata = "erase_devices_metadata"
 	StepEraseDevices         = "erase_devices"
 	StepWriteImage           = "write_image"
+	// StepBMCUser creates or resets an IPMI user in-band (ArgUsername)
+	// with a new random password, enabled with administrator privilege on
+	// the BMC's LAN channel. castiron asks for it only on a node it has
+	// just discovered. The result carries the password (ResultPassword):
+	// castiron keeps it in driver_info only, and neither side logs it.
+	StepBMCUser = "castiron_bmc_user"
 )
 
 // Arguments of StepWriteImage.
@@ -318,6 +303,10 @@ const (
 	ArgRootDevice     = "root_device"        // Ironic root device hints
 	ArgConfigDrive    = "configdrive"        // gzip+base64 ISO 9660 image, or a URL
 	ArgEraseFullPass  = "full"               // erase_devices: overwrite all bytes
+	ArgUsername       = "username"           // castiron_bmc_user
+	ResultPassword    = "password"           // castiron_bmc_user result (secret)
+	ResultUserID      = "user_id"            // castiron_bmc_user result
+	ResultChannel     = "channel"            // castiron_bmc_user result: the LAN channel
 	ResultTargetDisk  = "target_disk"        // write_image result: device written
 	ResultBytesOnDisk = "bytes_written"
 )

@@ -15,25 +15,36 @@ import (
 	"castiron/storage"
 )
 
+// simConductor is a started conductor with the fake-hardware and ipmi
+// types over a temporary database, stopped when the test ends.
+func simConductor(t *testing.T, cfg engine.Config) (*engine.Conductor, *storage.SQLite) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := storage.Open(ctx, filepath.Join(t.TempDir(), "castiron.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := newTestDriver(t, Config{})
+	cfg.Hostname = "ipmi-test"
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	c := engine.New(st, engine.NewRegistry(engine.NewFakeHardware(fake.New()), engine.NewIPMIHardware(d, d, Properties())), cfg)
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c.Stop(context.Background())
+		st.Close()
+	})
+	return c, st
+}
+
 // TestConductorWithIPMISim drives the ipmi hardware type through the real
 // conductor against ipmi_sim: credential validation on manage, power
 // changes cross-checked with ipmitool, and the periodic power-state sync.
 func TestConductorWithIPMISim(t *testing.T) {
 	sim := ipmisim.StartSim(t)
 	ctx := context.Background()
-	st, err := storage.Open(ctx, filepath.Join(t.TempDir(), "castiron.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	d := newTestDriver(t, Config{})
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	c := engine.New(st, engine.NewRegistry(engine.NewFakeHardware(fake.New()), engine.NewIPMIHardware(d, d, Properties())),
-		engine.Config{Hostname: "ipmi-test", Logger: quiet, PowerSyncInterval: 100 * time.Millisecond})
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer c.Stop(ctx)
+	c, st := simConductor(t, engine.Config{PowerSyncInterval: 100 * time.Millisecond})
 
 	wait := func(uuid string, ok func(n *storage.Node) bool) *storage.Node {
 		t.Helper()

@@ -55,12 +55,12 @@ func WaitDevice(ctx context.Context, devRoot string, wait time.Duration) (string
 	}
 }
 
-// device is Conn over go-ipmi's open (system) interface.
-type device struct{ c *client.Client }
+// Device is Conn over go-ipmi's open (system) interface.
+type Device struct{ c *client.Client }
 
 // OpenDevice connects to /dev/ipmi0 through go-ipmi's open interface.
 // Close it when done.
-func OpenDevice(ctx context.Context, timeout time.Duration) (*device, error) {
+func OpenDevice(ctx context.Context, timeout time.Duration) (*Device, error) {
 	c, err := client.NewOpenClient()
 	if err != nil {
 		return nil, err
@@ -69,13 +69,13 @@ func OpenDevice(ctx context.Context, timeout time.Duration) (*device, error) {
 	if err := c.Connect(ctx); err != nil {
 		return nil, fmt.Errorf("open IPMI system interface: %w", err)
 	}
-	return &device{c: c}, nil
+	return &Device{c: c}, nil
 }
 
 // Close releases the device.
-func (d *device) Close(ctx context.Context) error { return d.c.Close(ctx) }
+func (d *Device) Close(ctx context.Context) error { return d.c.Close(ctx) }
 
-func (d *device) ChannelMedium(ctx context.Context, ch uint8) (uint8, error) {
+func (d *Device) ChannelMedium(ctx context.Context, ch uint8) (uint8, error) {
 	r, err := d.c.GetChannelInfo(ctx, ch)
 	if err != nil {
 		return 0, err
@@ -83,7 +83,7 @@ func (d *device) ChannelMedium(ctx context.Context, ch uint8) (uint8, error) {
 	return uint8(r.ChannelMedium), nil
 }
 
-func (d *device) LanParam(ctx context.Context, ch, param, set uint8) ([]byte, error) {
+func (d *Device) LanParam(ctx context.Context, ch, param, set uint8) ([]byte, error) {
 	r, err := d.c.GetLanConfigParam(ctx, ch, types.LanConfigParamSelector(param), set, 0)
 	if err != nil {
 		return nil, err
@@ -91,7 +91,7 @@ func (d *device) LanParam(ctx context.Context, ch, param, set uint8) ([]byte, er
 	return r.ParamData, nil
 }
 
-func (d *device) MaxUsers(ctx context.Context, ch uint8) (uint8, error) {
+func (d *Device) MaxUsers(ctx context.Context, ch uint8) (uint8, error) {
 	r, err := d.c.GetUserAccess(ctx, ch, 1)
 	if err != nil {
 		return 0, err
@@ -99,7 +99,7 @@ func (d *device) MaxUsers(ctx context.Context, ch uint8) (uint8, error) {
 	return r.MaxUsersIDCount, nil
 }
 
-func (d *device) UserName(ctx context.Context, id uint8) (string, error) {
+func (d *Device) UserName(ctx context.Context, id uint8) (string, error) {
 	r, err := d.c.GetUsername(ctx, id)
 	if err != nil {
 		return "", err
@@ -107,19 +107,19 @@ func (d *device) UserName(ctx context.Context, id uint8) (string, error) {
 	return r.Username, nil
 }
 
-func (d *device) SetUserName(ctx context.Context, id uint8, name string) error {
+func (d *Device) SetUserName(ctx context.Context, id uint8, name string) error {
 	_, err := d.c.SetUsername(ctx, id, name)
 	return err
 }
 
-func (d *device) SetPassword(ctx context.Context, id uint8, password string) error {
+func (d *Device) SetPassword(ctx context.Context, id uint8, password string) error {
 	_, err := d.c.SetUserPassword(ctx, id, password, false)
 	return err
 }
 
-func (d *device) EnableUser(ctx context.Context, id uint8) error { return d.c.EnableUser(ctx, id) }
+func (d *Device) EnableUser(ctx context.Context, id uint8) error { return d.c.EnableUser(ctx, id) }
 
-func (d *device) SetAccess(ctx context.Context, ch, id, priv uint8) error {
+func (d *Device) SetAccess(ctx context.Context, ch, id, priv uint8) error {
 	_, err := d.c.SetUserAccess(ctx, &app.SetUserAccessRequest{
 		EnableChanging:      true,
 		EnableLinkAuth:      true,

@@ -60,9 +60,6 @@ type Config struct {
 	// InventoryError, when set, is posted as the inspection error: the
 	// node then fails inspection instead of recording a partial inventory.
 	InventoryError error
-	// BMCUser, when set, goes with the inspection data (it holds a
-	// password: never log it).
-	BMCUser *protocol.BMCUser
 
 	Steps        StepRunner
 	Machine      Machine
@@ -172,7 +169,7 @@ func (l *loop) handleFatal(err error) error {
 // refused and the agent powers off; any other 4xx means the data was
 // rejected, which retrying does not change.
 func (l *loop) inspect(ctx context.Context) (*apiclient.InspectionResult, error) {
-	data := protocol.InspectionData{Inventory: *l.cfg.Inventory, BootInterface: l.cfg.BootIF, BMCUser: l.cfg.BMCUser}
+	data := protocol.InspectionData{Inventory: *l.cfg.Inventory, BootInterface: l.cfg.BootIF}
 	if l.cfg.InventoryError != nil {
 		data.Error = l.cfg.InventoryError.Error()
 	}
