@@ -352,18 +352,24 @@ func (c *Conductor) enrollDiscovered(ctx context.Context, in Inspection) (*stora
 		return nil, fmt.Errorf("ports of discovered node %s: %w", n.UUID, err)
 	}
 	bmc := usableBMC(inv.BMCAddress)
-	e := &storage.Event{
-		NodeUUID: n.UUID, CreatedAt: c.now(), Conductor: c.cfg.Hostname,
-		EventType: "discovery", Severity: "INFO", User: "agent", Verb: "discover",
-		Event:     fmt.Sprintf("Discovered: machine with MACs %s, BMC %s, serial %q enrolled with driver %s", strings.Join(inventoryMACs(in), ", "), orNone(bmc), inv.SystemVendor.SerialNumber, driverName),
-		FromState: n.ProvisionState, ToState: n.ProvisionState,
-	}
+	e := c.discoveryEvent(n, "INFO", fmt.Sprintf("Discovered: machine with MACs %s, BMC %s, serial %q enrolled with driver %s",
+		strings.Join(inventoryMACs(in), ", "), orNone(bmc), inv.SystemVendor.SerialNumber, driverName))
 	if err := c.store.AddEvent(ctx, e); err != nil {
 		c.log.Warn("recording a discovery failed", "node", n.UUID, "err", err)
 	}
 	c.log.Info("machine discovered", "node", n.UUID, "state", n.ProvisionState, "verb", "discover",
 		"mac", bootMAC(in.Data), "bmc", orNone(bmc), "driver", driverName)
 	return n, nil
+}
+
+// discoveryEvent is a history event of discovery (the agent's doing:
+// castiron acts on what the machine's ramdisk sent).
+func (c *Conductor) discoveryEvent(n *storage.Node, severity, msg string) *storage.Event {
+	return &storage.Event{
+		NodeUUID: n.UUID, CreatedAt: c.now(), Conductor: c.cfg.Hostname,
+		EventType: "discovery", Severity: severity, User: "agent", Verb: "discover",
+		Event: msg, FromState: n.ProvisionState, ToState: n.ProvisionState,
+	}
 }
 
 func orNone(s string) string {

@@ -32,14 +32,15 @@ const (
 var bmcUserDrivers = map[string]bool{"ipmi": true, "redfish": true}
 
 // bmcUserStep answers a heartbeat of a discovered node whose BMC user is
-// pending: run the step, or take its report. It returns the work to run
-// once the heartbeat is recorded (manage), nil otherwise.
-func (c *Conductor) bmcUserStep(n *storage.Node, rep *protocol.StepReport, instr *protocol.Instruction) func(ctx context.Context, n *storage.Node) {
+// pending: run the step, or take its report. It returns the history event
+// of the outcome and the work to run once the heartbeat is recorded
+// (manage), nil otherwise.
+func (c *Conductor) bmcUserStep(n *storage.Node, rep *protocol.StepReport, instr *protocol.Instruction) (*storage.Event, func(ctx context.Context, n *storage.Node)) {
 	if rep == nil || rep.ID != bmcUserStepID || rep.Status == protocol.StepRunning {
 		*instr = protocol.Instruction{Command: protocol.CmdRunStep, HeartbeatInterval: c.cfg.AgentHeartbeatInterval.Seconds(),
 			Step: &protocol.Step{ID: bmcUserStepID, Interface: bmcUserInterface, Name: protocol.StepBMCUser,
 				Args: map[string]any{protocol.ArgUsername: c.cfg.DiscoveryBMCUser}}}
-		return nil
+		return nil, nil
 	}
 	user, _ := rep.Result[protocol.ArgUsername].(string)
 	password, _ := rep.Result[protocol.ResultPassword].(string)
@@ -52,7 +53,7 @@ func (c *Conductor) bmcUserStep(n *storage.Node, rep *protocol.StepReport, instr
 		n.LastError = strp(fmt.Sprintf("BMC user %s not set up in-band: %s", c.cfg.DiscoveryBMCUser, reason))
 		c.log.Warn("discovery: BMC user not set up", "node", n.UUID, "state", n.ProvisionState, "err", reason)
 		*instr = protocol.Instruction{Command: protocol.CmdPowerOff, Reason: "BMC user not set up"}
-		return nil
+		return c.discoveryEvent(n, "ERROR", *n.LastError), nil
 	}
 	prefix := "ipmi"
 	if n.Driver == "redfish" {
@@ -63,5 +64,6 @@ func (c *Conductor) bmcUserStep(n *storage.Node, rep *protocol.StepReport, instr
 	c.log.Info("discovery: BMC user set up in-band", "node", n.UUID, "state", n.ProvisionState, "user", user,
 		"user_id", rep.Result[protocol.ResultUserID], "channel", rep.Result[protocol.ResultChannel])
 	*instr = protocol.Instruction{Command: protocol.CmdPowerOff, Reason: "discovered; BMC user set up"}
-	return c.autoManage
+	return c.discoveryEvent(n, "INFO", fmt.Sprintf("BMC user %s set up in-band (user id %v, LAN channel %v); its credentials are in driver_info",
+		user, rep.Result[protocol.ResultUserID], rep.Result[protocol.ResultChannel])), c.autoManage
 }

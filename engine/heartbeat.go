@@ -58,8 +58,9 @@ func (c *Conductor) AgentHeartbeat(ctx context.Context, ident string, hb protoco
 		case lookupAllowed[st]:
 			return nil, nil // deploying/cleaning: the conductor is between steps
 		case discovered(cur) && cur.DriverInternalInfo[diiBMCUser] == bmcUserPending:
-			then = c.bmcUserStep(cur, hb.Step, &instr)
-			return nil, nil
+			e, next := c.bmcUserStep(cur, hb.Step, &instr)
+			then = next
+			return e, nil
 		default:
 			instr = protocol.Instruction{Command: protocol.CmdPowerOff, Reason: fmt.Sprintf("node is in %s", st)}
 			return nil, nil

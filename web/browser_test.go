@@ -15,6 +15,8 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
+
+	"castiron/storage"
 )
 
 // Browser tests drive Debian's chromium, headless, against a real castiron
@@ -297,6 +299,24 @@ func TestBrowserFleetAndNode(t *testing.T) {
 		b.waitJS("confirm dialog", `document.getElementById('dialog').open`)
 		b.run(chromedp.Click(`#dialog button[type=submit]`, chromedp.ByQuery))
 		s.waitState(manageable, "available")
+	})
+
+	b.sub(t, "a discovered node is marked", func(t *testing.T) {
+		b.run(chromedp.Navigate(s.srv.URL + "/#/node/" + enroll))
+		b.waitJS("node view", `document.querySelector('.node-head .badge') !== null`)
+		var marked bool
+		b.eval(`document.querySelector('.node-head .discovered') !== null`, &marked)
+		if marked {
+			t.Fatal("an enrolled node is marked discovered")
+		}
+		// Only discovery sets the flag (driver_internal_info is read-only in the API).
+		if _, err := s.store.UpdateNode(context.Background(), enroll, func(n *storage.Node) (*storage.Event, error) {
+			n.DriverInternalInfo["auto_discovered"] = true
+			return nil, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		b.waitJS("discovered mark", `(document.querySelector('.node-head .discovered')||{}).textContent === 'discovered'`)
 	})
 
 	b.sub(t, "errors show Ironic's message", func(t *testing.T) {

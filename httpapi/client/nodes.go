@@ -23,6 +23,7 @@ type Node struct {
 	DriverInfo           map[string]any `json:"driver_info"`
 	Properties           map[string]any `json:"properties"`
 	Extra                map[string]any `json:"extra"`
+	DriverInternalInfo   map[string]any `json:"driver_internal_info"`
 
 	Raw json.RawMessage `json:"-"`
 }
@@ -35,6 +36,13 @@ func (n *Node) UnmarshalJSON(b []byte) error {
 	}
 	n.Raw = append(json.RawMessage(nil), b...)
 	return nil
+}
+
+// Discovered reports whether castiron's discovery made the node (its
+// driver_internal_info.auto_discovered).
+func (n *Node) Discovered() bool {
+	auto, _ := n.DriverInternalInfo["auto_discovered"].(bool)
+	return auto
 }
 
 // Label is the node's name, or its UUID when it has none.

@@ -26,6 +26,13 @@ const (
 	// BMCCipherSuite is the only suite ipmi_sim 2.0.33 accepts (17 is refused,
 	// and it never answers Get Channel Cipher Suites).
 	BMCCipherSuite = 3
+	// BMCInbandAddress is the BMC's LAN address in a lab with an in-band
+	// BMC: what the BMC reports over KCS (lan_config_program) and where it
+	// listens, on the namespace's loopback (INBAND-IPMI.md, quirk 3). Not
+	// on the provisioning bridge's subnet, as a BMC port usually is not.
+	BMCInbandAddress = "10.205.9.2"
+	// BMCInbandMAC is the BMC's MAC as it reports it in-band.
+	BMCInbandMAC = "02:e2:e0:00:09:02"
 )
 
 // bmcEmu describes one BMC at IPMB 0x20 with a SEL; power and boot device
@@ -36,14 +43,18 @@ sel_enable 0x20 1000 0x0a
 mc_enable 0x20
 `
 
-// bmcLanConf is ipmi_sim's lan.conf: LAN channel on the namespace's
-// loopback, the VM-codec channel, the chassis program and the admin user.
-func bmcLanConf(addr, chassisScript, envFile string) string {
+// bmcLanConf is ipmi_sim's lan.conf: LAN channel and VM-codec channel at
+// addr, the chassis program and the admin user; lanProgram, when set,
+// answers the LAN parameters the BMC reports (in-band BMC).
+func bmcLanConf(addr, lanProgram, chassisScript, envFile string) string {
+	if lanProgram != "" {
+		lanProgram = fmt.Sprintf("    lan_config_program \"%s\"\n", lanProgram)
+	}
 	return fmt.Sprintf(`name "e2ebmc"
 set_working_mc 0x20
   startlan 1
     addr %[1]s %[2]d
-    priv_limit admin
+%[8]s    priv_limit admin
     allowed_auths_callback none md2 md5 straight
     allowed_auths_user none md2 md5 straight
     allowed_auths_operator none md2 md5 straight
@@ -55,7 +66,7 @@ set_working_mc 0x20
   # power, reset, soft off and boot device all go to this program
   chassis_control "/bin/bash %[4]s %[5]s"
   user 2 true "%[6]s" "%[7]s" admin 10 none md2 md5 straight
-`, addr, BMCPort, bmcVMPort, chassisScript, envFile, BMCUser, BMCPassword)
+`, addr, BMCPort, bmcVMPort, chassisScript, envFile, BMCUser, BMCPassword, lanProgram)
 }
 
 // startBMC writes the simulator's config into dir and starts ipmi_sim inside
@@ -68,7 +79,11 @@ func (l *Lab) startBMC(ctx context.Context) error {
 	}
 	lan := filepath.Join(dir, "lan.conf")
 	emu := filepath.Join(dir, "bmc.emu")
-	if err := os.WriteFile(lan, []byte(bmcLanConf(l.BMCAddr(), l.chassisScript, l.envPath)), 0o644); err != nil {
+	program := ""
+	if l.Opts.InbandBMC {
+		program = fmt.Sprintf("/bin/bash %s %s %s", filepath.Join(filepath.Dir(l.chassisScript), "bmc-lan.sh"), BMCInbandAddress, BMCInbandMAC)
+	}
+	if err := os.WriteFile(lan, []byte(bmcLanConf(l.BMCAddr(), program, l.chassisScript, l.envPath)), 0o644); err != nil {
 		return err
 	}
 	if err := os.WriteFile(emu, []byte(bmcEmu), 0o644); err != nil {
@@ -103,11 +118,15 @@ func (l *Lab) startBMC(ctx context.Context) error {
 	}
 }
 
-// BMCAddr is the address the BMC listens on: the namespace's loopback, or
-// the bridge's address with LabOptions.BMCOnBridge.
+// BMCAddr is the address the BMC listens on: the namespace's loopback,
+// the bridge's address with LabOptions.BMCOnBridge, or BMCInbandAddress
+// with LabOptions.InbandBMC.
 func (l *Lab) BMCAddr() string {
-	if l.Opts.BMCOnBridge {
+	switch {
+	case l.Opts.BMCOnBridge:
 		return ServerIP
+	case l.Opts.InbandBMC:
+		return BMCInbandAddress
 	}
 	return BMCAddress
 }

@@ -114,6 +114,7 @@ func TestLabOptionsDefaults(t *testing.T) {
 		{Disks: []DiskSpec{{SizeGiB: 0, Serial: "A"}}},
 		{Disks: []DiskSpec{{SizeGiB: 1, Serial: "has space"}}},
 		{Disks: []DiskSpec{{SizeGiB: 1, Serial: "ABCDEFGHIJKLMNOPQRSTU"}}},
+		{BMCOnBridge: true, InbandBMC: true},
 	} {
 		if err := bad.defaults(); err == nil {
 			t.Errorf("%+v: no error", bad)

@@ -76,19 +76,25 @@ func inspectToManageable(t *testing.T, tc inspectCase) {
 	}
 
 	// The VM powers off (agent or castiron) and the BMC agrees.
-	offCtx, offCancel := context.WithTimeout(ctx, 60*time.Second)
-	defer offCancel()
-	if err := l.WaitQEMU(offCtx, false); err != nil {
-		t.Errorf("after inspection: %v", err)
-	}
-	if on, err := l.PowerStatus(ctx); err != nil || on {
-		t.Errorf("after inspection: BMC power on=%v err=%v, want off", on, err)
-	}
+	expectPoweredOff(ctx, t, l, "after inspection", 60*time.Second)
 	t.Log(TimingLine(tc.label, start, end, BootPhases(ctx, l, c, node.UUID, start, end)))
 
 	checkInspectedProperties(t, n, tc.opts)
 	checkPorts(ctx, t, c, n.UUID, l.MACs[0])
 	checkInventory(ctx, t, c, n.UUID, l)
+}
+
+// expectPoweredOff wants the VM gone within d and the BMC to say "off".
+func expectPoweredOff(ctx context.Context, t *testing.T, l *Lab, when string, d time.Duration) {
+	t.Helper()
+	offCtx, offCancel := context.WithTimeout(ctx, d)
+	defer offCancel()
+	if err := l.WaitQEMU(offCtx, false); err != nil {
+		t.Errorf("%s: %v", when, err)
+	}
+	if on, err := l.PowerStatus(ctx); err != nil || on {
+		t.Errorf("%s: BMC power on=%v err=%v, want off", when, on, err)
+	}
 }
 
 // checkInspectedProperties compares the properties castiron filled in with

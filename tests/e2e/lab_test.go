@@ -51,6 +51,11 @@ type LabOptions struct {
 	// namespace's loopback, so conductors in other namespaces attached to
 	// the bridge reach it too (IPv4 labs only).
 	BMCOnBridge bool
+	// InbandBMC connects the VM's KCS system interface to the lab's BMC
+	// (qemu ipmi-bmc-extern + isa-ipmi-kcs to ipmi_sim's VM-codec port),
+	// which then reports BMCInbandAddress and BMCInbandMAC, and listens
+	// there (INBAND-IPMI.md).
+	InbandBMC bool
 }
 
 func (o *LabOptions) defaults() error {
@@ -73,6 +78,9 @@ func (o *LabOptions) defaults() error {
 	}
 	if o.BMCOnBridge && o.IPv6Only {
 		return fmt.Errorf("BMCOnBridge needs the bridge's IPv4 address")
+	}
+	if o.BMCOnBridge && o.InbandBMC {
+		return fmt.Errorf("BMCOnBridge and InbandBMC: the BMC has one LAN address")
 	}
 	if o.MemMB == 0 {
 		o.MemMB = 1024
@@ -213,6 +221,9 @@ func (l *Lab) setup(ctx context.Context) error {
 	} else {
 		cmds = append(cmds, fmt.Sprintf("addr add %s/%d dev %s", ServerIP, labPrefix, Bridge))
 	}
+	if l.Opts.InbandBMC {
+		cmds = append(cmds, "addr add "+BMCInbandAddress+"/32 dev lo")
+	}
 	for _, tap := range l.Taps {
 		// persistent: every power-on reattaches to the same bridge port
 		cmds = append(cmds, "tuntap add dev "+tap+" mode tap",
@@ -264,6 +275,9 @@ func (l *Lab) writeEnv() error {
 		{"E2E_BOOTDEV_FILE", l.bootdevPath},
 		{"E2E_EVENTS", l.eventsPath},
 		{"E2E_LAUNCH_LOG", filepath.Join(l.Dir, "vm-launch.log")},
+		{"E2E_INBAND_BMC", strconv.FormatBool(l.Opts.InbandBMC)},
+		{"E2E_BMC_ADDR", l.BMCAddr()},
+		{"E2E_BMC_VM_PORT", strconv.Itoa(bmcVMPort)},
 	}
 	var b strings.Builder
 	b.WriteString("# written by tests/e2e (lab_test.go); read by testdata/bmc-chassis.sh and vm.sh\n")

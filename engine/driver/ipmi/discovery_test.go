@@ -111,10 +111,15 @@ func TestDiscoveryBMCUser(t *testing.T) {
 		t.Error("the BMC has no castiron user")
 	}
 	hist, _ := st.ListEvents(ctx, id, storage.Page{})
+	recorded := false
 	for _, e := range hist {
 		if strings.Contains(e.Event, password) {
 			t.Errorf("history shows the password: %s", e.Event)
 		}
+		recorded = recorded || e.Event == "BMC user castiron set up in-band (user id 3, LAN channel 1); its credentials are in driver_info"
+	}
+	if !recorded {
+		t.Errorf("history does not show the BMC user: %+v", hist)
 	}
 
 	// Credentials the BMC does not take: manage fails verification, the
@@ -140,5 +145,9 @@ func TestDiscoveryBMCUser(t *testing.T) {
 	n3 := wait(id3, "enroll")
 	if n3.LastError == nil || *n3.LastError != "BMC user castiron not set up in-band: all 10 user slots are taken" {
 		t.Errorf("last_error %v", n3.LastError)
+	}
+	hist, _ = st.ListEvents(ctx, id3, storage.Page{})
+	if last := hist[len(hist)-1]; last.Severity != "ERROR" || last.Event != *n3.LastError {
+		t.Errorf("history ends with %+v, want the failure", last)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -32,7 +33,7 @@ client commands (public Ironic API only; work against any Ironic):
   manage       move nodes to manageable (verifies BMC credentials): NODE...
   abort        abort a node's inspect/clean/deploy wait: NODE...
   configure    set boot defaults on manageable nodes: --boot-mode, --root-device, --deploy-image
-  node         node list | node show NODE  [-o table|json]
+  node         node list [--discovered] | node show NODE  [-o table|json]
   conductor    conductor list [-o table|json]
   Client commands authenticate as the openstack CLI does: --os-cloud/OS_CLOUD
   (clouds.yaml), OS_* variables and --os-* options (Keystone password,
@@ -331,17 +332,21 @@ func (e *env) configureCmd(ctx context.Context, args []string) error {
 
 func (e *env) nodeCmd(ctx context.Context, args []string) error {
 	if len(args) == 0 || (args[0] != "list" && args[0] != "show") {
-		return usageError{msg: "usage: castiron node list | castiron node show NODE [-o table|json]"}
+		return usageError{msg: "usage: castiron node list [--discovered] | castiron node show NODE [-o table|json]"}
 	}
 	sub := args[0]
 	c := e.flags("node " + sub)
 	c.fs.StringVar(&c.output, "o", "table", "output format: table or json")
+	var discovered bool
+	if sub == "list" {
+		c.fs.BoolVar(&discovered, "discovered", false, "only the nodes discovery enrolled (--pxe-discovery)")
+	}
 	pos, err := c.parse(args[1:])
 	if err != nil {
 		return err
 	}
 	if (sub == "show") != (len(pos) == 1) || len(pos) > 1 {
-		return usageError{msg: "usage: castiron node list | castiron node show NODE [-o table|json]"}
+		return usageError{msg: "usage: castiron node list [--discovered] | castiron node show NODE [-o table|json]"}
 	}
 	cl, err := c.connect(ctx)
 	if err != nil {
@@ -360,6 +365,10 @@ func (e *env) nodeCmd(ctx context.Context, args []string) error {
 	nodes, err := cl.ListNodes(ctx, nil)
 	if err != nil {
 		return errors.New(faultOf(err))
+	}
+	if discovered {
+		// The API has no filter on driver_internal_info: filter here.
+		nodes = slices.DeleteFunc(nodes, func(n client.Node) bool { return !n.Discovered() })
 	}
 	if c.output == "json" {
 		raws := make([]json.RawMessage, 0, len(nodes))

@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"castiron/httpapi"
+	"castiron/storage"
 )
 
 // buildCastiron builds the real binary into the test's temp dir.
@@ -128,5 +130,42 @@ func TestBinaryNonTTY(t *testing.T) {
 	// Nothing listens: a connection error, exit 1.
 	if code, _, errs := run([]string{"CASTIRON_URL=http://127.0.0.1:1"}, "node", "list"); code != 1 || !strings.Contains(errs, "connection refused") {
 		t.Errorf("no server: %d %s", code, errs)
+	}
+}
+
+// TestNodeListDiscovered: `castiron node list --discovered` shows only the
+// nodes discovery made (driver_internal_info.auto_discovered, which only
+// the conductor sets).
+func TestNodeListDiscovered(t *testing.T) {
+	s := newServer(t)
+	if code, out, errs := s.run("import", writeFile(t, "rack.json", fakeRack("d", 3))); code != 0 {
+		t.Fatalf("import: %d\n%s\n%s", code, out, errs)
+	}
+	if _, err := s.st.UpdateNode(context.Background(), "d-001", func(n *storage.Node) (*storage.Event, error) {
+		n.DriverInternalInfo["auto_discovered"] = true
+		return nil, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// node's subcommand comes before the flags.
+	nodeCmd := func(args ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		code := Run(context.Background(), "node", append([]string{args[0], "--url", s.url}, args[1:]...), &out, &errb, false)
+		return code, out.String(), errb.String()
+	}
+	code, out, errs := nodeCmd("list", "--discovered")
+	if code != 0 || !strings.Contains(out, "d-001") || strings.Contains(out, "d-000") || strings.Contains(out, "d-002") {
+		t.Errorf("node list --discovered: %d\n%s\n%s", code, out, errs)
+	}
+	code, out, _ = nodeCmd("list", "--discovered", "-o", "json")
+	var list []map[string]any
+	if err := json.Unmarshal([]byte(out), &list); code != 0 || err != nil || len(list) != 1 || list[0]["name"] != "d-001" {
+		t.Errorf("node list --discovered -o json: %d %v\n%s", code, err, out)
+	}
+	if code, out, _ := nodeCmd("list"); code != 0 || strings.Count(out, "d-00") != 3 {
+		t.Errorf("node list: %d\n%s", code, out)
+	}
+	if code, _, errs := nodeCmd("show", "d-001", "--discovered"); code != 2 {
+		t.Errorf("node show --discovered: exit %d, want 2 (usage): %s", code, errs)
 	}
 }

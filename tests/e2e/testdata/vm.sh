@@ -9,6 +9,7 @@
 # Settings (all from ENVFILE, written by tests/e2e/lab_test.go):
 #   E2E_VM_NAME E2E_BOOT=bios|uefi E2E_NET=ipv4|ipv6 E2E_ACCEL E2E_MEM E2E_CPUS E2E_UUID E2E_SERIAL
 #   E2E_NICS="tap0=52:54:00:..:..:.. tap1=..."  E2E_DISKS="/path/disk0.raw=SERIAL0 ..."
+#   E2E_INBAND_BMC=true|false E2E_BMC_ADDR E2E_BMC_VM_PORT
 #   E2E_OVMF_CODE E2E_OVMF_VARS  E2E_CONSOLE_SOCK E2E_MONITOR_PORT E2E_PIDFILE E2E_RUN E2E_EVENTS
 set -u
 # shellcheck source=/dev/null
@@ -49,6 +50,13 @@ else
   # which cannot be combined with -daemonize).
   [ -s "$E2E_RUN/sercon-port" ] || printf '\xf8\x03' > "$E2E_RUN/sercon-port"
   args+=(-fw_cfg "name=etc/sercon-port,file=$E2E_RUN/sercon-port")
+fi
+
+# In-band BMC: the VM's KCS system interface talks to the lab's ipmi_sim over its VM-codec port
+# (qemu adds the SMBIOS type 38 record and the ACPI IPI0001 device a real board has).
+if [ "${E2E_INBAND_BMC:-false}" = true ]; then
+  args+=(-chardev "socket,id=ipmi0,host=$E2E_BMC_ADDR,port=$E2E_BMC_VM_PORT,reconnect=5"
+         -device ipmi-bmc-extern,id=bmc0,chardev=ipmi0 -device isa-ipmi-kcs,bmc=bmc0)
 fi
 
 bi=1

@@ -132,7 +132,10 @@ export function nodeView(main, uuid) {
     clear(sub).append(h('code', null, n.uuid));
     append(clear(badges), [stateBadge(n.provision_state, n.target_provision_state), powerBadge(n.power_state),
       n.maintenance ? h('span', { class: 'maint', title: n.maintenance_reason || '' }, 'maintenance' + (n.maintenance_reason ? `: ${n.maintenance_reason}` : '')) : null,
-      n.reservation ? h('span', { class: 'busy' }, `locked by ${n.reservation}`) : null]);
+      n.reservation ? h('span', { class: 'busy' }, `locked by ${n.reservation}`) : null,
+      // Made by discovery (--pxe-discovery): what the rules did is in the history.
+      n.driver_internal_info && n.driver_internal_info.auto_discovered
+        ? h('span', { class: 'discovered', title: 'Enrolled by discovery: it network-booted unknown; see the history for what the inspection rules did' }, 'discovered') : null]);
     lastError.hidden = !n.last_error;
     lastError.textContent = n.last_error ? 'Last error: ' + n.last_error : '';
     renderProgress(n);
