@@ -56,45 +56,31 @@ func (a *API) view(r *http.Request) *viewCtx {
 	return &viewCtx{r: r, ver: versionOf(r), cond: a.cond, base: baseURL(r)}
 }
 
-// appendJSON writes v as JSON, with fast paths for the types views use most
-// (a list page renders hundreds of small values; json.Marshal for each one
-// was a third of the handler's time).
+// appendJSON writes a field's value: links in Ironic's spaced format,
+// anything else exactly as json.Marshal would (appendMarshal, without its
+// reflection: a list page renders hundreds of small values).
 func appendJSON(buf *bytes.Buffer, v any) {
-	switch t := v.(type) {
-	case nil:
-		buf.WriteString("null")
-	case string:
-		appendJSONString(buf, t)
-	case bool:
-		if t {
-			buf.WriteString("true")
-		} else {
-			buf.WriteString("false")
-		}
-	case []link:
-		buf.WriteByte('[')
-		for i, l := range t {
-			if i > 0 {
-				buf.WriteString(", ")
-			}
-			buf.WriteString(`{"href": `)
-			appendJSONString(buf, l.Href)
-			buf.WriteString(`, "rel": `)
-			appendJSONString(buf, l.Rel)
-			if l.Type != "" {
-				buf.WriteString(`, "type": `)
-				appendJSONString(buf, l.Type)
-			}
-			buf.WriteByte('}')
-		}
-		buf.WriteByte(']')
-	default:
-		b, err := json.Marshal(v)
-		if err != nil {
-			b = []byte("null")
-		}
-		buf.Write(b)
+	links, ok := v.([]link)
+	if !ok {
+		appendMarshal(buf, v)
+		return
 	}
+	buf.WriteByte('[')
+	for i, l := range links {
+		if i > 0 {
+			buf.WriteString(", ")
+		}
+		buf.WriteString(`{"href": `)
+		appendJSONString(buf, l.Href)
+		buf.WriteString(`, "rel": `)
+		appendJSONString(buf, l.Rel)
+		if l.Type != "" {
+			buf.WriteString(`, "type": `)
+			appendJSONString(buf, l.Type)
+		}
+		buf.WriteByte('}')
+	}
+	buf.WriteByte(']')
 }
 
 // appendJSONString writes s as a JSON string; anything unusual goes through
