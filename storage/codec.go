@@ -168,67 +168,89 @@ func (c nullTimestamp) Scan(src any) error {
 	return nil
 }
 
-// object is a JSON object column; nil is stored as {} and loads as an
-// empty map, so callers never see a nil map. encoding/json sorts map keys,
-// so an unchanged map encodes to the same text.
-type object struct{ p *JSONObject }
+// jsonKind is what one kind of JSON column adds to jsonCol: its name in
+// errors, the text of its empty value, and how a document loads (b nil: an
+// empty one).
+type jsonKind[V any] interface {
+	what() string
+	emptyText() driver.Value
+	empty(V) bool
+	load(b []byte) (V, error)
+}
 
-func (c object) Value() (driver.Value, error) {
-	if len(*c.p) == 0 {
-		return "{}", nil
+// jsonCol is a JSON column of a V: an empty V is stored as its empty text
+// and NULL or an empty document loads as an empty V, so callers never see
+// nil. encoding/json sorts map keys, so an unchanged value encodes to the
+// same text. Its one field keeps it allocation-free as a codec.
+type jsonCol[V any, K jsonKind[V]] struct{ p *V }
+
+func (c jsonCol[V, K]) Value() (driver.Value, error) {
+	var k K
+	if k.empty(*c.p) {
+		return k.emptyText(), nil
 	}
 	b, err := json.Marshal(*c.p)
 	if err != nil {
-		return nil, fmt.Errorf("storage: encode JSON: %w", err)
+		return nil, fmt.Errorf("storage: encode %s: %w", k.what(), err)
 	}
 	return string(b), nil
 }
 
-func (c object) Scan(src any) error {
-	m := JSONObject{}
+func (c jsonCol[V, K]) Scan(src any) error {
+	var k K
 	// Most of these columns are empty: skip the decoder for them.
-	if b, err := jsonText(src); err != nil {
+	b, err := jsonText(src)
+	if err != nil {
 		return err
-	} else if b != nil {
+	}
+	v, err := k.load(b)
+	if err != nil {
+		return fmt.Errorf("storage: decode %s: %w", k.what(), err)
+	}
+	*c.p = v
+	return nil
+}
+
+// object is a JSON object column.
+type object = jsonCol[JSONObject, objectKind]
+
+type objectKind struct{}
+
+func (objectKind) what() string            { return "JSON object" }
+func (objectKind) emptyText() driver.Value { return "{}" }
+func (objectKind) empty(m JSONObject) bool { return len(m) == 0 }
+func (objectKind) load(b []byte) (JSONObject, error) {
+	m := JSONObject{}
+	if b != nil {
 		if err := json.Unmarshal(b, &m); err != nil {
-			return fmt.Errorf("storage: decode JSON object: %w", err)
+			return nil, err
 		}
 		if m == nil {
 			m = JSONObject{}
 		}
 	}
-	*c.p = m
-	return nil
+	return m, nil
 }
 
-// list is a JSON array of strings (traits, drivers); never nil once loaded.
-type list struct{ p *[]string }
+// list is a JSON array of strings (traits, drivers).
+type list = jsonCol[[]string, listKind]
 
-func (c list) Value() (driver.Value, error) {
-	if len(*c.p) == 0 {
-		return "[]", nil
-	}
-	b, err := json.Marshal(*c.p)
-	if err != nil {
-		return nil, fmt.Errorf("storage: encode JSON: %w", err)
-	}
-	return string(b), nil
-}
+type listKind struct{}
 
-func (c list) Scan(src any) error {
+func (listKind) what() string            { return "JSON list" }
+func (listKind) emptyText() driver.Value { return "[]" }
+func (listKind) empty(l []string) bool   { return len(l) == 0 }
+func (listKind) load(b []byte) ([]string, error) {
 	l := []string{}
-	if b, err := jsonText(src); err != nil {
-		return err
-	} else if b != nil {
+	if b != nil {
 		if err := json.Unmarshal(b, &l); err != nil {
-			return fmt.Errorf("storage: decode JSON list: %w", err)
+			return nil, err
 		}
 		if l == nil {
 			l = []string{}
 		}
 	}
-	*c.p = l
-	return nil
+	return l, nil
 }
 
 // jsonText returns the JSON document in src, or nil when it is empty

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql/driver"
 	"encoding/json"
-	"fmt"
 	"time"
 )
 
@@ -44,26 +43,18 @@ type DeployTemplateStore interface {
 }
 
 // deploySteps is the JSON array column of a template's steps.
-type deploySteps struct{ p *[]DeployStep }
+type deploySteps = jsonCol[[]DeployStep, stepsKind]
 
-func (c deploySteps) Value() (driver.Value, error) {
-	if len(*c.p) == 0 {
-		return "[]", nil
-	}
-	b, err := json.Marshal(*c.p)
-	if err != nil {
-		return nil, fmt.Errorf("storage: encode deploy steps: %w", err)
-	}
-	return string(b), nil
-}
+type stepsKind struct{}
 
-func (c deploySteps) Scan(src any) error {
+func (stepsKind) what() string              { return "deploy steps" }
+func (stepsKind) emptyText() driver.Value   { return "[]" }
+func (stepsKind) empty(s []DeployStep) bool { return len(s) == 0 }
+func (stepsKind) load(b []byte) ([]DeployStep, error) {
 	steps := []DeployStep{}
-	if b, err := jsonText(src); err != nil {
-		return err
-	} else if b != nil {
+	if b != nil {
 		if err := json.Unmarshal(b, &steps); err != nil {
-			return fmt.Errorf("storage: decode deploy steps: %w", err)
+			return nil, err
 		}
 	}
 	for i := range steps {
@@ -71,8 +62,7 @@ func (c deploySteps) Scan(src any) error {
 			steps[i].Args = JSONObject{}
 		}
 	}
-	*c.p = steps
-	return nil
+	return steps, nil
 }
 
 var templateTable = resourceTable("deploy_templates", func(t *DeployTemplate) (*int64, *string, *time.Time, **time.Time) {

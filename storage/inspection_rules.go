@@ -5,7 +5,6 @@ import (
 	"context"
 	"database/sql/driver"
 	"encoding/json"
-	"fmt"
 	"time"
 )
 
@@ -43,33 +42,25 @@ type InspectionRuleStore interface {
 	DeleteInspectionRule(ctx context.Context, uuid string) error
 }
 
-// ruleOps is a JSON array column of operation documents.
-type ruleOps struct{ p *[]map[string]any }
+// ruleOps is a JSON array column of operation documents, numbers as
+// json.Number.
+type ruleOps = jsonCol[[]map[string]any, opsKind]
 
-func (c ruleOps) Value() (driver.Value, error) {
-	if len(*c.p) == 0 {
-		return "[]", nil
-	}
-	b, err := json.Marshal(*c.p)
-	if err != nil {
-		return nil, fmt.Errorf("storage: encode rule operations: %w", err)
-	}
-	return string(b), nil
-}
+type opsKind struct{}
 
-func (c ruleOps) Scan(src any) error {
+func (opsKind) what() string                  { return "rule operations" }
+func (opsKind) emptyText() driver.Value       { return "[]" }
+func (opsKind) empty(o []map[string]any) bool { return len(o) == 0 }
+func (opsKind) load(b []byte) ([]map[string]any, error) {
 	ops := []map[string]any{}
-	if b, err := jsonText(src); err != nil {
-		return err
-	} else if b != nil {
+	if b != nil {
 		dec := json.NewDecoder(bytes.NewReader(b))
 		dec.UseNumber()
 		if err := dec.Decode(&ops); err != nil {
-			return fmt.Errorf("storage: decode rule operations: %w", err)
+			return nil, err
 		}
 	}
-	*c.p = ops
-	return nil
+	return ops, nil
 }
 
 var ruleTable = resourceTable("inspection_rules", func(r *InspectionRule) (*int64, *string, *time.Time, **time.Time) {
