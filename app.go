@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -197,6 +198,10 @@ func (a *app) serve(ctx context.Context) error {
 	go func() { apiErr <- srv.Serve(ln); a.apiUp.Store(false) }()
 	a.log.Info("castiron serving", "listen", ln.Addr().String(), "data_dir", a.cfg.dataDir,
 		"conductor", a.cfg.conductorName, "auth", authName(a.auth), "version", version)
+	// Start-up (migrations, package inits, the first periodic tasks) leaves
+	// garbage behind: hand it back to the OS now instead of keeping the heap
+	// at its start-up peak until the scavenger gets to it.
+	debug.FreeOSMemory()
 
 	select {
 	case err = <-apiErr:
