@@ -182,6 +182,8 @@ func TestTable(t *testing.T) {
 	in := `{"target":"ironic","mode":"get","label":"1k","ok":true,"params":{},"figures":{"rps":200,"p50_ms":40,"p99_ms":130}}
 {"target":"castiron","mode":"get","label":"1k","ok":true,"params":{},"figures":{"rps":4000,"p50_ms":2,"p99_ms":13}}
 {"target":"castiron","mode":"create","label":"1k","ok":false,"params":{},"figures":{"per_s":900},"errors":{"POST /v1/nodes -> 500":3}}
+{"target":"ironic","mode":"list","variant":"first","label":"1k","ok":true,"params":{},"figures":{"rps":50}}
+{"target":"castiron","mode":"list","variant":"first","label":"1k","ok":true,"params":{},"figures":{"rps":3000}}
 `
 	recs, err := readRecords(strings.NewReader(in))
 	if err != nil {
@@ -193,8 +195,9 @@ func TestTable(t *testing.T) {
 	}
 	out := b.String()
 	for _, want := range []string{
-		"| `GET /v1/nodes/{uuid}`, 1k nodes: req/s | 200 | 4000 | ×20.0 |",
+		"| `GET /v1/nodes/{uuid}`, 1k nodes: req/s | 200 | 4000 | ×20.0 (goal ×50.0: not met) |",
 		"| `GET /v1/nodes/{uuid}`, 1k nodes: p99 ms | 130 | 13.0 | ×10.0 |",
+		"| `GET /v1/nodes?limit=100`, 1k nodes: req/s | 50.0 | 3000 | ×60.0 (goal ×50.0: met) |",
 		"| `POST /v1/nodes`, 1k nodes (filling up): creates/s | — | 900 ⚠ | — |",
 		"3 × `POST /v1/nodes -> 500`",
 	} {
