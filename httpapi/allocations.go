@@ -183,7 +183,7 @@ func asBadRequest(err error) error {
 }
 
 // lookupAllocation is Ironic's get_rpc_allocation_with_suffix: a UUID or a
-// logical name, retried without a ".json" suffix.
+// logical name (lookupWithSuffix).
 // An ident that can be neither is refused with the API's argument message
 // for GET and DELETE, with InvalidUuidOrName's for PATCH.
 func (a *API) lookupAllocation(r *http.Request, ident string) (*storage.Allocation, error) {
@@ -193,13 +193,7 @@ func (a *API) lookupAllocation(r *http.Request, ident string) (*storage.Allocati
 		}
 		return nil, errInvalid("Expected UUID or name for allocation_ident: %s", ident)
 	}
-	al, err := a.cond.Store().GetAllocation(r.Context(), ident)
-	if fault.Is(err, fault.NotFound) && strings.HasSuffix(ident, ".json") {
-		if al2, err2 := a.cond.Store().GetAllocation(r.Context(), strings.TrimSuffix(ident, ".json")); err2 == nil {
-			return al2, nil
-		}
-	}
-	return al, err
+	return lookupWithSuffix(r, ident, a.cond.Store().GetAllocation)
 }
 
 // getAllocation is GET /v1/allocations/{ident}.

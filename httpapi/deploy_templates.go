@@ -243,7 +243,7 @@ func (a *API) getDeployTemplate(w http.ResponseWriter, r *http.Request) error {
 	if err := jsonschema.Check("Schema error", jsonschema.Object(true, nil, jsonschema.P("fields", fieldsSchema(templateFieldNames()))), qa.doc); err != nil {
 		return err
 	}
-	t, err := a.cond.Store().GetDeployTemplate(r.Context(), ident)
+	t, err := lookupWithSuffix(r, ident, a.cond.Store().GetDeployTemplate)
 	if err != nil {
 		return err
 	}

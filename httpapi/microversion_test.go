@@ -14,6 +14,7 @@ func TestMicroversionGates(t *testing.T) {
 	h := newAPI(t)
 	node := h.createNode(map[string]any{"name": "gate-node"})["uuid"].(string)
 	avail := h.createNode(map[string]any{"name": "gate-avail"})["uuid"].(string)
+	h.createNode(map[string]any{"name": "dotted.json"})
 	h.provision(avail, "manage", nil)
 	h.waitState(avail, "manageable")
 	h.expect(http.StatusCreated, "POST", "/v1/ports", latest, map[string]any{"node_uuid": node, "address": "52:54:00:00:0a:01"})
@@ -65,6 +66,20 @@ func TestMicroversionGates(t *testing.T) {
 		{"port network_type below 1.64", "1.63", "POST", "/v1/ports", map[string]any{"node_uuid": "{node}", "address": "52:54:00:00:0a:02", "local_link_connection": map[string]any{"network_type": "unmanaged"}}, 406, "", "", ""},
 		{"port network_type at 1.64", "1.64", "POST", "/v1/ports", map[string]any{"node_uuid": "{node}", "address": "52:54:00:00:0a:02", "local_link_connection": map[string]any{"network_type": "unmanaged"}}, 201, "", "", ""},
 		{"patch network_type below 1.64", "1.63", "PATCH", "/v1/ports/{port}", []any{map[string]any{"op": "add", "path": "/local_link_connection/network_type", "value": "unmanaged"}}, 406, "", "", ""},
+		// 1.90: local_link_connection's OVN VTEP switch keys.
+		{"port vtep keys below 1.90", "1.89", "POST", "/v1/ports", map[string]any{"node_uuid": "{node}", "address": "52:54:00:00:0a:03", "local_link_connection": map[string]any{"port_id": "p1", "vtep-logical-switch": "ls", "vtep-physical-switch": "ps"}}, 406, "", "", ""},
+		{"port vtep keys at 1.90", "1.90", "POST", "/v1/ports", map[string]any{"node_uuid": "{node}", "address": "52:54:00:00:0a:03", "local_link_connection": map[string]any{"port_id": "p1", "vtep-logical-switch": "ls", "vtep-physical-switch": "ps"}}, 201, "local_link_connection", "", ""},
+		{"patch vtep key below 1.90", "1.89", "PATCH", "/v1/ports/{port}", []any{map[string]any{"op": "add", "path": "/local_link_connection/vtep-logical-switch", "value": "ls"}}, 406, "", "", ""},
+		{"patch vtep keys in the object below 1.90", "1.89", "PATCH", "/v1/ports/{port}", []any{map[string]any{"op": "replace", "path": "/local_link_connection", "value": map[string]any{"port_id": "p1", "vtep-logical-switch": "ls", "vtep-physical-switch": "ps"}}}, 406, "", "", ""},
+		// 1.91: below it (asked in Ironic's header) a path's ".json" suffix is
+		// dropped; from 1.91 it is part of the name.
+		{"nodes.json below 1.91", "1.90", "GET", "/v1/nodes.json", nil, 200, "nodes", "", ""},
+		{"node name.json below 1.91", "1.90", "GET", "/v1/nodes/gate-node.json", nil, 200, "name", "", ""},
+		{"node name.json at 1.91", "1.91", "GET", "/v1/nodes/gate-node.json", nil, 404, "", "", "Node gate-node.json could not be found."},
+		{"nodes.json at 1.91", "1.91", "GET", "/v1/nodes.json", nil, 404, "", "", ""},
+		{"a name ending in .json below 1.91", "1.90", "GET", "/v1/nodes/dotted.json", nil, 200, "name", "", ""},
+		{"a name ending in .json at 1.91", "1.91", "GET", "/v1/nodes/dotted.json", nil, 200, "name", "", ""},
+		{"latest keeps .json", "latest", "GET", "/v1/nodes/gate-node.json", nil, 404, "", "", ""},
 		// 1.82: ports ?shard=.
 		{"ports shard below 1.82", "1.81", "GET", "/v1/ports?shard=a", nil, 406, "", "", ""},
 		{"ports shard at 1.82", "1.82", "GET", "/v1/ports?shard=a", nil, 200, "ports", "", ""},

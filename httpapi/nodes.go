@@ -182,7 +182,7 @@ func (a *API) getNode(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	n, err := a.cond.Store().GetNode(r.Context(), r.PathValue("ident"))
+	n, err := lookupWithSuffix(r, r.PathValue("ident"), a.cond.Store().GetNode)
 	if err != nil {
 		return err
 	}

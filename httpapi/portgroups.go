@@ -167,7 +167,7 @@ func (a *API) getPortgroup(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	pg, err := a.cond.Store().GetPortgroup(r.Context(), id)
+	pg, err := lookupWithSuffix(r, id, a.cond.Store().GetPortgroup)
 	if err != nil {
 		return err
 	}

@@ -169,12 +169,18 @@ func (a *API) lookupPort(r *http.Request) (*storage.Port, error) {
 	return a.cond.Store().LookupPort(r.Context(), ident)
 }
 
-// llcNetworkTypeGate is 406 below 1.64 for local_link_connection's
-// network_type key (a key inside a field, newer than the field).
-func llcNetworkTypeGate(ver Version, llc any) error {
-	if m, ok := llc.(map[string]any); ok && !ver.AtLeast(64) {
-		if _, has := m["network_type"]; has {
-			return errNotAcceptable()
+// llcKeyMinor holds local_link_connection's keys that are newer than the
+// field itself: network_type (1.64), the OVN VTEP switch keys (1.90).
+var llcKeyMinor = map[string]int{"network_type": 64, "vtep-logical-switch": 90, "vtep-physical-switch": 90}
+
+// llcKeyGate is 406 for a local_link_connection carrying a key newer than
+// the request's version.
+func llcKeyGate(ver Version, llc any) error {
+	if m, ok := llc.(map[string]any); ok {
+		for k := range m {
+			if min, newer := llcKeyMinor[k]; newer && !ver.AtLeast(min) {
+				return errNotAcceptable()
+			}
 		}
 	}
 	return nil
@@ -201,7 +207,7 @@ func (a *API) createPort(w http.ResponseWriter, r *http.Request) error {
 	if err := portTable.setAll(p, body); err != nil {
 		return err
 	}
-	if err := llcNetworkTypeGate(ver, body["local_link_connection"]); err != nil {
+	if err := llcKeyGate(ver, body["local_link_connection"]); err != nil {
 		return err
 	}
 	if err := a.cond.CreatePort(actorContext(r), p); err != nil {
@@ -228,11 +234,13 @@ func (a *API) patchPort(w http.ResponseWriter, r *http.Request) error {
 	if err := portTable.checkPatch(ops, ver); err != nil {
 		return err
 	}
-	if !ver.AtLeast(64) && patchTouches(ops, "/local_link_connection/network_type") {
-		return errNotAcceptable()
+	for key, min := range llcKeyMinor {
+		if !ver.AtLeast(min) && patchTouches(ops, "/local_link_connection/"+key) {
+			return errNotAcceptable()
+		}
 	}
 	for _, llc := range patchValues(ops, "/local_link_connection") {
-		if err := llcNetworkTypeGate(ver, llc); err != nil {
+		if err := llcKeyGate(ver, llc); err != nil {
 			return err
 		}
 	}

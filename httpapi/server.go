@@ -170,6 +170,7 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.URL.Path = strings.TrimRight(p, "/")
 		r.URL.RawPath = strings.TrimRight(r.URL.RawPath, "/")
 	}
+	r = stripJSONSuffix(r)
 	_, pattern := a.mux.Handler(r)
 	// The pattern without its method is the route: a bounded label.
 	if _, path, ok := strings.Cut(pattern, " "); ok {

@@ -111,8 +111,9 @@ func (a *API) putProvision(w http.ResponseWriter, r *http.Request) error {
 			}
 		case engine.DeployWait:
 			// Ironic gates this at 1.110, above castiron's maximum: castiron
-			// accepts it at its own maximum so that abort (seed 001) is usable.
-			if !ver.AtLeast(MaxMinor) {
+			// accepts it from 1.89 (its maximum when it came, seed 001), so
+			// that clients speaking 1.89 keep it when the ceiling moves.
+			if !ver.AtLeast(89) {
 				return errNotAcceptable()
 			}
 		}
