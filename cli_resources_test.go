@@ -6,12 +6,14 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // cliEveryResource runs every `openstack baremetal` create, set, unset and
 // delete subcommand for nodes, ports, port groups, chassis, volume
 // connectors and targets, deploy templates and allocations (and the node's
-// maintenance, boot device, trait and VIF subcommands), each with its
+// maintenance, boot device, boot mode, secure boot, trait and VIF
+// subcommands), each with its
 // options, at the microversion the client negotiates by itself; after each
 // one the resource is read back with `show -f json` and compared.
 func cliEveryResource(t *testing.T, c *cliClient, dir string) {
@@ -132,6 +134,15 @@ func cliEveryResource(t *testing.T, c *cliClient, dir string) {
 	var bd map[string]any
 	c.json(t, &bd, "node", "boot", "device", "show", nodeUUID)
 	cliWant(t, "node boot device set", bd, map[string]any{"boot_device": "disk", "persistent": true})
+	// Boot mode and secure boot (1.76): fake-hardware has neither setter,
+	// as Ironic's fake management, so the change ends in Ironic's last_error
+	// and the node's fields stay as they were.
+	c.run(t, "node", "boot", "mode", "set", nodeUUID, "uefi")
+	n = cliWaitLastError(t, c, nodeUUID, "Failed to change boot mode to 'uefi: Driver fake-hardware does not support set_boot_mode (disabled or not implemented).")
+	cliWant(t, "node boot mode set", n, map[string]any{"boot_mode": nil})
+	c.run(t, "node", "secure", "boot", "on", nodeUUID)
+	n = cliWaitLastError(t, c, nodeUUID, "Failed to change secure_boot state to 'True': Driver fake-hardware does not support set_secure_boot_state (disabled or not implemented).")
+	cliWant(t, "node secure boot on", n, map[string]any{"secure_boot": nil})
 	c.run(t, "node", "add", "trait", nodeUUID, "CUSTOM_GPU", "CUSTOM_FAST")
 	c.run(t, "node", "remove", "trait", nodeUUID, "CUSTOM_FAST")
 	var traits []map[string]any
@@ -347,4 +358,22 @@ func cliWantExactly(t *testing.T, what string, got any, want map[string]any) {
 		return
 	}
 	cliWant(t, what, m, want)
+}
+
+// cliWaitLastError polls `node show` until last_error is want (a
+// background driver call's outcome) and the node is no longer reserved.
+func cliWaitLastError(t *testing.T, c *cliClient, ident, want string) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		var node map[string]any
+		c.json(t, &node, "node", "show", ident)
+		if node["last_error"] == want && node["reservation"] == nil {
+			return node
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node %s: last_error %q (reservation %v) after 60s, want %q", ident, node["last_error"], node["reservation"], want)
+		}
+		time.Sleep(time.Second)
+	}
 }
