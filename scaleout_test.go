@@ -270,4 +270,40 @@ func TestScaleOut(t *testing.T) {
 			break
 		}
 	}
+
+	// The agent's calls work whichever instance they reach: lookup and
+	// continue_inspection of waiting nodes through instances that do not
+	// own them.
+	other := func(id string) *k9Server {
+		for _, n := range names {
+			if n != back[id] {
+				return srv[n]
+			}
+		}
+		return nil
+	}
+	if l := other(waiting[1]).must(http.StatusOK, "GET", "/v1/lookup?node_uuid="+waiting[1], nil); k9Str(l["node"].(map[string]any)["uuid"]) != waiting[1] {
+		t.Errorf("lookup of %s through a non-owner: %v", waiting[1], l)
+	}
+	mac := "52:54:00:5c:a1:e0"
+	other(waiting[0]).must(http.StatusAccepted, "POST", "/v1/continue_inspection?node_uuid="+waiting[0], map[string]any{
+		"inventory": map[string]any{
+			"interfaces": []any{map[string]any{"name": "eth0", "mac_address": mac, "has_carrier": true}},
+			"cpu":        map[string]any{"count": 2, "architecture": "x86_64"},
+			"memory":     map[string]any{"total": 1 << 30, "physical_mb": 1024},
+			"disks":      []any{map[string]any{"name": "/dev/vda", "size": 10 << 30, "rotational": false}},
+			"boot":       map[string]any{"current_boot_mode": "bios", "pxe_interface": mac},
+		},
+	})
+	n := srv[back[waiting[0]]].waitState(waiting[0], "manageable", 60*time.Second)
+	if p, _ := n["properties"].(map[string]any); fmt.Sprint(p["memory_mb"]) != "1024" {
+		t.Errorf("inspection reported through a non-owner: properties %v", n["properties"])
+	}
+	// ... and the owner ran it.
+	hist = srv[back[waiting[0]]].must(http.StatusOK, "GET", "/v1/nodes/"+waiting[0]+"/history?detail=true", nil)
+	for _, v := range hist["history"].([]any) {
+		if e := v.(map[string]any); k9Str(e["conductor"]) != back[waiting[0]] {
+			t.Errorf("history of %s: event %q recorded by %v, want its owner %s", waiting[0], e["event"], e["conductor"], back[waiting[0]])
+		}
+	}
 }

@@ -125,6 +125,12 @@ func (c *Conductor) continueDiscovery(ctx context.Context, n *storage.Node, in I
 	return n, token, nil
 }
 
+// InspectionNode is the node that in reports on, found as
+// ContinueInspection finds it (httpapi sends the report to its owner).
+func (c *Conductor) InspectionNode(ctx context.Context, in Inspection) (*storage.Node, error) {
+	return c.inspectionNode(ctx, in)
+}
+
 func (c *Conductor) inspectionNode(ctx context.Context, in Inspection) (*storage.Node, error) {
 	macs := inventoryMACs(in)
 	var n *storage.Node

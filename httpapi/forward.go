@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"castiron/storage"
 )
 
 // Work goes to the node's owner. Every castiron instance serves the whole
@@ -67,19 +69,15 @@ func forwardIdent(r *http.Request) (string, bool) {
 // its heartbeat times out, and meanwhile its nodes are served here rather
 // than failing.
 func (a *API) forward(w http.ResponseWriter, r *http.Request) bool {
-	if r.Header.Get(hdrForwarded) != "" {
-		return false
-	}
 	ident, ok := forwardIdent(r)
-	if !ok {
+	if !ok || r.Header.Get(hdrForwarded) != "" {
 		return false
 	}
 	n, err := a.cond.Store().GetNode(r.Context(), ident)
 	if err != nil {
 		return false
 	}
-	host, url, ok := a.cond.OwnerURL(n)
-	if !ok || host == a.cond.Hostname() || url == "" {
+	if _, _, ok := a.ownerElsewhere(r, n); !ok {
 		return false
 	}
 	var body []byte
@@ -94,8 +92,32 @@ func (a *API) forward(w http.ResponseWriter, r *http.Request) bool {
 			}{io.MultiReader(bytes.NewReader(body), orig), orig}
 			return false
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
 	}
+	return a.toOwner(w, r, n, body)
+}
+
+// ownerElsewhere names n's owner when it is another conductor that r may be
+// sent to (r was not forwarded already).
+func (a *API) ownerElsewhere(r *http.Request, n *storage.Node) (host, url string, ok bool) {
+	if r.Header.Get(hdrForwarded) != "" {
+		return "", "", false
+	}
+	host, url, ok = a.cond.OwnerURL(n)
+	if !ok || host == a.cond.Hostname() || url == "" {
+		return "", "", false
+	}
+	return host, url, true
+}
+
+// toOwner sends r, whose body was read into body, to n's owner when that is
+// another conductor, and copies its answer to w; false when it did not (r's
+// body is then body again, for the local handler).
+func (a *API) toOwner(w http.ResponseWriter, r *http.Request, n *storage.Node, body []byte) bool {
+	host, url, ok := a.ownerElsewhere(r, n)
+	if !ok {
+		return false
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
 	ctx, cancel := context.WithTimeout(r.Context(), forwardTimeout)
 	defer cancel()
 	out, err := http.NewRequestWithContext(ctx, r.Method, strings.TrimRight(url, "/")+r.URL.RequestURI(), bytes.NewReader(body))
@@ -107,7 +129,6 @@ func (a *API) forward(w http.ResponseWriter, r *http.Request) bool {
 	resp, err := a.forwarder().Do(out)
 	if err != nil {
 		a.log.Warn("owner unreachable, serving its node here", "node", n.UUID, "owner", host, "method", r.Method, "path", r.URL.Path, "err", err)
-		r.Body = io.NopCloser(bytes.NewReader(body))
 		return false
 	}
 	defer resp.Body.Close()
