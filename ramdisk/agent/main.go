@@ -29,6 +29,7 @@ import (
 	"castiron/ramdisk/agent/runloop"
 	"castiron/ramdisk/agent/steps"
 	"castiron/ramdisk/protocol"
+	"castiron/ramdisk/trust"
 )
 
 // version is set at build time: -ldflags '-X main.version=1.2.3'.
@@ -48,18 +49,20 @@ const (
 // kernel's leftover parameters arrive as arguments, so flags are not parsed.
 type options struct {
 	cmdline     string
+	caPath      string
 	root        inventory.Root
 	dhcp        bool
 	networkData string
 }
 
 func parseFlags(pid1 bool) options {
-	o := options{cmdline: "/proc/cmdline", root: inventory.DefaultRoot(), networkData: "/" + protocol.NetworkDataFile}
+	o := options{cmdline: "/proc/cmdline", caPath: trust.AgentCAPath, root: inventory.DefaultRoot(), networkData: "/" + protocol.NetworkDataFile}
 	if pid1 {
 		return o
 	}
 	fs := flag.NewFlagSet(os.Args[0], flag.ExitOnError)
 	fs.StringVar(&o.cmdline, "cmdline", o.cmdline, "file holding the kernel command line")
+	fs.StringVar(&o.caPath, "ca", o.caPath, "castiron's CA bundle: when the file exists, HTTPS only")
 	fs.StringVar(&o.root.Sys, "sys", o.root.Sys, "sysfs mount point")
 	fs.StringVar(&o.root.Proc, "proc", o.root.Proc, "procfs mount point")
 	fs.StringVar(&o.root.Dev, "dev", o.root.Dev, "devtmpfs mount point")
@@ -160,6 +163,12 @@ func run(ctx context.Context, pid1 bool, opts options, level *slog.LevelVar, log
 	if p.APIURL == "" && p.InspectionURL == "" {
 		return runloop.ErrNoAPI
 	}
+	// A CA in the ramdisk means castiron is reached over HTTPS only; check
+	// the URLs before touching the network.
+	tlsCfg, err := trust.LoadAgentConfig(opts.caPath)
+	if err != nil {
+		return err
+	}
 	if p.BootIF != "" && p.BootMAC == nil {
 		log.Warn("BOOTIF malformed, using the first NIC with carrier", "bootif", p.BootIF)
 	}
@@ -203,14 +212,28 @@ func run(ctx context.Context, pid1 bool, opts options, level *slog.LevelVar, log
 	}
 
 	agent := "castiron-agent/" + version
+	api := apiclient.New(p.APIURL, agent)
+	runSteps := steps.Run
+	if tlsCfg != nil {
+		if err := api.RequireTLS(tlsCfg); err != nil {
+			return err
+		}
+		if p.InspectionURL != "" {
+			if err := trust.RequireHTTPS(p.InspectionURL); err != nil {
+				return err
+			}
+		}
+		runSteps = steps.RunTrusting(tlsCfg)
+		log.Info("TLS: castiron's CA is set; HTTPS only", "ca", opts.caPath)
+	}
 	return runloop.Run(ctx, runloop.Config{
-		API:            apiclient.New(p.APIURL, agent),
+		API:            api,
 		InspectionURL:  p.InspectionURL,
 		NodeUUID:       p.NodeUUID,
 		BootIF:         p.BootIF,
 		Inventory:      inv,
 		InventoryError: invErr,
-		Steps:          withBMCUserStep(steps.Run, root, log),
+		Steps:          withBMCUserStep(runSteps, root, log),
 		Machine:        m,
 		Log:            log,
 		AgentVersion:   agent,

@@ -7,6 +7,7 @@ package apiclient
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"castiron/ramdisk/protocol"
+	"castiron/ramdisk/trust"
 )
 
 const (
@@ -34,6 +36,22 @@ type Client struct {
 	BaseURL   string
 	UserAgent string
 	HTTP      *http.Client
+	// strict: only HTTPS to servers the CA vouches for (RequireTLS).
+	strict bool
+}
+
+// RequireTLS makes every call go over HTTPS, trusting only cfg's CA, and
+// refuses plain-HTTP URLs (BaseURL now, a callback URL when it is called)
+// and redirects away from HTTPS.
+func (c *Client) RequireTLS(cfg *tls.Config) error {
+	if c.BaseURL != "" {
+		if err := trust.RequireHTTPS(c.BaseURL); err != nil {
+			return err
+		}
+	}
+	trust.Strict(c.HTTP, cfg)
+	c.strict = true
+	return nil
 }
 
 // New returns a client with its own transport (no proxy from the
@@ -163,6 +181,11 @@ func (c *Client) ContinueInspection(ctx context.Context, callbackURL string, dat
 }
 
 func (c *Client) do(ctx context.Context, method, target string, payload []byte) (int, []byte, error) {
+	if c.strict {
+		if err := trust.RequireHTTPS(target); err != nil {
+			return 0, nil, err
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, RequestTimeout)
 	defer cancel()
 	var body io.Reader

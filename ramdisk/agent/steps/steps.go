@@ -8,6 +8,7 @@ package steps
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"time"
@@ -21,6 +22,17 @@ import (
 // start (disks for root device hints). ctx is cancelled on abort.
 func Run(ctx context.Context, step protocol.Step, inv *protocol.Inventory, progress func(protocol.Progress)) (map[string]any, error) {
 	return newRunner().run(ctx, step, inv, progress)
+}
+
+// RunTrusting is Run for a ramdisk that carries castiron's CA: images and
+// config drives are downloaded over HTTPS only, from servers tlsCfg
+// trusts (fetch.Options.TLS).
+func RunTrusting(tlsCfg *tls.Config) func(ctx context.Context, step protocol.Step, inv *protocol.Inventory, progress func(protocol.Progress)) (map[string]any, error) {
+	return func(ctx context.Context, step protocol.Step, inv *protocol.Inventory, progress func(protocol.Progress)) (map[string]any, error) {
+		r := newRunner()
+		r.fetch.TLS = tlsCfg
+		return r.run(ctx, step, inv, progress)
+	}
 }
 
 // runner carries what a step needs besides its arguments; tests shorten

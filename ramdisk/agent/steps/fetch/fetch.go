@@ -7,6 +7,7 @@ package fetch
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +17,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"castiron/ramdisk/trust"
 )
 
 // Options tune a download.
@@ -30,7 +33,10 @@ type Options struct {
 	// IdleTimeout: a transfer that gets nothing for this long is broken
 	// off and resumed (default 60s).
 	IdleTimeout time.Duration
-	Log         *slog.Logger
+	// TLS, when set, is the only trust for downloads (castiron's CA): the
+	// URL must be https and no redirect may leave HTTPS.
+	TLS *tls.Config
+	Log *slog.Logger
 }
 
 // HTTPError is a response other than 200 (or 206 to a range request).
@@ -80,6 +86,14 @@ func NewClient() *http.Client {
 func Open(ctx context.Context, url string, o Options) (*Body, error) {
 	if o.Client == nil {
 		o.Client = NewClient()
+	}
+	if o.TLS != nil {
+		if err := trust.RequireHTTPS(url); err != nil {
+			return nil, fmt.Errorf("image %w", err)
+		}
+		c := *o.Client
+		trust.Strict(&c, o.TLS)
+		o.Client = &c
 	}
 	if o.Retries <= 0 {
 		o.Retries = 3

@@ -11,8 +11,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"castiron/ramdisk/trust"
+	"castiron/ramdisk/trust/trusttest"
 )
 
 func payload(n int) []byte {
@@ -166,5 +170,35 @@ func TestOpenErrors(t *testing.T) {
 	}
 	if _, err := Get(context.Background(), srv.URL+"/busy", 1, opts()); err == nil {
 		t.Fatal("Get past its limit succeeded")
+	}
+}
+
+// TestTrustedOnly: with castiron's CA set, an image comes over HTTPS from a
+// server the CA vouches for; a plain-HTTP URL and a server with another
+// certificate are refused, and the plain-HTTP server sees no request.
+func TestTrustedOnly(t *testing.T) {
+	image := []byte("a trusted image")
+	castiron, tlsCfg := trusttest.Server(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(image) }))
+	var rogueHits atomic.Int32
+	rogue := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rogueHits.Add(1)
+		w.Write([]byte("a rogue image"))
+	}))
+	defer rogue.Close()
+	impostor := httptest.NewTLSServer(rogue.Config.Handler)
+	defer impostor.Close()
+	o := opts()
+	o.TLS = tlsCfg
+	if got, err := Get(context.Background(), castiron.URL+"/image", 1<<20, o); err != nil || !bytes.Equal(got, image) {
+		t.Fatalf("trusted download: %q %v", got, err)
+	}
+	if _, err := Get(context.Background(), rogue.URL+"/image", 1<<20, o); !errors.Is(err, trust.ErrPlainHTTP) {
+		t.Errorf("plain HTTP: %v", err)
+	}
+	if _, err := Get(context.Background(), impostor.URL+"/image", 1<<20, o); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Errorf("untrusted certificate: %v", err)
+	}
+	if n := rogueHits.Load(); n != 0 {
+		t.Errorf("the rogue got %d requests", n)
 	}
 }
