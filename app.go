@@ -43,6 +43,8 @@ type app struct {
 	redfish *redfish.Driver
 	api     http.Handler
 	apiUp   atomic.Bool
+	// tls serves the certificate; nil without TLS.
+	tls *tlsSource
 }
 
 func newApp(ctx context.Context, c *serveConfig, log *slog.Logger) (*app, error) {
@@ -63,6 +65,10 @@ func newApp(ctx context.Context, c *serveConfig, log *slog.Logger) (*app, error)
 		return nil, fmt.Errorf("open database: %w", err)
 	}
 	a := &app{cfg: c, log: log, auth: auth, store: store}
+	if a.tls, err = newTLSSource(c, site, log); err != nil {
+		a.close()
+		return nil, err
+	}
 	hw, rf := hardwareTypes(log)
 	a.redfish = rf
 	obs := newObservers(c.metrics, store)
@@ -75,7 +81,7 @@ func newApp(ctx context.Context, c *serveConfig, log *slog.Logger) (*app, error)
 		log.Info("built-in inspection rules loaded", "file", c.rulesFile, "rules", len(cfg.BuiltInRules))
 	}
 	a.cond = engine.New(store, hw, cfg)
-	if a.prov, err = newProvisioning(c, site, store, a.cond, obs.boot, log); err != nil {
+	if a.prov, err = newProvisioning(c, site, store, a.cond, obs.boot, a.tls, log); err != nil {
 		a.close()
 		return nil, err
 	}
@@ -192,7 +198,7 @@ func (a *app) serve(ctx context.Context) error {
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	provErr := make(chan error, 1)
-	go func() { provErr <- a.prov.run(runCtx, agentOnly(a.api)) }()
+	go func() { provErr <- a.prov.run(runCtx, a.api) }()
 	apiErr := make(chan error, 1)
 	a.apiUp.Store(true)
 	go func() { apiErr <- srv.Serve(ln); a.apiUp.Store(false) }()
@@ -236,22 +242,13 @@ func (a *app) listen() (*http.Server, net.Listener, error) {
 		IdleTimeout:       120 * time.Second,
 		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),
 	}
-	c := a.cfg
-	var tlsConfig *tls.Config
-	if c.tlsCert != "" || c.tlsKey != "" {
-		cert, err := tls.LoadX509KeyPair(c.tlsCert, c.tlsKey)
-		if err != nil {
-			return nil, nil, fmt.Errorf("--tls-cert/--tls-key: %w", err)
-		}
-		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-	}
-	ln, err := net.Listen("tcp", c.listen)
+	ln, err := net.Listen("tcp", a.cfg.listen)
 	if err != nil {
 		return nil, nil, err
 	}
-	if tlsConfig != nil {
-		srv.TLSConfig = tlsConfig
-		ln = tls.NewListener(ln, tlsConfig)
+	if a.tls != nil {
+		srv.TLSConfig = a.tls.config()
+		ln = tls.NewListener(ln, srv.TLSConfig)
 	}
 	return srv, ln, nil
 }

@@ -44,6 +44,8 @@ func main() {
 		err = backupCmd(args)
 	case "restore":
 		err = restoreCmd(args)
+	case "tls":
+		err = tlsCommand(args)
 	case "import", "introspect", "provide", "manage", "abort", "configure", "node", "conductor":
 		os.Exit(workflow.Main(cmd, args))
 	case "help", "-h", "--help":
@@ -72,6 +74,7 @@ commands:
                (every key, with its default): castiron config > castiron.yaml
   backup FILE  consistent copy of the database, also while serving
   restore FILE make FILE the database (castiron must be stopped)
+  tls rotate   replace castiron's own CA (--tls-auto) in --data-dir
   version      print the version
 `+workflow.Usage+`
 
@@ -87,6 +90,8 @@ type serveConfig struct {
 	database, conductorURL                         string
 	heartbeatInterval, heartbeatTimeout            time.Duration
 	htpasswd, tlsCert, tlsKey, logLevel, logFormat string
+	tlsCA                                          string
+	tlsAuto                                        bool
 	insecureNoauth, automatedClean                 bool
 	callbackTimeout, powerSync                     time.Duration
 	pxe                                            pxeConfig
@@ -127,6 +132,8 @@ func serveFlags() (*flag.FlagSet, *serveConfig) {
 	str(&c.htpasswd, "htpasswd", "", "bcrypt htpasswd file: enables Ironic's http_basic auth")
 	str(&c.tlsCert, "tls-cert", "", "TLS certificate (PEM); with --tls-key serves HTTPS")
 	str(&c.tlsKey, "tls-key", "", "TLS private key (PEM)")
+	boolFlag(&c.tlsAuto, "tls-auto", false, "without --tls-cert: serve HTTPS with a certificate from castiron's own CA, made on first use in DATA-DIR/tls (castiron tls rotate replaces it)")
+	str(&c.tlsCA, "tls-ca", "", "CA bundle (PEM) the ramdisk trusts for castiron with --tls-cert (default: the --tls-cert file's certificates)")
 	choice(fs, &c.logLevel, "log-level", "info", []string{"debug", "info", "warn", "error"}, "log level")
 	choice(fs, &c.logFormat, "log-format", "text", []string{"text", "json"}, "log lines on stderr as logfmt text or JSON objects")
 	boolFlag(&c.insecureNoauth, "insecure-noauth", false, "allow unauthenticated access on a non-loopback address")
@@ -141,8 +148,9 @@ func serveFlags() (*flag.FlagSet, *serveConfig) {
 	str(&p.dhcp6Range, "dhcp6-range", "", "FIRST,LAST IPv6 addresses (one /64) DHCPv6 hands out (default: <prefix>::1000 to <prefix>::1fff of the interface's /64)")
 	choice(fs, &p.raMode, "router-advertisements", "auto", []string{"auto", "managed", "empty", "off"},
 		"IPv6 router advertisements on the PXE interface: managed (M/O flags, the interface's prefix on-link), empty (configure nothing; stops iPXE waiting for IPv6), off (the site has a router), auto (managed with DHCPv6, else empty)")
-	str(&p.publicURL, "public-url", "", "how nodes reach castiron, e.g. http://10.0.0.1:6385 (default: the PXE interface's address and the API port)")
+	str(&p.publicURL, "public-url", "", "how nodes reach castiron's API, e.g. http://10.0.0.1:6385 (default: the PXE interface's address and the API port; https with TLS)")
 	str(&p.ipxeDir, "ipxe-dir", "/usr/lib/ipxe", "directory of the iPXE binaries (Debian package ipxe)")
+	str(&p.bootHTTPPort, "boot-http-port", "8080", "with TLS: plain-HTTP port on the provisioning addresses for iPXE's script, kernel, initramfs and CA bundle (iPXE cannot check castiron's certificate)")
 	str(&p.ramdiskDir, "ramdisk-dir", "", "directory with vmlinuz and initramfs written by make ramdisk (default DATA-DIR/ramdisk)")
 	str(&p.imagesDir, "images-dir", "", "directory of OS images castiron serves to nodes at /images/ (default DATA-DIR/images)")
 	boolFlag(&p.discovery, "pxe-discovery", false, "network-boot unknown machines and enroll them as nodes (discovery)")

@@ -9,9 +9,7 @@ import (
 	"net/http"
 	"net/netip"
 	"path/filepath"
-	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"castiron/engine"
@@ -29,6 +27,7 @@ import (
 type pxeConfig struct {
 	iface, dhcpMode, dhcpRange, publicURL string
 	dhcp6Mode, dhcp6Range, raMode         string
+	bootHTTPPort                          string
 	ipxeDir, ramdiskDir, imagesDir        string
 	discovery                             bool
 }
@@ -49,15 +48,9 @@ type provisioning struct {
 	tftp     []*tftp.Server
 	ra       *ra.Responder // nil with --router-advertisements off
 	mounts   map[string]http.Handler
-	// agents are extra listeners on the provisioning network for the
-	// agent-facing endpoints only (site.agentAddrs).
-	agents []*agentListener
-}
-
-// agentListener is one of the provisioning network's agent listeners.
-type agentListener struct {
-	addr string
-	up   atomic.Bool
+	// listeners are the provisioning network's own HTTP listeners: for
+	// the agent (site.agentAddrs) and, with TLS, for iPXE (site.bootAddrs).
+	listeners []*siteListener
 }
 
 // listenerChecks are the readiness checks of the servers this
@@ -76,8 +69,8 @@ func (p *provisioning) listenerChecks() []health.Check {
 	if p.ra != nil {
 		checks = append(checks, listenerCheck("router advertisements", p.ra.Listening))
 	}
-	for _, a := range p.agents {
-		checks = append(checks, listenerCheck("agent listener "+a.addr, a.up.Load))
+	for _, l := range p.listeners {
+		checks = append(checks, listenerCheck(l.name+" "+l.addr, l.up.Load))
 	}
 	return checks
 }
@@ -142,7 +135,7 @@ func (d dhcpLeases) DeleteLease(ctx context.Context, mac string) error {
 func vmediaDir(c *serveConfig) string { return filepath.Join(c.dataDir, "vmedia") }
 
 // newProvisioning prepares everything; nothing listens until run.
-func newProvisioning(c *serveConfig, site provisioningSite, store *storage.SQLite, cond *engine.Conductor, meter boot.Meter, log *slog.Logger) (*provisioning, error) {
+func newProvisioning(c *serveConfig, site provisioningSite, store *storage.SQLite, cond *engine.Conductor, meter boot.Meter, ts *tlsSource, log *slog.Logger) (*provisioning, error) {
 	p := &provisioning{cfg: c.pxe, log: log, store: store, mounts: map[string]http.Handler{}, gate: gateAdapter{cond}, site: site, meter: meter}
 	p.recorder = boot.NewBatchRecorder(timelineSink(store), log)
 	p.mounts["/images/"] = images.Handler(c.pxe.imagesDir, log)
@@ -151,9 +144,7 @@ func newProvisioning(c *serveConfig, site provisioningSite, store *storage.SQLit
 	p.mounts["/boot/vmedia/"] = httpboot.NewVMedia(httpboot.VMediaConfig{
 		Dir: vmediaDir(c), Gate: p.gate, Recorder: p.recorder, Meter: meter, Logger: log,
 	})
-	for _, addr := range site.agentAddrs {
-		p.agents = append(p.agents, &agentListener{addr: addr})
-	}
+	p.listeners = siteListeners(site, ts)
 	if site.iface == nil {
 		return p, nil
 	}
@@ -161,9 +152,14 @@ func newProvisioning(c *serveConfig, site provisioningSite, store *storage.SQLit
 	for _, name := range tftp.DefaultFiles() {
 		loaders[name] = filepath.Join(c.pxe.ipxeDir, name)
 	}
+	var trustArchive func(context.Context) ([]byte, error)
+	if ts != nil {
+		trustArchive = func(ctx context.Context) ([]byte, error) { return caOverlay(ctx, ts) }
+	}
 	p.mounts["/boot/"] = httpboot.New(httpboot.Config{
 		URLs:          site.urlsFor,
 		Loaders:       loaders,
+		TrustArchive:  trustArchive,
 		KernelPath:    filepath.Join(c.pxe.ramdiskDir, "vmlinuz"),
 		InitramfsPath: filepath.Join(c.pxe.ramdiskDir, "initramfs"),
 		Gate:          p.gate,
@@ -303,7 +299,7 @@ func (p *provisioning) macForIP(ip net.IP) string {
 }
 
 // run serves until ctx ends; a server that cannot start is an error at once.
-func (p *provisioning) run(ctx context.Context, agentHandler http.Handler) error {
+func (p *provisioning) run(ctx context.Context, api http.Handler) error {
 	var wg sync.WaitGroup
 	errc := make(chan error, 4)
 	start := func(name string, fn func(ctx context.Context) error) {
@@ -333,22 +329,8 @@ func (p *provisioning) run(ctx context.Context, agentHandler http.Handler) error
 		p.log.Info("provisioning network up", "interface", p.cfg.iface, "server", p.site.serverIP, "server6", p.site.serverIP6,
 			"dhcp_mode", p.cfg.dhcpMode, "dhcp6", p.dhcp6 != nil, "public_url", p.site.publicURL, "ramdisk_dir", p.cfg.ramdiskDir)
 	}
-	for _, a := range p.agents {
-		srv := &http.Server{Handler: agentHandler, ReadHeaderTimeout: 10 * time.Second}
-		start("agent listener", func(ctx context.Context) error {
-			ln, err := net.Listen("tcp", a.addr)
-			if err != nil {
-				return err
-			}
-			go func() { <-ctx.Done(); _ = srv.Close() }()
-			p.log.Info("agent endpoints listening on the provisioning network", "addr", a.addr)
-			a.up.Store(true)
-			defer a.up.Store(false)
-			if err := srv.Serve(ln); err != http.ErrServerClosed {
-				return err
-			}
-			return nil
-		})
+	for _, l := range p.listeners {
+		start(l.name, func(ctx context.Context) error { return l.serve(ctx, api, p.log) })
 	}
 	var err error
 	select {
@@ -380,19 +362,4 @@ func (p *provisioning) prune(ctx context.Context) error {
 		case <-t.C:
 		}
 	}
-}
-
-// agentOnly exposes the endpoints a booting machine needs and nothing else
-// (the operator API stays on --listen).
-func agentOnly(api http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p := r.URL.Path
-		switch {
-		case p == "/v1" || p == "/v1/" || p == "/v1/lookup" || p == "/v1/continue_inspection" ||
-			strings.HasPrefix(p, "/v1/heartbeat/") || strings.HasPrefix(p, "/boot/") || strings.HasPrefix(p, "/images/"):
-			api.ServeHTTP(w, r)
-		default:
-			http.NotFound(w, r)
-		}
-	})
 }

@@ -35,6 +35,10 @@ type provisioningSite struct {
 	// agent-facing endpoints only, one per address the API listener does
 	// not cover.
 	agentAddrs []string
+	// bootAddrs are plain-HTTP listeners for /boot/ on the provisioning
+	// addresses when the API speaks TLS (iPXE cannot check castiron's
+	// certificate; the agent then talks HTTPS).
+	bootAddrs []string
 }
 
 func siteOf(c *serveConfig) (provisioningSite, error) {
@@ -54,13 +58,17 @@ func siteOf(c *serveConfig) (provisioningSite, error) {
 	if err != nil {
 		return site, fmt.Errorf("--listen %q: %w", c.listen, err)
 	}
-	urlFor := func(ip netip.Addr) string {
+	scheme := "http"
+	if tlsEnabled(c) {
+		scheme = "https"
+	}
+	urlFor := func(scheme string, ip netip.Addr, port string) string {
 		if !ip.IsValid() {
 			return ""
 		}
-		return "http://" + net.JoinHostPort(ip.String(), apiPort)
+		return scheme + "://" + net.JoinHostPort(ip.String(), port)
 	}
-	site.urls4.API, site.urls6.API = urlFor(site.serverIP), urlFor(site.serverIP6)
+	site.urls4.API, site.urls6.API = urlFor(scheme, site.serverIP, apiPort), urlFor(scheme, site.serverIP6, apiPort)
 	if site.publicURL == "" {
 		site.publicURL = site.urls4.API
 		if site.publicURL == "" {
@@ -76,9 +84,19 @@ func siteOf(c *serveConfig) (provisioningSite, error) {
 		return site, fmt.Errorf("--public-url %q: not a URL", site.publicURL)
 	}
 	site.urls4.Boot, site.urls6.Boot = site.urls4.API, site.urls6.API
+	if tlsEnabled(c) {
+		bp := c.pxe.bootHTTPPort
+		site.urls4.Boot, site.urls6.Boot = urlFor("http", site.serverIP, bp), urlFor("http", site.serverIP6, bp)
+	}
 	for _, ip := range []netip.Addr{site.serverIP, site.serverIP6} {
-		if ip.IsValid() && !listenCovers(c.listen, ip) {
+		if !ip.IsValid() {
+			continue
+		}
+		if !listenCovers(c.listen, ip) {
 			site.agentAddrs = append(site.agentAddrs, net.JoinHostPort(ip.String(), portOf(pub, apiPort)))
+		}
+		if tlsEnabled(c) {
+			site.bootAddrs = append(site.bootAddrs, net.JoinHostPort(ip.String(), c.pxe.bootHTTPPort))
 		}
 	}
 	return site, nil

@@ -6,9 +6,11 @@
 //	GET /boot/vmlinuz?mac=...              kernel (Range, HEAD)
 //	GET /boot/initramfs?mac=...            initramfs (Range, HEAD)
 //	GET /boot/snponly.efi                  an iPXE binary (UEFI HTTP boot)
+//	GET /boot/ca.cpio                      castiron's CA as an initramfs overlay (TLS)
 package httpboot
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net"
@@ -40,6 +42,10 @@ type Config struct {
 	// HTTPBootBase + name): file name -> path, e.g. "snponly.efi" ->
 	// "/usr/lib/ipxe/snponly.efi". Other names are 404.
 	Loaders map[string]string
+	// TrustArchive, when set, gives castiron's CA bundle as an initramfs
+	// overlay (served at /boot/ca.cpio): the script has iPXE load it as a
+	// second initrd, so the agent verifies castiron over HTTPS.
+	TrustArchive func(ctx context.Context) ([]byte, error)
 	// ExtraKernelArgs are appended to the kernel command line.
 	ExtraKernelArgs []string
 	// Gate decides who gets a script; nil refuses everyone.
@@ -77,6 +83,7 @@ func New(cfg Config) *Handler {
 	h.mux.HandleFunc("GET /boot/initramfs", func(w http.ResponseWriter, r *http.Request) {
 		h.serveFile(w, r, cfg.InitramfsPath, boot.HTTPInitramfs, "")
 	})
+	h.mux.HandleFunc("GET /boot/ca.cpio", h.serveTrust)
 	h.mux.HandleFunc("GET /boot/{loader}", func(w http.ResponseWriter, r *http.Request) {
 		path, ok := cfg.Loaders[r.PathValue("loader")]
 		if !ok {
@@ -146,6 +153,7 @@ func (h *Handler) serveScript(w http.ResponseWriter, r *http.Request) {
 		MAC:       mac,
 		Decision:  decision,
 		ExtraArgs: h.cfg.ExtraKernelArgs,
+		Trust:     h.cfg.TrustArchive != nil,
 		Attempts:  h.attempts,
 		RetrySecs: h.retrySecs,
 	})
@@ -160,6 +168,24 @@ func (h *Handler) serveScript(w http.ResponseWriter, r *http.Request) {
 	ev.Detail = "purpose=" + decision.Purpose
 	h.rec.Record(r.Context(), ev)
 	h.log.InfoContext(r.Context(), "boot script served", "mac", ev.MAC, "node", decision.NodeUUID, "purpose", decision.Purpose, "client", r.RemoteAddr)
+}
+
+// serveTrust sends the CA overlay. It is public, like the CA certificate
+// it holds.
+func (h *Handler) serveTrust(w http.ResponseWriter, r *http.Request) {
+	if h.cfg.TrustArchive == nil {
+		textError(w, http.StatusNotFound, "castiron: TLS is off, no CA bundle")
+		return
+	}
+	b, err := h.cfg.TrustArchive(r.Context())
+	if err != nil {
+		h.log.Error("CA bundle overlay", "err", err)
+		textError(w, http.StatusServiceUnavailable, "castiron: CA bundle unavailable")
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Write(b)
 }
 
 // urls are the configured URLs for the address the node reached, or

@@ -231,6 +231,47 @@ func TestScript(t *testing.T) {
 	}
 }
 
+// TestTrustOverlay: with TLS, the script loads castiron's CA overlay as a
+// second initrd (and names it to the EFI stub); the overlay is served at
+// /boot/ca.cpio. Without TLS there is neither.
+func TestTrustOverlay(t *testing.T) {
+	overlay := []byte("070701 cpio bytes")
+	h := New(Config{Gate: testGate, Logger: slog.New(slog.DiscardHandler), URLs: func(netip.Addr) URLs {
+		return URLs{Boot: "http://10.0.0.1:8080", API: "https://10.0.0.1:6385"}
+	}, TrustArchive: func(context.Context) ([]byte, error) { return overlay, nil }})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	get := func(path string) (int, []byte) {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, b
+	}
+	code, script := get("/boot/ipxe?mac=" + macInspect)
+	for _, want := range []string{"initrd --name ca http://10.0.0.1:8080/boot/ca.cpio || goto failed", " initrd=initramfs initrd=ca ",
+		" ipa-api-url=https://10.0.0.1:6385 ", "ipa-inspection-callback-url=https://10.0.0.1:6385/v1/continue_inspection"} {
+		if code != 200 || !bytes.Contains(script, []byte(want)) {
+			t.Errorf("script (HTTP %d) lacks %q:\n%s", code, want, script)
+		}
+	}
+	if code, b := get("/boot/ca.cpio"); code != 200 || !bytes.Equal(b, overlay) {
+		t.Errorf("ca.cpio: %d %q", code, b)
+	}
+	off := httptest.NewServer(New(Config{Gate: testGate, Logger: slog.New(slog.DiscardHandler)}))
+	defer off.Close()
+	resp, err := http.Get(off.URL + "/boot/ca.cpio")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 404 {
+		t.Errorf("ca.cpio without TLS: %d", resp.StatusCode)
+	}
+}
+
 // checkLabels: every goto has its label (iPXE fails at run time otherwise).
 func checkLabels(t *testing.T, script string) {
 	t.Helper()

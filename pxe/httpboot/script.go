@@ -24,6 +24,7 @@ const (
 const (
 	kernelImageName = "vmlinuz"
 	initrdImageName = "initramfs"
+	trustImageName  = "ca"
 )
 
 // scriptParams is what one node's script depends on.
@@ -33,6 +34,7 @@ type scriptParams struct {
 	MAC       net.HardwareAddr
 	Decision  boot.Decision
 	ExtraArgs []string
+	Trust     bool // load castiron's CA overlay as a second initrd
 	Attempts  int
 	RetrySecs int
 }
@@ -40,8 +42,11 @@ type scriptParams struct {
 // kernelArgs is the kernel command line, in iPXE syntax (${...} is
 // expanded by iPXE on the node).
 func kernelArgs(p scriptParams) []string {
-	args := append([]string{"initrd=" + initrdImageName},
-		protocol.AgentArgs(p.APIURL, p.Decision.NodeUUID, p.Decision.Purpose == "inspect")...)
+	args := []string{"initrd=" + initrdImageName}
+	if p.Trust {
+		args = append(args, "initrd="+trustImageName)
+	}
+	args = append(args, protocol.AgentArgs(p.APIURL, p.Decision.NodeUUID, p.Decision.Purpose == "inspect")...)
 	// netX is the interface iPXE booted from; hexhyp gives aa-bb-...
 	args = append(args, protocol.ParamBootIF+"=01-${netX/mac:hexhyp}")
 	return append(args, p.ExtraArgs...)
@@ -70,6 +75,10 @@ func renderScript(p scriptParams) string {
 	line("imgfree ||")
 	line("kernel --name %s %s/boot/vmlinuz%s %s || goto failed", kernelImageName, p.BootURL, query, strings.Join(kernelArgs(p), " "))
 	line("initrd --name %s %s/boot/initramfs%s || goto failed", initrdImageName, p.BootURL, query)
+	if p.Trust {
+		// After the ramdisk: the kernel unpacks it over it (the CA file).
+		line("initrd --name %s %s/boot/ca.cpio || goto failed", trustImageName, p.BootURL)
+	}
 	line("boot || goto failed")
 	line(":failed")
 	line("echo castiron: loading kernel/initramfs failed (try ${castiron-try}), again in %d s", p.RetrySecs)

@@ -4,7 +4,10 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,6 +28,9 @@ type CastironOptions struct {
 	// tests that need no network boot, and for checking the harness
 	// against a castiron that has no PXE server.
 	NoPXE bool
+	// TLS serves HTTPS with castiron's own CA (--tls-auto); the test's
+	// client trusts the bundle castiron writes to its data dir.
+	TLS bool
 }
 
 // Castiron is the real castiron binary serving inside a lab's namespace, on
@@ -78,6 +84,13 @@ func castironBinary(t testing.TB) string {
 	return shared.binary
 }
 
+func (o CastironOptions) scheme() string {
+	if o.TLS {
+		return "https"
+	}
+	return "http"
+}
+
 // castironArgs are the serve flags for a lab.
 func castironArgs(l *Lab, dataDir, ramdisk string, o CastironOptions) []string {
 	listen := "0.0.0.0"
@@ -89,6 +102,9 @@ func castironArgs(l *Lab, dataDir, ramdisk string, o CastironOptions) []string {
 		"--data-dir", dataDir,
 		"--insecure-noauth",
 		"--callback-timeout", o.CallbackTimeout.String(),
+	}
+	if o.TLS {
+		args = append(args, "--tls-auto")
 	}
 	if o.NoPXE {
 		return append(args, o.ExtraArgs...)
@@ -102,7 +118,7 @@ func castironArgs(l *Lab, dataDir, ramdisk string, o CastironOptions) []string {
 	if !l.Opts.IPv6Only {
 		// IPv6: castiron derives the URL from the bridge's address and
 		// hands out <prefix>::1000-1fff.
-		args = append(args, "--dhcp-range", DHCPRange, "--public-url", fmt.Sprintf("http://%s:%d", ServerIP, CastironPort))
+		args = append(args, "--dhcp-range", DHCPRange, "--public-url", fmt.Sprintf("%s://%s:%d", o.scheme(), ServerIP, CastironPort))
 	}
 	return append(args, o.ExtraArgs...)
 }
@@ -134,7 +150,7 @@ func StartCastiron(t testing.TB, l *Lab, o CastironOptions) *Castiron {
 		t.Fatal(err)
 	}
 	c := &Castiron{
-		URL:     fmt.Sprintf("http://%s:%d", l.ServerAddr(), CastironPort),
+		URL:     fmt.Sprintf("%s://%s:%d", o.scheme(), l.ServerAddr(), CastironPort),
 		LogPath: filepath.Join(l.Dir, "castiron.log"),
 		DataDir: dataDir,
 		d:       d,
@@ -145,7 +161,10 @@ func StartCastiron(t testing.TB, l *Lab, o CastironOptions) *Castiron {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for {
-		err := c.Do(ctx, "GET", "/v1", nil, nil)
+		err := c.trustBundle(o)
+		if err == nil {
+			err = c.Do(ctx, "GET", "/v1", nil, nil)
+		}
 		if err == nil {
 			break
 		}
@@ -160,6 +179,28 @@ func StartCastiron(t testing.TB, l *Lab, o CastironOptions) *Castiron {
 	}
 	t.Logf("castiron pid %d serving %s in %s (ready in %.2fs)", d.PID(), c.URL, l.NS.Name, time.Since(start).Seconds())
 	return c
+}
+
+// trustBundle makes the client trust castiron's CA once castiron has
+// written its bundle (TLS only).
+func (c *Castiron) trustBundle(o CastironOptions) error {
+	if !o.TLS {
+		return nil
+	}
+	tr := c.HTTP.Transport.(*http.Transport)
+	if tr.TLSClientConfig != nil {
+		return nil
+	}
+	b, err := os.ReadFile(filepath.Join(c.DataDir, "tls", "ca-bundle.pem"))
+	if err != nil {
+		return err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(b) {
+		return fmt.Errorf("no certificate in castiron's CA bundle")
+	}
+	tr.TLSClientConfig = &tls.Config{RootCAs: pool}
+	return nil
 }
 
 // EnrollIPMINode creates an ipmi node for the lab's BMC (with a pxe_enabled

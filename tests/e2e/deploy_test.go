@@ -70,10 +70,16 @@ type deployRig struct {
 
 func newDeployRig(t *testing.T, name string, opts LabOptions, images ...DeployImage) *deployRig {
 	t.Helper()
+	return newDeployRigWith(t, name, opts, CastironOptions{}, images...)
+}
+
+// newDeployRigWith is newDeployRig with castiron's options.
+func newDeployRigWith(t *testing.T, name string, opts LabOptions, co CastironOptions, images ...DeployImage) *deployRig {
+	t.Helper()
 	ramdiskDir(t) // skip before building anything when there is no ramdisk
 	im := BuildDeployImages(t)
 	l := NewLab(t, opts)
-	c := StartCastiron(t, l, CastironOptions{})
+	c := StartCastiron(t, l, co)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for _, img := range images {
@@ -237,6 +243,24 @@ func (r *deployRig) waitVMOff(ctx context.Context, t *testing.T, when string, d 
 		t.Fatalf("%s: %v", when, err)
 	}
 	return time.Now()
+}
+
+// deployTimed deploys, logs the E2E-TIMING line label (label_failed and a
+// fatal error when the node does not get to active) and, with marker,
+// waits for the deployed image to boot from disk first.
+func (r *deployRig) deployTimed(ctx context.Context, t *testing.T, label string, marker bool) *deployRun {
+	t.Helper()
+	run, err := r.watchDeploy(ctx, t, deployTimeout)
+	if err != nil {
+		t.Log(TimingLine(label+"_failed", run.Start, time.Now(), r.deployPhases(run, time.Time{})))
+		t.Fatal(err)
+	}
+	var at time.Time
+	if marker {
+		at = r.waitMarker(ctx, t, run.Start)
+	}
+	t.Log(TimingLine(label, run.Start, run.Active, r.deployPhases(run, at)))
+	return run
 }
 
 // deployPhases are the points of a deploy for TimingLine.
@@ -424,13 +448,7 @@ func TestDeployRootDeviceHints(t *testing.T) {
 	}
 	r.provide(ctx, t, false)
 
-	run, err := r.watchDeploy(ctx, t, deployTimeout)
-	if err != nil {
-		t.Log(TimingLine("deploy_hints_failed", run.Start, time.Now(), r.deployPhases(run, time.Time{})))
-		t.Fatal(err)
-	}
-	marker := r.waitMarker(ctx, t, run.Start)
-	t.Log(TimingLine("deploy_hints_qcow2", run.Start, run.Active, r.deployPhases(run, marker)))
+	run := r.deployTimed(ctx, t, "deploy_hints_qcow2", true)
 	if err := DiskStartsWith(r.l.DiskPath(1), im.Raw.Path); err != nil {
 		t.Errorf("disk 1 (E2EDISK1, the hinted root disk): %v", err)
 	}

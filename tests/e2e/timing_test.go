@@ -23,7 +23,7 @@ type Phase struct {
 // wins. iPXE's "Configuring (net0 ...)" line is stamped at its first byte,
 // i.e. when the DHCP DISCOVER goes out; EDK2 prints ">>Start PXE over IPv4".
 var (
-	markFirstDHCP = []string{"Configuring (net", ">>Start PXE over IPv4"}
+	markFirstDHCP = []string{"Configuring (net", ">>Start PXE over IPv4", ">>Start PXE over IPv6"}
 	markKernel    = []string{"Linux version"}
 	// The agent's own banner, else the kernel handing over to /init.
 	markAgent = []string{"castiron-agent", "castiron agent", "Run /init as init process"}
