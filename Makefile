@@ -23,7 +23,8 @@ help:
 	@echo "make build   static ./$(BIN) (CGO_ENABLED=0, -trimpath, version $(VERSION))"
 	@echo "make run     build, then ./$(BIN) serve \$$ARGS (127.0.0.1:6385, data in ./castiron-data)"
 	@echo "make test    install missing Debian test packages (as root), go mod tidy check, go vet, go test, then make e2e (as root)"
-	@echo "make ramdisk build the agent and the PXE ramdisk into castiron-data/ramdisk (needs linux-image-amd64)"
+	@echo "make ramdisk build the agent and the PXE ramdisk into castiron-data/ramdisk (needs linux-image-amd64);"
+	@echo "             ARCH=arm64: the arm64 one into castiron-data/ramdisk/aarch64 (Debian arm64 packages, fetched)"
 	@echo "make e2e     end-to-end: real DHCP/TFTP/iPXE boot of qemu VMs behind ipmi_sim (root)"
 	@echo "make deb     build/castiron_VERSION_ARCH.deb: binary, castiron.service, /etc/castiron/castiron.yaml, man page"
 	@echo "make image   build/castiron-image.tar (docker/podman load) and build/castiron-oci/ (OCI layout): no container daemon needed"
@@ -88,6 +89,11 @@ clean:
 # RAMDISK_MODULES   comma-separated modules; a leading + adds to the defaults (e.g. +hv_netvsc)
 # RAMDISK_FLAGS     more mkinitramfs flags, e.g. -extra /etc/ssl/certs/ca.pem=ca.pem -v
 # SOURCE_DATE_EPOCH if set, the recorded build time: the initramfs is then reproducible byte for byte
+# ARCH              amd64 (default: the host's kernel) or arm64: an arm64 agent, Debian's
+#                   linux-image-arm64 and network GRUB (grub-efi-arm64-signed) fetched as
+#                   foreign-architecture packages (ramdisk/debian/fetch-arch.sh: apt-get download,
+#                   dpkg-deb -x; root adds the architecture to apt once) into build/debian-arm64;
+#                   output in $(RAMDISK_DIR)/aarch64 (vmlinuz, initramfs, grubnetaa64.efi)
 
 RAMDISK_DIR      ?= castiron-data/ramdisk
 RAMDISK_KVER     ?=
@@ -96,14 +102,32 @@ RAMDISK_MODULES  ?=
 RAMDISK_FLAGS    ?=
 AGENT_BIN        ?= build/castiron-agent
 MKINITRAMFS      ?= build/mkinitramfs
+ARCH             ?= amd64
 ramdisk_args      = $(strip -compress $(RAMDISK_COMPRESS) $(if $(RAMDISK_KVER),-kver $(RAMDISK_KVER)) \
                     $(if $(RAMDISK_MODULES),-modules '$(RAMDISK_MODULES)') $(RAMDISK_FLAGS))
 
-.PHONY: ramdisk ramdisk-agent ramdisk-kernel
+.PHONY: ramdisk ramdisk-amd64 ramdisk-arm64 ramdisk-agent ramdisk-kernel ramdisk-mkinitramfs
 
-ramdisk: ramdisk-kernel ramdisk-agent
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(MKINITRAMFS) ./ramdisk/initramfs/mkinitramfs
+ramdisk: ramdisk-$(ARCH)
+
+ramdisk-amd64: ramdisk-kernel ramdisk-agent ramdisk-mkinitramfs
 	$(MKINITRAMFS) -agent $(AGENT_BIN) -agent-version '$(VERSION)' -out $(RAMDISK_DIR) $(ramdisk_args)
+
+ramdisk-mkinitramfs:
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(MKINITRAMFS) ./ramdisk/initramfs/mkinitramfs
+
+# arm64: castiron serves $(RAMDISK_DIR)/aarch64 to nodes that boot as arm64
+# (DHCP architecture 11/19, or cpu_arch aarch64); GRUB is their boot loader
+# (Debian has no arm64 iPXE).
+ARM64_DEBIAN ?= build/debian-arm64
+ramdisk-arm64: ramdisk-mkinitramfs
+	@mkdir -p $(dir $(AGENT_BIN)) $(RAMDISK_DIR)/aarch64
+	CGO_ENABLED=0 GOARCH=arm64 $(GO) build -trimpath -ldflags '-s -w -X main.version=$(VERSION)' -o $(AGENT_BIN)-arm64 ./ramdisk/agent
+	kver=$$(ramdisk/debian/fetch-arch.sh arm64 $(ARM64_DEBIAN)); \
+	$(MKINITRAMFS) -agent $(AGENT_BIN)-arm64 -agent-version '$(VERSION)' -out $(RAMDISK_DIR)/aarch64 -iso-loaders=false \
+		-kver "$$kver" -boot-dir $(ARM64_DEBIAN)/root/boot -modules-root $(ARM64_DEBIAN)/root/lib/modules $(ramdisk_args)
+	cp $(ARM64_DEBIAN)/root/usr/lib/grub/arm64-efi-signed/grubnetaa64.efi.signed $(RAMDISK_DIR)/aarch64/grubnetaa64.efi.tmp
+	mv $(RAMDISK_DIR)/aarch64/grubnetaa64.efi.tmp $(RAMDISK_DIR)/aarch64/grubnetaa64.efi
 
 # -trimpath drops -ldflags from the binary's build info, so mkinitramfs gets
 # the version from -agent-version above.
@@ -137,6 +161,7 @@ E2EFLAGS ?=
 .PHONY: e2e e2e-root
 
 e2e: e2e-root ramdisk
+	$(MAKE) --no-print-directory ramdisk ARCH=arm64
 	$(GO) test -tags e2e -count=1 -timeout 40m -json $(E2EFLAGS) ./tests/e2e/ | $(GO) run ./tests/gotest
 
 # Listed before ramdisk so a non-root run stops before building anything.

@@ -48,6 +48,7 @@ type provisioning struct {
 	tftp     []*tftp.Server
 	ra       *ra.Responder // nil with --router-advertisements off
 	mounts   map[string]http.Handler
+	boot     *httpboot.Handler // /boot/; nil without --pxe-interface
 	// listeners are the provisioning network's own HTTP listeners: for
 	// the agent (site.agentAddrs) and, with TLS, for iPXE (site.bootAddrs).
 	listeners []*siteListener
@@ -80,7 +81,7 @@ type gateAdapter struct{ cond *engine.Conductor }
 
 func (g gateAdapter) Allow(ctx context.Context, mac net.HardwareAddr) (boot.Decision, bool) {
 	d, ok := g.cond.BootTarget(ctx, mac)
-	return boot.Decision{NodeUUID: d.NodeUUID, Purpose: d.Purpose}, ok
+	return boot.Decision{NodeUUID: d.NodeUUID, Purpose: d.Purpose, CPUArch: d.CPUArch}, ok
 }
 
 // AllowNode serves a node's virtual media ISO while engine boots its ramdisk.
@@ -152,21 +153,29 @@ func newProvisioning(c *serveConfig, site provisioningSite, store *storage.SQLit
 	for _, name := range tftp.DefaultFiles() {
 		loaders[name] = filepath.Join(c.pxe.ipxeDir, name)
 	}
+	// arm64 boots network GRUB (make ramdisk ARCH=arm64 puts it next to
+	// the arm64 kernel), which loads grub/grub.cfg from castiron's TFTP.
+	arm64Dir := filepath.Join(c.pxe.ramdiskDir, "aarch64")
+	grub := map[string]string{dhcp.DefaultEFIArm64: filepath.Join(arm64Dir, dhcp.DefaultEFIArm64)}
+	loaders[dhcp.DefaultEFIArm64] = grub[dhcp.DefaultEFIArm64]
 	var trustArchive func(context.Context) ([]byte, error)
 	if ts != nil {
 		trustArchive = func(ctx context.Context) ([]byte, error) { return caOverlay(ctx, ts) }
 	}
-	p.mounts["/boot/"] = httpboot.New(httpboot.Config{
+	p.boot = httpboot.New(httpboot.Config{
 		URLs:          site.urlsFor,
 		Loaders:       loaders,
 		TrustArchive:  trustArchive,
 		KernelPath:    filepath.Join(c.pxe.ramdiskDir, "vmlinuz"),
 		InitramfsPath: filepath.Join(c.pxe.ramdiskDir, "initramfs"),
-		Gate:          p.gate,
-		Recorder:      p.recorder,
-		Logger:        log,
-		Meter:         meter,
+		Ramdisks: map[string]httpboot.Ramdisk{"aarch64": {
+			KernelPath: filepath.Join(arm64Dir, "vmlinuz"), InitramfsPath: filepath.Join(arm64Dir, "initramfs")}},
+		Gate:     p.gate,
+		Recorder: p.recorder,
+		Logger:   log,
+		Meter:    meter,
 	})
+	p.mounts["/boot/"] = p.boot
 	if site.serverIP.IsValid() {
 		if err := p.newDHCP4(c); err != nil {
 			return nil, err
@@ -184,6 +193,8 @@ func newProvisioning(c *serveConfig, site provisioningSite, store *storage.SQLit
 		t, err := tftp.New(tftp.Config{
 			Addr:     net.JoinHostPort(ip.String(), "69"),
 			Dir:      c.pxe.ipxeDir,
+			Extra:    grub,
+			Dynamic:  p.grubConfig(ip),
 			Recorder: p.recorder,
 			MACForIP: p.macForIP,
 			Logger:   log.With("component", "tftp"),
@@ -202,6 +213,22 @@ func newProvisioning(c *serveConfig, site provisioningSite, store *storage.SQLit
 		}
 	}
 	return p, nil
+}
+
+// grubConfig answers network GRUB's grub/grub.cfg, asked over TFTP at
+// local, with the node's boot (httpboot.GRUBConfig): GRUB is castiron's
+// arm64 boot loader.
+func (p *provisioning) grubConfig(local netip.Addr) func(context.Context, string, net.IP) ([]byte, bool) {
+	return func(ctx context.Context, name string, client net.IP) ([]byte, bool) {
+		if name != "grub/grub.cfg" {
+			return nil, false
+		}
+		mac, err := net.ParseMAC(p.macForIP(client))
+		if err != nil {
+			return nil, false
+		}
+		return p.boot.GRUBConfig(ctx, mac, local, "aarch64")
+	}
 }
 
 // scriptURL is the iPXE script URL the DHCP servers hand out, on base.

@@ -31,6 +31,10 @@ var bootPurpose = map[State]string{
 type BootDecision struct {
 	NodeUUID string // empty for an unknown MAC
 	Purpose  string
+	// CPUArch is the node's properties.cpu_arch ("x86_64", "aarch64"),
+	// empty when unknown: the ramdisk to serve when the firmware does not
+	// say its architecture.
+	CPUArch string
 }
 
 // bootGate caches "is any inspection of a node without ports running", the
@@ -74,7 +78,8 @@ func (c *Conductor) BootTarget(ctx context.Context, mac net.HardwareAddr) (BootD
 		purpose, ok := bootPurpose[State(n.ProvisionState)]
 		// With several conductors on one network, only the node's owner
 		// answers it (the others stay silent, as for any other machine).
-		return BootDecision{NodeUUID: n.UUID, Purpose: purpose}, ok && c.Owns(n)
+		arch, _ := n.Properties["cpu_arch"].(string)
+		return BootDecision{NodeUUID: n.UUID, Purpose: purpose, CPUArch: arch}, ok && c.Owns(n)
 	case !fault.Is(err, fault.NotFound):
 		c.log.WarnContext(ctx, "boot gate: port lookup failed", "mac", mac.String(), "err", err)
 		return BootDecision{}, false

@@ -169,7 +169,7 @@ func (c *Conductor) isoSpec(ctx context.Context, n *storage.Node, vc *VMediaConf
 		return iso.Spec{}, err
 	}
 	api := strings.TrimRight(vc.APIURL, "/")
-	args := protocol.AgentArgs(api, n.UUID, bootPurpose[State(n.ProvisionState)] == "inspect")
+	args := protocol.AgentArgs(api, n.UUID, "", bootPurpose[State(n.ProvisionState)] == "inspect")
 	args = append(args, protocol.ParamBootMethod+"=vmedia")
 	if mac := c.singlePXEMAC(ctx, n.UUID); mac != "" {
 		args = append(args, protocol.ParamBootIF+"=01-"+strings.ReplaceAll(mac, ":", "-"))

@@ -18,6 +18,9 @@ type Decision struct {
 	NodeUUID string
 	// Purpose is why the node boots: inspect, clean, deploy, rescue, service.
 	Purpose string
+	// CPUArch is the node's cpu_arch ("x86_64", "aarch64"); empty when
+	// unknown.
+	CPUArch string
 }
 
 // Gate decides whom castiron network-boots. A machine it refuses gets no

@@ -32,8 +32,11 @@ const (
 	DefaultOfferHold = 30 * time.Second
 	DefaultBIOSFile  = "undionly.kpxe"
 	DefaultEFIx64    = "snponly.efi"
-	DefaultEFIArm64  = "arm64-efi/snponly.efi"
-	DefaultWorkers   = 8
+	// DefaultEFIArm64 is Debian's signed network GRUB for arm64: Debian
+	// ships no arm64 iPXE (lab ARM64.md); castiron serves it from the arm64
+	// ramdisk's directory and answers its grub/grub.cfg per node.
+	DefaultEFIArm64 = "grubnetaa64.efi"
+	DefaultWorkers  = 8
 	// AgentVendorClass is what castiron's ramdisk agent sends as option 60.
 	AgentVendorClass = "castiron-agent"
 )
@@ -76,7 +79,7 @@ type BootFiles struct {
 	// Boot files (TFTP paths) of iPXE per firmware.
 	BIOSFile     string // option 93 = 0; default undionly.kpxe
 	EFIx64File   string // 7, 9; default snponly.efi (ipxe.efi brings its own drivers)
-	EFIArm64File string // 11; default arm64-efi/snponly.efi
+	EFIArm64File string // 11; default grubnetaa64.efi
 	// HTTPBootBase is the URL prefix under which the iPXE EFI binaries are
 	// served over HTTP for UEFI HTTP boot clients (option 93 = 16/19), e.g.
 	// "http://10.201.0.1:8080/boot/"; the file name above is appended.

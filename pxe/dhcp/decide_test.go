@@ -136,7 +136,7 @@ func TestReplyGolden(t *testing.T) {
 		{name: "arm64 UEFI", mac: "52:54:00:c9:00:0a",
 			p: func(net.HardwareAddr) []dhcpv4.Modifier {
 				return []dhcpv4.Modifier{gen(60, []byte("PXEClient:Arch:00011:UNDI:003000")), gen(93, []byte{0, 11}), gen(55, prlEDK2)}
-			}, w: expect{opt67: "arm64-efi/snponly.efi", dest: bcast68}},
+			}, w: expect{opt67: "grubnetaa64.efi", dest: bcast68}},
 		{name: "iPXE without PRL, long URL only in option 67", mac: "52:54:00:c9:00:0b", url: long,
 			p: func(net.HardwareAddr) []dhcpv4.Modifier { return []dhcpv4.Modifier{gen(77, []byte("iPXE"))} },
 			w: expect{opt67: long, ipxe: true, dest: bcast68}},

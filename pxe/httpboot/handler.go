@@ -35,9 +35,13 @@ type Config struct {
 	// "http://10.0.0.1:6385", used for both. Empty (and no URLs): taken
 	// from each request's Host.
 	PublicURL string
-	// KernelPath and InitramfsPath are the agent ramdisk's files; opened
-	// per request, so a rebuilt ramdisk is served without a restart.
+	// KernelPath and InitramfsPath are the agent ramdisk's files (x86_64);
+	// opened per request, so a rebuilt ramdisk is served without a restart.
 	KernelPath, InitramfsPath string
+	// Ramdisks are the other architectures' ramdisks by cpu_arch
+	// ("aarch64"), chosen by ?arch= (what the firmware told DHCP) or the
+	// node's cpu_arch.
+	Ramdisks map[string]Ramdisk
 	// Loaders are the boot loaders UEFI HTTP boot clients fetch (DHCP's
 	// HTTPBootBase + name): file name -> path, e.g. "snponly.efi" ->
 	// "/usr/lib/ipxe/snponly.efi". Other names are 404.
@@ -78,10 +82,10 @@ func New(cfg Config) *Handler {
 	h.mux.HandleFunc("GET /boot/ipxe", h.serveScript)
 	h.mux.HandleFunc("GET /boot/ipxe/{mac}", h.serveScript)
 	h.mux.HandleFunc("GET /boot/vmlinuz", func(w http.ResponseWriter, r *http.Request) {
-		h.serveFile(w, r, cfg.KernelPath, boot.HTTPKernel, "")
+		h.serveFile(w, r, h.ramdisk(r.URL.Query().Get("arch")).KernelPath, boot.HTTPKernel, "")
 	})
 	h.mux.HandleFunc("GET /boot/initramfs", func(w http.ResponseWriter, r *http.Request) {
-		h.serveFile(w, r, cfg.InitramfsPath, boot.HTTPInitramfs, "")
+		h.serveFile(w, r, h.ramdisk(r.URL.Query().Get("arch")).InitramfsPath, boot.HTTPInitramfs, "")
 	})
 	h.mux.HandleFunc("GET /boot/ca.cpio", h.serveTrust)
 	h.mux.HandleFunc("GET /boot/{loader}", func(w http.ResponseWriter, r *http.Request) {
@@ -147,7 +151,9 @@ func (h *Handler) serveScript(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	urls := h.urls(r)
+	arch := h.arch(r.URL.Query().Get("arch"), decision)
 	script := renderScript(scriptParams{
+		Arch:      arch,
 		BootURL:   urls.Boot,
 		APIURL:    urls.API,
 		MAC:       mac,
@@ -165,9 +171,9 @@ func (h *Handler) serveScript(w http.ResponseWriter, r *http.Request) {
 	}
 	h.cfg.Meter.Transfer("http", "ipxe-script", int64(n), okOrIncomplete(err == nil))
 	ev.NodeUUID = decision.NodeUUID
-	ev.Detail = "purpose=" + decision.Purpose
+	ev.Detail = "purpose=" + decision.Purpose + " arch=" + arch
 	h.rec.Record(r.Context(), ev)
-	h.log.InfoContext(r.Context(), "boot script served", "mac", ev.MAC, "node", decision.NodeUUID, "purpose", decision.Purpose, "client", r.RemoteAddr)
+	h.log.InfoContext(r.Context(), "boot script served", "mac", ev.MAC, "node", decision.NodeUUID, "purpose", decision.Purpose, "arch", arch, "client", r.RemoteAddr)
 }
 
 // serveTrust sends the CA overlay. It is public, like the CA certificate
@@ -191,25 +197,30 @@ func (h *Handler) serveTrust(w http.ResponseWriter, r *http.Request) {
 // urls are the configured URLs for the address the node reached, or
 // without any, the URL the node used.
 func (h *Handler) urls(r *http.Request) URLs {
-	if h.cfg.URLs != nil {
-		var local netip.Addr
-		if a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
-			if ap, err := netip.ParseAddrPort(a.String()); err == nil {
-				local = ap.Addr().Unmap()
-			}
+	var local netip.Addr
+	if a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
+		if ap, err := netip.ParseAddrPort(a.String()); err == nil {
+			local = ap.Addr().Unmap()
 		}
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return h.urlsFor(local, scheme+"://"+r.Host)
+}
+
+// urlsFor: Config.URLs for local, else PublicURL, else fallback (the URL
+// the node used).
+func (h *Handler) urlsFor(local netip.Addr, fallback string) URLs {
+	if h.cfg.URLs != nil {
 		u := h.cfg.URLs(local)
 		return URLs{Boot: strings.TrimRight(u.Boot, "/"), API: strings.TrimRight(u.API, "/")}
 	}
 	if h.cfg.PublicURL != "" {
 		return URLs{Boot: h.cfg.PublicURL, API: h.cfg.PublicURL}
 	}
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	u := scheme + "://" + r.Host
-	return URLs{Boot: u, API: u}
+	return URLs{Boot: fallback, API: fallback}
 }
 
 func textError(w http.ResponseWriter, code int, format string, a ...any) {

@@ -34,7 +34,8 @@ type scriptParams struct {
 	MAC       net.HardwareAddr
 	Decision  boot.Decision
 	ExtraArgs []string
-	Trust     bool // load castiron's CA overlay as a second initrd
+	Trust     bool   // load castiron's CA overlay as a second initrd
+	Arch      string // the ramdisk's architecture ("" or DefaultArch: x86_64)
 	Attempts  int
 	RetrySecs int
 }
@@ -46,7 +47,7 @@ func kernelArgs(p scriptParams) []string {
 	if p.Trust {
 		args = append(args, "initrd="+trustImageName)
 	}
-	args = append(args, protocol.AgentArgs(p.APIURL, p.Decision.NodeUUID, p.Decision.Purpose == "inspect")...)
+	args = append(args, protocol.AgentArgs(p.APIURL, p.Decision.NodeUUID, p.Arch, p.Decision.Purpose == "inspect")...)
 	// netX is the interface iPXE booted from; hexhyp gives aa-bb-...
 	args = append(args, protocol.ParamBootIF+"=01-${netX/mac:hexhyp}")
 	return append(args, p.ExtraArgs...)
@@ -59,6 +60,9 @@ func kernelArgs(p scriptParams) []string {
 func renderScript(p scriptParams) string {
 	mac := p.MAC.String()
 	query := "?mac=" + mac
+	if p.Arch != "" && p.Arch != DefaultArch {
+		query += "&arch=" + p.Arch
+	}
 	node := p.Decision.NodeUUID
 	if node == "" {
 		node = "(unknown)"

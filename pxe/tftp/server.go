@@ -10,6 +10,7 @@
 package tftp
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -47,6 +48,13 @@ type Config struct {
 	FS fs.FS
 	// Files is the allow-list of plain basenames; default DefaultFiles().
 	Files []string
+	// Extra are more files by name (a plain basename) and host path, e.g.
+	// "grubnetaa64.efi" from the arm64 ramdisk's directory.
+	Extra map[string]string
+	// Dynamic, when set, may answer a name with generated contents (the
+	// boot loader's per-node configuration): ok false falls through to
+	// the files. client is the requester's address.
+	Dynamic func(ctx context.Context, name string, client net.IP) (data []byte, ok bool)
 	// Recorder gets tftp_served / tftp_refused events; nil keeps nothing.
 	Recorder boot.Recorder
 	// MACForIP names the machine behind a client address (TFTP itself
@@ -67,6 +75,8 @@ type Server struct {
 	addr     string
 	files    fs.FS
 	allowed  allowList
+	extra    map[string]string
+	dynamic  func(ctx context.Context, name string, client net.IP) ([]byte, bool)
 	rec      boot.Recorder
 	macForIP func(net.IP) string
 	log      *slog.Logger
@@ -108,6 +118,8 @@ func New(cfg Config) (*Server, error) {
 		addr:     cfg.Addr,
 		files:    files,
 		allowed:  allowed,
+		extra:    cfg.Extra,
+		dynamic:  cfg.Dynamic,
 		rec:      cfg.Recorder,
 		macForIP: cfg.MACForIP,
 		log:      cfg.Logger,
@@ -179,22 +191,42 @@ func (s *Server) serveRead(ctx context.Context, name string, rf io.ReaderFrom) e
 		addr := out.RemoteAddr()
 		client = addr.IP
 	}
-	if !s.allowed[name] {
+	if s.dynamic != nil {
+		if data, ok := s.dynamic(ctx, name, client); ok {
+			return s.send(ctx, start, client, name, out, rf, bytes.NewReader(data), int64(len(data)))
+		}
+	}
+	var f fs.File
+	var err error
+	switch path, extra := s.extra[name]; {
+	case extra && isPlainBasename(name):
+		f, err = os.Open(path)
+	case s.allowed[name]:
+		f, err = s.files.Open(name)
+	default:
 		s.refused(ctx, client, name, "not allowed")
 		return ErrNotFound
 	}
-	f, err := s.files.Open(name)
 	if err != nil {
 		s.refused(ctx, client, name, "missing")
 		s.log.Warn("tftp: allowed file not readable", "file", name, "err", err)
 		return ErrNotFound
 	}
 	defer f.Close()
+	size := int64(-1)
 	// tsize from Stat works for any fs.FS, not only seekable files.
-	if st, err := f.Stat(); err == nil && out != nil {
-		out.SetSize(st.Size())
+	if st, err := f.Stat(); err == nil {
+		size = st.Size()
 	}
-	n, err := rf.ReadFrom(f)
+	return s.send(ctx, start, client, name, out, rf, f, size)
+}
+
+// send transfers r (size bytes, -1 unknown) and records the outcome.
+func (s *Server) send(ctx context.Context, start time.Time, client net.IP, name string, out pintftp.OutgoingTransfer, rf io.ReaderFrom, r io.Reader, size int64) error {
+	if size >= 0 && out != nil {
+		out.SetSize(size)
+	}
+	n, err := rf.ReadFrom(r)
 	took := time.Since(start)
 	ev := boot.Event{MAC: s.mac(client), Kind: boot.TFTPServed}
 	result := "ok"

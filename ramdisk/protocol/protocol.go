@@ -312,13 +312,13 @@ const (
 )
 
 // AgentArgs are the kernel arguments every boot of castiron's ramdisk
-// carries, whatever boots it (iPXE script, virtual media ISO): the consoles
-// (the last console= becomes /dev/console, where the agent logs: the serial
-// port, which a BMC's SOL shows), the API URL, the node when known, and the
-// inspection callback exactly when the boot is for inspection (the agent
-// inspects when that parameter is present).
-func AgentArgs(apiURL, nodeUUID string, inspect bool) []string {
-	args := []string{"console=tty0", "console=ttyS0,115200", ParamAPIURL + "=" + apiURL}
+// carries, whatever boots it (iPXE script, GRUB, virtual media ISO): the
+// consoles (the last console= becomes /dev/console, where the agent logs:
+// the serial port of arch, which a BMC's SOL shows), the API URL, the node
+// when known, and the inspection callback exactly when the boot is for
+// inspection (the agent inspects when that parameter is present).
+func AgentArgs(apiURL, nodeUUID, arch string, inspect bool) []string {
+	args := []string{"console=tty0", "console=" + SerialConsole(arch), ParamAPIURL + "=" + apiURL}
 	if nodeUUID != "" {
 		args = append(args, ParamNodeUUID+"="+nodeUUID)
 	}
@@ -326,4 +326,14 @@ func AgentArgs(apiURL, nodeUUID string, inspect bool) []string {
 		args = append(args, ParamInspectionURL+"="+apiURL+"/v1/continue_inspection")
 	}
 	return args
+}
+
+// SerialConsole is the kernel's serial console for arch (a cpu_arch such as
+// "aarch64"; "" is x86_64): the PL011 of arm64 servers (and qemu's virt
+// machine), the 16550 of x86.
+func SerialConsole(arch string) string {
+	if arch == "aarch64" {
+		return "ttyAMA0,115200"
+	}
+	return "ttyS0,115200"
 }

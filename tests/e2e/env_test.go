@@ -16,6 +16,8 @@ import (
 const (
 	ovmfCode    = "/usr/share/OVMF/OVMF_CODE_4M.fd"
 	ovmfVars    = "/usr/share/OVMF/OVMF_VARS_4M.fd"
+	aavmfCode   = "/usr/share/AAVMF/AAVMF_CODE.fd" // Debian qemu-efi-aarch64
+	aavmfVars   = "/usr/share/AAVMF/AAVMF_VARS.fd"
 	ipxeQemuROM = "/usr/lib/ipxe/qemu/efi-virtio.rom" // qemu's default virtio-net ROM (BIOS iPXE)
 	ipxeDir     = "/usr/lib/ipxe"                     // undionly.kpxe, snponly.efi for castiron
 )
@@ -47,12 +49,12 @@ func requireLab(t testing.TB, extra ...string) {
 	for _, tool := range tools {
 		if strings.HasPrefix(tool, "/") {
 			if _, err := os.Stat(tool); err != nil {
-				unavailable(t, "missing %s (Debian packages: qemu-system-x86 ipxe-qemu ovmf openipmi ipmitool tcpdump)", tool)
+				unavailable(t, "missing %s (Debian packages: qemu-system-x86 ipxe-qemu ovmf qemu-efi-aarch64 openipmi ipmitool tcpdump)", tool)
 			}
 			continue
 		}
 		if _, err := exec.LookPath(tool); err != nil {
-			unavailable(t, "missing %s (Debian packages: iproute2 procps qemu-system-x86 openipmi ipmitool tcpdump)", tool)
+			unavailable(t, "missing %s (Debian packages: iproute2 procps qemu-system-x86 qemu-system-arm openipmi ipmitool tcpdump)", tool)
 		}
 	}
 }
@@ -97,6 +99,19 @@ func ramdiskDir(t testing.TB) string {
 	}
 	if m, _ := filepath.Glob(filepath.Join(dir, "initramfs*")); len(m) == 0 {
 		unavailable(t, "no initramfs* in %s (run `make ramdisk` or set CASTIRON_RAMDISK_DIR)", dir)
+	}
+	return dir
+}
+
+// arm64RamdiskDir skips (fails in CI) without the arm64 ramdisk that
+// `make ramdisk ARCH=arm64` writes next to the amd64 one.
+func arm64RamdiskDir(t testing.TB) string {
+	t.Helper()
+	dir := filepath.Join(ramdiskDir(t), "aarch64")
+	for _, f := range []string{"vmlinuz", "initramfs", "grubnetaa64.efi"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			unavailable(t, "no arm64 ramdisk in %s (run `make ramdisk ARCH=arm64`): %v", dir, err)
+		}
 	}
 	return dir
 }

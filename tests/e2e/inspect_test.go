@@ -23,6 +23,7 @@ type inspectCase struct {
 	opts     LabOptions
 	withPort bool
 	timeout  time.Duration
+	castiron CastironOptions
 }
 
 func TestInspectBIOS(t *testing.T) {
@@ -56,10 +57,27 @@ func TestInspectUEFI(t *testing.T) {
 	})
 }
 
+// TestInspectArm64: a qemu-system-aarch64 VM (virt, Cortex-A57, AAVMF,
+// TCG) PXE-boots castiron's network GRUB (DHCP architecture 11), which
+// loads its grub.cfg over TFTP and the arm64 kernel and initramfs (make
+// ramdisk ARCH=arm64) over HTTP; the arm64 agent inspects the VM, which
+// becomes manageable with cpu_arch aarch64. Emulated arm64 is slow: the
+// callback timeout is raised.
+func TestInspectArm64(t *testing.T) {
+	arm64RamdiskDir(t)
+	inspectToManageable(t, inspectCase{
+		label:    "inspect_arm64",
+		opts:     LabOptions{Arch: "aarch64", Boot: "uefi", MemMB: 1024, CPUs: 1, Disks: []DiskSpec{{SizeGiB: 5, Serial: "E2EROOT0"}}},
+		withPort: true,
+		timeout:  10 * time.Minute,
+		castiron: CastironOptions{CallbackTimeout: 10 * time.Minute},
+	})
+}
+
 func inspectToManageable(t *testing.T, tc inspectCase) {
 	ramdiskDir(t) // skip before building anything when there is no ramdisk
 	l := NewLab(t, tc.opts)
-	c := StartCastiron(t, l, CastironOptions{})
+	c := StartCastiron(t, l, tc.castiron)
 	node := c.EnrollIPMINode(t, l, strings.ReplaceAll(tc.label, "_", "-"), tc.withPort)
 	ctx, cancel := context.WithTimeout(context.Background(), tc.timeout+2*time.Minute)
 	defer cancel()
@@ -113,8 +131,12 @@ func checkInspectedProperties(t *testing.T, n *Node, o LabOptions) {
 			t.Errorf("properties.%s = %v, want %d (properties: %v)", key, n.Properties[key], w, n.Properties)
 		}
 	}
-	if got := n.Properties["cpu_arch"]; got != "x86_64" {
-		t.Errorf("properties.cpu_arch = %v, want x86_64", got)
+	wantArch := o.Arch
+	if wantArch == "" {
+		wantArch = "x86_64"
+	}
+	if got := n.Properties["cpu_arch"]; got != wantArch {
+		t.Errorf("properties.cpu_arch = %v, want %s", got, wantArch)
 	}
 }
 

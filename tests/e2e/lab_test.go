@@ -56,9 +56,21 @@ type LabOptions struct {
 	// which then reports BMCInbandAddress and BMCInbandMAC, and listens
 	// there (INBAND-IPMI.md).
 	InbandBMC bool
+	// Arch "aarch64" runs qemu-system-aarch64 (virt machine, Cortex-A57,
+	// AAVMF UEFI firmware, TCG) instead of an x86-64 PC; Boot is then uefi.
+	Arch string
 }
 
 func (o *LabOptions) defaults() error {
+	if o.Arch == "" {
+		o.Arch = "x86_64"
+	}
+	if o.Arch == "aarch64" {
+		o.Boot = "uefi"
+	}
+	if o.Arch != "x86_64" && o.Arch != "aarch64" {
+		return fmt.Errorf("LabOptions.Arch %q: want x86_64 or aarch64", o.Arch)
+	}
 	if o.Boot == "" {
 		o.Boot = "bios"
 	}
@@ -137,9 +149,12 @@ type labDaemon struct {
 func NewLab(t testing.TB, opts LabOptions) *Lab {
 	t.Helper()
 	tools := []string{}
-	if opts.Boot == "uefi" {
+	switch {
+	case opts.Arch == "aarch64":
+		tools = append(tools, "qemu-system-aarch64", aavmfCode, aavmfVars)
+	case opts.Boot == "uefi":
 		tools = append(tools, ovmfCode, ovmfVars)
-	} else {
+	default:
 		tools = append(tools, ipxeQemuROM)
 	}
 	requireLab(t, tools...)
@@ -257,7 +272,9 @@ func (l *Lab) writeEnv() error {
 		{"E2E_RUN", l.Dir},
 		{"E2E_VM_NAME", l.VMName},
 		{"E2E_VM_SCRIPT", vmScript},
-		{"E2E_QEMU", "qemu-system-x86_64"},
+		{"E2E_QEMU", l.machine().qemu},
+		{"E2E_MACHINE", l.machine().machine},
+		{"E2E_CPU", l.machine().cpu},
 		{"E2E_ACCEL", "tcg"}, // KVM here is nested PVM and unusably slow (NOTES.md)
 		{"E2E_BOOT", l.Opts.Boot},
 		{"E2E_NET", l.netName()},
@@ -267,8 +284,8 @@ func (l *Lab) writeEnv() error {
 		{"E2E_SERIAL", l.Serial},
 		{"E2E_NICS", strings.Join(nics, " ")},
 		{"E2E_DISKS", strings.Join(disks, " ")},
-		{"E2E_OVMF_CODE", ovmfCode},
-		{"E2E_OVMF_VARS", ovmfVars},
+		{"E2E_OVMF_CODE", l.machine().code},
+		{"E2E_OVMF_VARS", l.machine().vars},
 		{"E2E_CONSOLE_SOCK", filepath.Join(l.Dir, "console.sock")},
 		{"E2E_MONITOR_PORT", strconv.Itoa(monitorPort)},
 		{"E2E_PIDFILE", l.pidPath},
@@ -285,6 +302,16 @@ func (l *Lab) writeEnv() error {
 		fmt.Fprintf(&b, "export %s=%s\n", kv[0], shellQuote(kv[1]))
 	}
 	return os.WriteFile(l.envPath, []byte(b.String()), 0o644)
+}
+
+// machineSpec is how qemu runs the lab's VM.
+type machineSpec struct{ qemu, machine, cpu, code, vars string }
+
+func (l *Lab) machine() machineSpec {
+	if l.Opts.Arch == "aarch64" {
+		return machineSpec{"qemu-system-aarch64", "virt", "cortex-a57", aavmfCode, aavmfVars}
+	}
+	return machineSpec{"qemu-system-x86_64", "pc", "", ovmfCode, ovmfVars}
 }
 
 // netName is "ipv6" for an IPv6-only lab, else "ipv4".

@@ -47,10 +47,12 @@ func TestTLSRogue(t *testing.T) {
 		t.Fatalf("rogue server: %v", err)
 	}
 	rogueLog := filepath.Join(r.l.Dir, "rogue.log")
-	waitFor(ctx, t, 10*time.Second, func() bool {
+	if _, err := waitFor(ctx, 10*time.Second, func() bool {
 		b, _ := os.ReadFile(rogueLog)
 		return strings.Contains(string(b), "Serving HTTP")
-	}, "rogue server up")
+	}); err != nil {
+		t.Fatalf("rogue server up: %v", err)
+	}
 
 	r.setImage(ctx, t, im.Raw, "")
 	if _, err := r.c.PatchNode(ctx, r.node.UUID, PatchOp{Op: "replace", Path: "/instance_info/image_source",
@@ -79,9 +81,12 @@ func TestTLSRogue(t *testing.T) {
 	r.waitVMOff(ctx, t, "after the refused deploy", 60*time.Second)
 
 	// The same node, castiron's image: lookup, heartbeats and the download
-	// over HTTPS.
-	if _, err := r.c.PatchNode(ctx, r.node.UUID, PatchOp{Op: "replace", Path: "/instance_info/image_source", Value: im.Raw.Name}); err != nil {
-		t.Fatal(err)
+	// over HTTPS. The node stays locked while castiron powers it off.
+	if _, err := waitFor(ctx, 60*time.Second, func() bool {
+		_, err := r.c.PatchNode(ctx, r.node.UUID, PatchOp{Op: "replace", Path: "/instance_info/image_source", Value: im.Raw.Name})
+		return err == nil
+	}); err != nil {
+		t.Fatalf("instance_info updated after the failed deploy: %v", err)
 	}
 	r.deployTimed(ctx, t, "deploy_tls_bios", true)
 	if err := DiskStartsWith(r.l.DiskPath(0), im.Raw.Path); err != nil {
@@ -89,17 +94,5 @@ func TestTLSRogue(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(rogueLog); strings.Contains(string(b), "GET ") {
 		t.Errorf("the rogue server was asked for something:\n%s", b)
-	}
-}
-
-// waitFor polls ok every 100 ms until it holds or d passes.
-func waitFor(ctx context.Context, t *testing.T, d time.Duration, ok func() bool, what string) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !ok() {
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			t.Fatalf("%s: not within %s", what, d)
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }

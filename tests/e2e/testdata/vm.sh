@@ -7,7 +7,8 @@
 #   default (IPMI "force boot from hard drive")   -> disks only
 #   disks with an MBR boot signature get the lower boot indexes (see below)
 # Settings (all from ENVFILE, written by tests/e2e/lab_test.go):
-#   E2E_VM_NAME E2E_BOOT=bios|uefi E2E_NET=ipv4|ipv6 E2E_ACCEL E2E_MEM E2E_CPUS E2E_UUID E2E_SERIAL
+#   E2E_VM_NAME E2E_BOOT=bios|uefi E2E_NET=ipv4|ipv6 E2E_QEMU E2E_MACHINE E2E_CPU (arm64: qemu-system-aarch64,
+#   virt, cortex-a57 with AAVMF as E2E_OVMF_CODE/VARS) E2E_ACCEL E2E_MEM E2E_CPUS E2E_UUID E2E_SERIAL
 #   E2E_NICS="tap0=52:54:00:..:..:.. tap1=..."  E2E_DISKS="/path/disk0.raw=SERIAL0 ..."
 #   E2E_INBAND_BMC=true|false E2E_BMC_ADDR E2E_BMC_VM_PORT
 #   E2E_OVMF_CODE E2E_OVMF_VARS  E2E_CONSOLE_SOCK E2E_MONITOR_PORT E2E_PIDFILE E2E_RUN E2E_EVENTS
@@ -23,13 +24,14 @@ case "$bootdev" in
 esac
 
 args=(-name "$E2E_VM_NAME,process=$E2E_VM_NAME"
-  -machine pc -accel "${E2E_ACCEL:-tcg}" -m "$E2E_MEM" -smp "$E2E_CPUS"
+  -machine "${E2E_MACHINE:-pc}" -accel "${E2E_ACCEL:-tcg}" -m "$E2E_MEM" -smp "$E2E_CPUS"
   -uuid "$E2E_UUID" -smbios "type=1,manufacturer=Castiron,product=E2E Lab VM,serial=$E2E_SERIAL"
   -nodefaults -display none -vga none
   -chardev "socket,id=con0,path=$E2E_CONSOLE_SOCK,reconnect=1" -serial chardev:con0
   -monitor "tcp:127.0.0.1:$E2E_MONITOR_PORT,server=on,wait=off"
   -boot strict=on
   -pidfile "$E2E_PIDFILE" -daemonize)
+[ -n "${E2E_CPU:-}" ] && args+=(-cpu "$E2E_CPU")
 
 nicrom=""
 if [ "$E2E_BOOT" = uefi ]; then

@@ -89,7 +89,7 @@ func Open(ctx context.Context, url string, o Options) (*Body, error) {
 	}
 	if o.TLS != nil {
 		if err := trust.RequireHTTPS(url); err != nil {
-			return nil, fmt.Errorf("image %w", err)
+			return nil, fmt.Errorf("image URL: %w", err)
 		}
 		c := *o.Client
 		trust.Strict(&c, o.TLS)

@@ -1,0 +1,97 @@
+package httpboot
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+
+	"castiron/pxe/boot"
+)
+
+// DefaultArch is the architecture of Config.KernelPath/InitramfsPath.
+const DefaultArch = "x86_64"
+
+// Ramdisk is one architecture's agent kernel and initramfs.
+type Ramdisk struct{ KernelPath, InitramfsPath string }
+
+// arch picks the ramdisk for a boot: the architecture the firmware reported
+// (asked, from DHCP), else the node's cpu_arch, else x86_64; only ones
+// castiron has a ramdisk for.
+func (h *Handler) arch(asked string, d boot.Decision) string {
+	for _, a := range []string{asked, d.CPUArch} {
+		if a == DefaultArch {
+			return a
+		}
+		if _, ok := h.cfg.Ramdisks[a]; ok && a != "" {
+			return a
+		}
+	}
+	return DefaultArch
+}
+
+// ramdisk is arch's kernel and initramfs paths.
+func (h *Handler) ramdisk(arch string) Ramdisk {
+	if rd, ok := h.cfg.Ramdisks[arch]; ok {
+		return rd
+	}
+	return Ramdisk{KernelPath: h.cfg.KernelPath, InitramfsPath: h.cfg.InitramfsPath}
+}
+
+// GRUBConfig is the grub.cfg network GRUB (castiron's arm64 boot loader:
+// Debian has no arm64 iPXE) loads over TFTP: the same kernel command line as
+// the iPXE script, the files over HTTP. ok is false when the gate refuses
+// mac; local is castiron's address the node reached (its URLs).
+func (h *Handler) GRUBConfig(ctx context.Context, mac net.HardwareAddr, local netip.Addr, arch string) ([]byte, bool) {
+	d, ok := boot.Decision{}, false
+	if h.cfg.Gate != nil {
+		d, ok = h.cfg.Gate.Allow(ctx, mac)
+	}
+	ev := boot.Event{MAC: mac.String(), Kind: boot.HTTPScript}
+	if !ok {
+		ev.Detail = "grub.cfg refused: not allowed to network-boot"
+		h.rec.Record(ctx, ev)
+		return nil, false
+	}
+	urls := h.urlsFor(local, "")
+	p := scriptParams{BootURL: urls.Boot, APIURL: urls.API, MAC: mac, Decision: d, ExtraArgs: h.cfg.ExtraKernelArgs,
+		Trust: h.cfg.TrustArchive != nil, Arch: h.arch(arch, d)}
+	// GRUB's HTTP names a server as (http,HOST:PORT); an IPv6 host would
+	// need brackets GRUB 2.06 does not parse, so IPv6 is not offered here.
+	dev := grubDevice(urls.Boot)
+	query := "?mac=" + mac.String() + "&arch=" + p.Arch
+	var b strings.Builder
+	fmt.Fprintf(&b, "set timeout=0\n")
+	fmt.Fprintf(&b, "echo 'castiron: %s boot of node %s'\n", d.Purpose, orUnknown(d.NodeUUID))
+	args := kernelArgs(p)
+	for i, a := range args {
+		args[i] = grubQuote(a)
+	}
+	fmt.Fprintf(&b, "linux %s %s\n", grubQuote(dev+"/boot/vmlinuz"+query), strings.Join(args, " "))
+	initrds := grubQuote(dev + "/boot/initramfs" + query)
+	if p.Trust {
+		initrds += " " + grubQuote(dev+"/boot/ca.cpio")
+	}
+	fmt.Fprintf(&b, "initrd %s\nboot\n", initrds)
+	ev.NodeUUID, ev.Detail = d.NodeUUID, "grub.cfg purpose="+d.Purpose+" arch="+p.Arch
+	h.rec.Record(ctx, ev)
+	h.log.Info("grub.cfg served", "mac", mac.String(), "node", d.NodeUUID, "purpose", d.Purpose, "arch", p.Arch)
+	return []byte(b.String()), true
+}
+
+// grubDevice turns http://10.0.0.1:8080 into (http,10.0.0.1:8080).
+func grubDevice(base string) string {
+	host := strings.TrimPrefix(base, "http://")
+	return "(http," + strings.TrimRight(host, "/") + ")"
+}
+
+// grubQuote single-quotes a word for GRUB's shell-like parser.
+func grubQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "(unknown)"
+	}
+	return s
+}
