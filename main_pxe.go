@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/netip"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,7 +30,7 @@ type pxeConfig struct {
 	dhcp6Mode, dhcp6Range, raMode         string
 	bootHTTPPort                          string
 	ipxeDir, ramdiskDir, imagesDir        string
-	discovery                             bool
+	discovery, grubHTTP                   bool
 }
 
 // provisioning is the network-boot side of the appliance: DHCP, TFTP, the
@@ -158,6 +159,9 @@ func newProvisioning(c *serveConfig, site provisioningSite, store *storage.SQLit
 	arm64Dir := filepath.Join(c.pxe.ramdiskDir, "aarch64")
 	grub := map[string]string{dhcp.DefaultEFIArm64: filepath.Join(arm64Dir, dhcp.DefaultEFIArm64)}
 	loaders[dhcp.DefaultEFIArm64] = grub[dhcp.DefaultEFIArm64]
+	if l := grubListener(c, site, grub[dhcp.DefaultEFIArm64]); l != nil {
+		p.listeners = append(p.listeners, l)
+	}
 	var trustArchive func(context.Context) ([]byte, error)
 	if ts != nil {
 		trustArchive = func(ctx context.Context) ([]byte, error) { return caOverlay(ctx, ts) }
@@ -220,7 +224,8 @@ func newProvisioning(c *serveConfig, site provisioningSite, store *storage.SQLit
 // arm64 boot loader.
 func (p *provisioning) grubConfig(local netip.Addr) func(context.Context, string, net.IP) ([]byte, bool) {
 	return func(ctx context.Context, name string, client net.IP) ([]byte, bool) {
-		if name != "grub/grub.cfg" {
+		// GRUB asks for "/grub/grub.cfg" (its prefix is /grub).
+		if strings.TrimLeft(name, "/") != "grub/grub.cfg" {
 			return nil, false
 		}
 		mac, err := net.ParseMAC(p.macForIP(client))

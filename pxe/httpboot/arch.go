@@ -41,8 +41,9 @@ func (h *Handler) ramdisk(arch string) Ramdisk {
 
 // GRUBConfig is the grub.cfg network GRUB (castiron's arm64 boot loader:
 // Debian has no arm64 iPXE) loads over TFTP: the same kernel command line as
-// the iPXE script, the files over HTTP. ok is false when the gate refuses
-// mac; local is castiron's address the node reached (its URLs).
+// the iPXE script, the files over HTTP from port 80 of local (castiron's
+// address the node reached): Debian's GRUB 2.06 names an HTTP server as
+// (http,HOST) and cannot take a port. ok is false when the gate refuses mac.
 func (h *Handler) GRUBConfig(ctx context.Context, mac net.HardwareAddr, local netip.Addr, arch string) ([]byte, bool) {
 	d, ok := boot.Decision{}, false
 	if h.cfg.Gate != nil {
@@ -57,9 +58,7 @@ func (h *Handler) GRUBConfig(ctx context.Context, mac net.HardwareAddr, local ne
 	urls := h.urlsFor(local, "")
 	p := scriptParams{BootURL: urls.Boot, APIURL: urls.API, MAC: mac, Decision: d, ExtraArgs: h.cfg.ExtraKernelArgs,
 		Trust: h.cfg.TrustArchive != nil, Arch: h.arch(arch, d)}
-	// GRUB's HTTP names a server as (http,HOST:PORT); an IPv6 host would
-	// need brackets GRUB 2.06 does not parse, so IPv6 is not offered here.
-	dev := grubDevice(urls.Boot)
+	dev := "(http," + local.String() + ")"
 	query := "?mac=" + mac.String() + "&arch=" + p.Arch
 	var b strings.Builder
 	fmt.Fprintf(&b, "set timeout=0\n")
@@ -78,12 +77,6 @@ func (h *Handler) GRUBConfig(ctx context.Context, mac net.HardwareAddr, local ne
 	h.rec.Record(ctx, ev)
 	h.log.Info("grub.cfg served", "mac", mac.String(), "node", d.NodeUUID, "purpose", d.Purpose, "arch", p.Arch)
 	return []byte(b.String()), true
-}
-
-// grubDevice turns http://10.0.0.1:8080 into (http,10.0.0.1:8080).
-func grubDevice(base string) string {
-	host := strings.TrimPrefix(base, "http://")
-	return "(http," + strings.TrimRight(host, "/") + ")"
 }
 
 // grubQuote single-quotes a word for GRUB's shell-like parser.

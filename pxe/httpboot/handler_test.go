@@ -495,3 +495,35 @@ func TestMeter(t *testing.T) {
 		t.Error("script bytes not counted")
 	}
 }
+
+// TestGRUBConfig: arm64's grub.cfg boots the arm64 ramdisk with the iPXE
+// script's command line, from port 80 of the address the node reached; a
+// machine the gate refuses gets none.
+func TestGRUBConfig(t *testing.T) {
+	h := New(Config{Gate: testGate, Logger: slog.New(slog.DiscardHandler),
+		Ramdisks: map[string]Ramdisk{"aarch64": {KernelPath: "/k", InitramfsPath: "/i"}},
+		URLs:     func(netip.Addr) URLs { return URLs{Boot: "http://10.0.0.1:6385", API: "http://10.0.0.1:6385"} }})
+	cfg, ok := h.GRUBConfig(context.Background(), mustMAC(t, macInspect), netip.MustParseAddr("10.0.0.1"), "aarch64")
+	if !ok {
+		t.Fatal("refused")
+	}
+	for _, want := range []string{"linux '(http,10.0.0.1)/boot/vmlinuz?mac=" + macInspect + "&arch=aarch64' ",
+		"'console=ttyAMA0,115200'", "'ipa-inspection-callback-url=http://10.0.0.1:6385/v1/continue_inspection'",
+		"initrd '(http,10.0.0.1)/boot/initramfs?mac=" + macInspect + "&arch=aarch64'\nboot\n"} {
+		if !strings.Contains(string(cfg), want) {
+			t.Errorf("grub.cfg lacks %q:\n%s", want, cfg)
+		}
+	}
+	if _, ok := h.GRUBConfig(context.Background(), mustMAC(t, macRefused), netip.MustParseAddr("10.0.0.1"), "aarch64"); ok {
+		t.Error("a refused machine got a grub.cfg")
+	}
+}
+
+func mustMAC(t *testing.T, s string) net.HardwareAddr {
+	t.Helper()
+	m, err := net.ParseMAC(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
