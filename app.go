@@ -73,6 +73,9 @@ func newApp(ctx context.Context, c *serveConfig, log *slog.Logger) (*app, error)
 	a.redfish = rf
 	obs := newObservers(c.metrics, store)
 	cfg := conductorConfig(c, site, obs.engine, log)
+	if a.tls != nil {
+		cfg.VMedia.CABundle = a.tls.bundle
+	}
 	if c.rulesFile != "" {
 		if cfg.BuiltInRules, err = inspectrules.LoadBuiltIn(c.rulesFile); err != nil {
 			a.close()

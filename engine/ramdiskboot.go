@@ -11,6 +11,7 @@ import (
 	"castiron/engine/driver"
 	"castiron/ramdisk/iso"
 	"castiron/ramdisk/protocol"
+	"castiron/ramdisk/trust"
 	"castiron/storage"
 )
 
@@ -31,6 +32,10 @@ type VMediaConfig struct {
 	// default base URL of the ISOs a BMC fetches (a node's
 	// driver_info.external_http_url overrides that, as in Ironic).
 	APIURL string
+	// CABundle, set when castiron speaks TLS, is the CA bundle the ISO's
+	// agent trusts (at trust.AgentCAPath): it then calls APIURL over HTTPS
+	// only, as an iPXE-booted agent does.
+	CABundle func() ([]byte, error)
 }
 
 // bootAgent boots castiron's ramdisk on the node, the first half of every
@@ -180,13 +185,22 @@ func (c *Conductor) isoSpec(ctx context.Context, n *storage.Node, vc *VMediaConf
 		Args:      args,
 		Loaders:   loaders,
 	}
+	spec.Overlay = map[string][]byte{}
 	if len(n.NetworkData) > 0 {
 		nd, err := json.MarshalIndent(n.NetworkData, "", "  ")
 		if err != nil {
 			return iso.Spec{}, err
 		}
-		spec.Overlay = map[string][]byte{protocol.NetworkDataFile: nd}
+		spec.Overlay[protocol.NetworkDataFile] = nd
 		spec.Files = map[string][]byte{"openstack/latest/network_data.json": nd}
+	}
+	if vc.CABundle != nil {
+		// Part of the ISO's key: a rotated CA builds a new ISO.
+		ca, err := vc.CABundle()
+		if err != nil {
+			return iso.Spec{}, fmt.Errorf("CA bundle for the ramdisk ISO: %w", err)
+		}
+		spec.Overlay[strings.TrimPrefix(trust.AgentCAPath, "/")] = ca
 	}
 	return spec, nil
 }
