@@ -4,17 +4,20 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
 
 	"castiron/ramdisk/protocol"
+	"castiron/ramdisk/trust/trusttest"
 )
 
 // BenchmarkWriteImage measures write_image from an httptest server to a
 // file and, as root, a loop device, next to `curl | dd` doing the same raw
-// copy in the same run:
+// copy, and write_image of the raw image over HTTPS from a server castiron's
+// CA vouches for (the agent with a CA: TLS's cost), in the same run:
 //
 //	go test -run '^$' -bench WriteImage -benchtime 3x ./ramdisk/agent/steps/
 //
@@ -48,6 +51,7 @@ func BenchmarkWriteImage(b *testing.B) {
 	sh(b, "qemu-img", "convert", "-O", "qcow2", raw, filepath.Join(dir, "image.qcow2"))
 	sh(b, "sh", "-c", "zstd -q -c "+raw+" > "+raw+".zst")
 	srv := imageServer(b, dir)
+	tlsSrv, tlsCfg := trusttest.Server(b, http.FileServer(http.Dir(dir)))
 	file := filepath.Join(b.TempDir(), "disk.img")
 	if err := os.WriteFile(file, nil, 0o644); err != nil {
 		b.Fatal(err)
@@ -80,6 +84,19 @@ func BenchmarkWriteImage(b *testing.B) {
 				}
 			})
 		}
+		b.Run(kind+"/castiron-https/image.raw", func(b *testing.B) {
+			b.SetBytes(size)
+			r := testRunner()
+			r.fetch.TLS = tlsCfg
+			for b.Loop() {
+				_, err := runStep(b, context.Background(), r, protocol.StepWriteImage, map[string]any{
+					protocol.ArgImageURL: tlsSrv.URL + "/image.raw", protocol.ArgRootDevice: map[string]any{"name": target},
+				}, inv, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 		b.Run(kind+"/curl|dd/image.raw", func(b *testing.B) {
 			b.SetBytes(size)
 			for b.Loop() {
