@@ -150,7 +150,6 @@ func serveFlags() (*flag.FlagSet, *serveConfig) {
 		"IPv6 router advertisements on the PXE interface: managed (M/O flags, the interface's prefix on-link), empty (configure nothing; stops iPXE waiting for IPv6), off (the site has a router), auto (managed with DHCPv6, else empty)")
 	str(&p.publicURL, "public-url", "", "how nodes reach castiron's API, e.g. http://10.0.0.1:6385 (default: the PXE interface's address and the API port; https with TLS)")
 	str(&p.ipxeDir, "ipxe-dir", "/usr/lib/ipxe", "directory of the iPXE binaries (Debian package ipxe)")
-	boolFlag(&p.grubHTTP, "grub-http", true, "serve /boot/ over plain HTTP on port 80 of the PXE interface's IPv4 address for arm64 nodes' network GRUB (GRUB 2.06 cannot name another port); only when make ramdisk ARCH=arm64 put GRUB in the ramdisk directory")
 	str(&p.bootHTTPPort, "boot-http-port", "8080", "with TLS: plain-HTTP port on the provisioning addresses for iPXE's script, kernel, initramfs and CA bundle (iPXE cannot check castiron's certificate)")
 	str(&p.ramdiskDir, "ramdisk-dir", "", "directory with vmlinuz and initramfs written by make ramdisk (default DATA-DIR/ramdisk)")
 	str(&p.imagesDir, "images-dir", "", "directory of OS images castiron serves to nodes at /images/ (default DATA-DIR/images)")

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -19,14 +18,11 @@ import (
 // siteListener is an HTTP listener on the provisioning network that serves
 // part of the API: the agent's endpoints, or iPXE's /boot/.
 type siteListener struct {
-	name string // "agent listener", "boot listener", "grub listener"
+	name string // "agent listener", "boot listener"
 	addr string
 	tls  *tls.Config // nil: plain HTTP
 	only func(path string) bool
-	// optional: failing to listen is logged, not fatal (port 80 may be
-	// taken on the host; only arm64 boots need it).
-	optional bool
-	up       atomic.Bool
+	up   atomic.Bool
 }
 
 // siteListeners are the listeners the site needs: one for the agent per
@@ -48,33 +44,11 @@ func siteListeners(site provisioningSite, ts *tlsSource) []*siteListener {
 	return out
 }
 
-// grubListener is the plain-HTTP listener on port 80 of the provisioning
-// IPv4 address that arm64's network GRUB loads the kernel from (GRUB 2.06's
-// (http,HOST) takes no port): only with --grub-http and the arm64 GRUB in
-// place, and not when the API listener already serves port 80 there.
-func grubListener(c *serveConfig, site provisioningSite, grubPath string) *siteListener {
-	if !c.pxe.grubHTTP || !site.serverIP.IsValid() {
-		return nil
-	}
-	if _, err := os.Stat(grubPath); err != nil {
-		return nil
-	}
-	addr := net.JoinHostPort(site.serverIP.String(), "80")
-	if _, port, err := net.SplitHostPort(c.listen); err == nil && port == "80" && listenCovers(c.listen, site.serverIP) && !tlsEnabled(c) {
-		return nil
-	}
-	return &siteListener{name: "grub listener", addr: addr, only: bootPath, optional: true}
-}
-
 // serve runs the listener until ctx ends.
 func (l *siteListener) serve(ctx context.Context, api http.Handler, log *slog.Logger) error {
 	srv := &http.Server{Handler: filtered(api, l.only), ReadHeaderTimeout: 10 * time.Second, TLSConfig: l.tls,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	ln, err := net.Listen("tcp", l.addr)
-	if err != nil && l.optional {
-		log.Error(l.name+" not started", "addr", l.addr, "err", err)
-		return nil
-	}
 	if err != nil {
 		return err
 	}

@@ -30,7 +30,7 @@ type pxeConfig struct {
 	dhcp6Mode, dhcp6Range, raMode         string
 	bootHTTPPort                          string
 	ipxeDir, ramdiskDir, imagesDir        string
-	discovery, grubHTTP                   bool
+	discovery                             bool
 }
 
 // provisioning is the network-boot side of the appliance: DHCP, TFTP, the
@@ -48,8 +48,10 @@ type provisioning struct {
 	dhcp6    *dhcp.Server6 // nil without IPv6 or with --dhcp6-mode off
 	tftp     []*tftp.Server
 	ra       *ra.Responder // nil with --router-advertisements off
-	mounts   map[string]http.Handler
-	boot     *httpboot.Handler // /boot/; nil without --pxe-interface
+	// trustArchive is the CA overlay (nil without TLS), also for GRUB.
+	trustArchive func(context.Context) ([]byte, error)
+	mounts       map[string]http.Handler
+	boot         *httpboot.Handler // /boot/; nil without --pxe-interface
 	// listeners are the provisioning network's own HTTP listeners: for
 	// the agent (site.agentAddrs) and, with TLS, for iPXE (site.bootAddrs).
 	listeners []*siteListener
@@ -155,17 +157,20 @@ func newProvisioning(c *serveConfig, site provisioningSite, store *storage.SQLit
 		loaders[name] = filepath.Join(c.pxe.ipxeDir, name)
 	}
 	// arm64 boots network GRUB (make ramdisk ARCH=arm64 puts it next to
-	// the arm64 kernel), which loads grub/grub.cfg from castiron's TFTP.
+	// the arm64 kernel), which loads grub/grub.cfg, the kernel and the
+	// initramfs from castiron's TFTP.
 	arm64Dir := filepath.Join(c.pxe.ramdiskDir, "aarch64")
-	grub := map[string]string{dhcp.DefaultEFIArm64: filepath.Join(arm64Dir, dhcp.DefaultEFIArm64)}
-	loaders[dhcp.DefaultEFIArm64] = grub[dhcp.DefaultEFIArm64]
-	if l := grubListener(c, site, grub[dhcp.DefaultEFIArm64]); l != nil {
-		p.listeners = append(p.listeners, l)
+	grub := map[string]string{
+		dhcp.DefaultEFIArm64:   filepath.Join(arm64Dir, dhcp.DefaultEFIArm64),
+		httpboot.GRUBKernel:    filepath.Join(arm64Dir, "vmlinuz"),
+		httpboot.GRUBInitramfs: filepath.Join(arm64Dir, "initramfs"),
 	}
+	loaders[dhcp.DefaultEFIArm64] = grub[dhcp.DefaultEFIArm64]
 	var trustArchive func(context.Context) ([]byte, error)
 	if ts != nil {
 		trustArchive = func(ctx context.Context) ([]byte, error) { return caOverlay(ctx, ts) }
 	}
+	p.trustArchive = trustArchive
 	p.boot = httpboot.New(httpboot.Config{
 		URLs:          site.urlsFor,
 		Loaders:       loaders,
@@ -221,11 +226,20 @@ func newProvisioning(c *serveConfig, site provisioningSite, store *storage.SQLit
 
 // grubConfig answers network GRUB's grub/grub.cfg, asked over TFTP at
 // local, with the node's boot (httpboot.GRUBConfig): GRUB is castiron's
-// arm64 boot loader.
+// arm64 boot loader. With TLS it also answers the CA overlay.
 func (p *provisioning) grubConfig(local netip.Addr) func(context.Context, string, net.IP) ([]byte, bool) {
 	return func(ctx context.Context, name string, client net.IP) ([]byte, bool) {
-		// GRUB asks for "/grub/grub.cfg" (its prefix is /grub).
-		if strings.TrimLeft(name, "/") != "grub/grub.cfg" {
+		// GRUB names files from the root ("/grub/grub.cfg": its prefix is /grub).
+		name = strings.TrimLeft(name, "/")
+		if name == httpboot.GRUBTrust && p.trustArchive != nil {
+			b, err := p.trustArchive(ctx)
+			if err != nil {
+				p.log.Error("CA bundle overlay for GRUB", "err", err)
+				return nil, false
+			}
+			return b, true
+		}
+		if name != "grub/grub.cfg" {
 			return nil, false
 		}
 		mac, err := net.ParseMAC(p.macForIP(client))

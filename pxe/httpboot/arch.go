@@ -39,11 +39,19 @@ func (h *Handler) ramdisk(arch string) Ramdisk {
 	return Ramdisk{KernelPath: h.cfg.KernelPath, InitramfsPath: h.cfg.InitramfsPath}
 }
 
+// Files network GRUB loads from castiron's TFTP server by these names
+// (the TFTP server maps them to the arm64 ramdisk and the CA overlay):
+// Debian's signed arm64 network GRUB has no http module.
+const (
+	GRUBKernel    = "aarch64-vmlinuz"
+	GRUBInitramfs = "aarch64-initramfs"
+	GRUBTrust     = "aarch64-ca.cpio"
+)
+
 // GRUBConfig is the grub.cfg network GRUB (castiron's arm64 boot loader:
 // Debian has no arm64 iPXE) loads over TFTP: the same kernel command line as
-// the iPXE script, the files over HTTP from port 80 of local (castiron's
-// address the node reached): Debian's GRUB 2.06 names an HTTP server as
-// (http,HOST) and cannot take a port. ok is false when the gate refuses mac.
+// the iPXE script, the files over TFTP from local (castiron's address the
+// node reached). ok is false when the gate refuses mac.
 func (h *Handler) GRUBConfig(ctx context.Context, mac net.HardwareAddr, local netip.Addr, arch string) ([]byte, bool) {
 	d, ok := boot.Decision{}, false
 	if h.cfg.Gate != nil {
@@ -58,8 +66,7 @@ func (h *Handler) GRUBConfig(ctx context.Context, mac net.HardwareAddr, local ne
 	urls := h.urlsFor(local, "")
 	p := scriptParams{BootURL: urls.Boot, APIURL: urls.API, MAC: mac, Decision: d, ExtraArgs: h.cfg.ExtraKernelArgs,
 		Trust: h.cfg.TrustArchive != nil, Arch: h.arch(arch, d)}
-	dev := "(http," + local.String() + ")"
-	query := "?mac=" + mac.String() + "&arch=" + p.Arch
+	dev := "(tftp," + local.String() + ")/"
 	var b strings.Builder
 	fmt.Fprintf(&b, "set timeout=0\n")
 	fmt.Fprintf(&b, "echo 'castiron: %s boot of node %s'\n", d.Purpose, orUnknown(d.NodeUUID))
@@ -67,10 +74,10 @@ func (h *Handler) GRUBConfig(ctx context.Context, mac net.HardwareAddr, local ne
 	for i, a := range args {
 		args[i] = grubQuote(a)
 	}
-	fmt.Fprintf(&b, "linux %s %s\n", grubQuote(dev+"/boot/vmlinuz"+query), strings.Join(args, " "))
-	initrds := grubQuote(dev + "/boot/initramfs" + query)
+	fmt.Fprintf(&b, "linux %s %s\n", grubQuote(dev+GRUBKernel), strings.Join(args, " "))
+	initrds := grubQuote(dev + GRUBInitramfs)
 	if p.Trust {
-		initrds += " " + grubQuote(dev+"/boot/ca.cpio")
+		initrds += " " + grubQuote(dev+GRUBTrust)
 	}
 	fmt.Fprintf(&b, "initrd %s\nboot\n", initrds)
 	ev.NodeUUID, ev.Detail = d.NodeUUID, "grub.cfg purpose="+d.Purpose+" arch="+p.Arch

@@ -497,7 +497,7 @@ func TestMeter(t *testing.T) {
 }
 
 // TestGRUBConfig: arm64's grub.cfg boots the arm64 ramdisk with the iPXE
-// script's command line, from port 80 of the address the node reached; a
+// script's command line, over TFTP from the address the node reached; a
 // machine the gate refuses gets none.
 func TestGRUBConfig(t *testing.T) {
 	h := New(Config{Gate: testGate, Logger: slog.New(slog.DiscardHandler),
@@ -507,9 +507,9 @@ func TestGRUBConfig(t *testing.T) {
 	if !ok {
 		t.Fatal("refused")
 	}
-	for _, want := range []string{"linux '(http,10.0.0.1)/boot/vmlinuz?mac=" + macInspect + "&arch=aarch64' ",
+	for _, want := range []string{"linux '(tftp,10.0.0.1)/" + GRUBKernel + "' ",
 		"'console=ttyAMA0,115200'", "'ipa-inspection-callback-url=http://10.0.0.1:6385/v1/continue_inspection'",
-		"initrd '(http,10.0.0.1)/boot/initramfs?mac=" + macInspect + "&arch=aarch64'\nboot\n"} {
+		"initrd '(tftp,10.0.0.1)/" + GRUBInitramfs + "'\nboot\n"} {
 		if !strings.Contains(string(cfg), want) {
 			t.Errorf("grub.cfg lacks %q:\n%s", want, cfg)
 		}

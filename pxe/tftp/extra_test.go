@@ -28,6 +28,13 @@ func TestExtraAndDynamic(t *testing.T) {
 	if got, _, err := fetch(c, "grubnetaa64.efi"); err != nil || string(got) != "grub binary" {
 		t.Fatalf("extra file: %q %v", got, err)
 	}
+	// GRUB names files from the root.
+	if got, _, err := fetch(c, "/grubnetaa64.efi"); err != nil || string(got) != "grub binary" {
+		t.Fatalf("extra file with a leading slash: %q %v", got, err)
+	}
+	if _, _, err := fetch(c, "//grubnetaa64.efi"); err == nil {
+		t.Fatal("a name with two leading slashes was served")
+	}
 	got, tsize, err := fetch(c, "grub/grub.cfg")
 	if err != nil || string(got) != "set timeout=0 # for 127.0.0.1" || tsize != int64(len(got)) {
 		t.Fatalf("dynamic file: %q tsize %d %v", got, tsize, err)

@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -198,8 +199,9 @@ func (s *Server) serveRead(ctx context.Context, name string, rf io.ReaderFrom) e
 	}
 	var f fs.File
 	var err error
-	switch path, extra := s.extra[name]; {
-	case extra && isPlainBasename(name):
+	// GRUB names files from the root: "/aarch64-vmlinuz".
+	switch path, extra := s.extra[strings.TrimPrefix(name, "/")]; {
+	case extra && isPlainBasename(strings.TrimPrefix(name, "/")):
 		f, err = os.Open(path)
 	case s.allowed[name]:
 		f, err = s.files.Open(name)
