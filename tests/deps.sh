@@ -7,7 +7,7 @@
 #   file                                          checks the binary is static
 #   chromium                                      headless browser for the web UI tests
 #   qemu-system-x86 qemu-utils ipxe-qemu ovmf     the PXE-booting VMs (BIOS and UEFI) of make e2e
-#   qemu-system-arm qemu-efi-aarch64              the arm64 VM (qemu-system-aarch64, EDK2 QEMU_EFI.fd) of make e2e;
+#   qemu-system-arm qemu-efi-aarch64              the arm64 VM (qemu-system-aarch64, AAVMF) of make e2e-arm64;
 #                                                 its kernel and GRUB come from make ramdisk ARCH=arm64
 #   ipxe                                          iPXE binaries castiron serves over TFTP
 #   linux-image-amd64                             the ramdisk's kernel and modules (make ramdisk)

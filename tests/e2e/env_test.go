@@ -14,13 +14,10 @@ import (
 
 // Files the VMs boot with (Debian packages ovmf, ipxe-qemu).
 const (
-	ovmfCode = "/usr/share/OVMF/OVMF_CODE_4M.fd"
-	ovmfVars = "/usr/share/OVMF/OVMF_VARS_4M.fd"
-	// Debian qemu-efi-aarch64's EDK2 (ArmVirtQemu) as one 2 MiB image for
-	// -bios: its variables live in RAM, fresh at every power on. The AAVMF
-	// pflash pair (64 MiB each) makes qemu take ~3 s to start under load,
-	// longer than ipmi_sim may take to answer "chassis power on".
-	aavmfBIOS   = "/usr/share/qemu-efi-aarch64/QEMU_EFI.fd"
+	ovmfCode    = "/usr/share/OVMF/OVMF_CODE_4M.fd"
+	ovmfVars    = "/usr/share/OVMF/OVMF_VARS_4M.fd"
+	aavmfCode   = "/usr/share/AAVMF/AAVMF_CODE.fd" // Debian qemu-efi-aarch64
+	aavmfVars   = "/usr/share/AAVMF/AAVMF_VARS.fd"
 	ipxeQemuROM = "/usr/lib/ipxe/qemu/efi-virtio.rom" // qemu's default virtio-net ROM (BIOS iPXE)
 	ipxeDir     = "/usr/lib/ipxe"                     // undionly.kpxe, snponly.efi for castiron
 )

@@ -57,7 +57,7 @@ func TestInspectUEFI(t *testing.T) {
 	})
 }
 
-// TestInspectArm64: a qemu-system-aarch64 VM (virt, Cortex-A57, EDK2,
+// TestInspectArm64: a qemu-system-aarch64 VM (virt, Cortex-A57, AAVMF,
 // TCG) PXE-boots castiron's network GRUB (DHCP architecture 11), which
 // loads its grub.cfg over TFTP and the arm64 kernel and initramfs (make
 // ramdisk ARCH=arm64) over HTTP; the arm64 agent inspects the VM, which

@@ -57,7 +57,7 @@ type LabOptions struct {
 	// there (INBAND-IPMI.md).
 	InbandBMC bool
 	// Arch "aarch64" runs qemu-system-aarch64 (virt machine, Cortex-A57,
-	// EDK2 UEFI firmware from qemu-efi-aarch64, TCG) instead of an x86-64 PC; Boot is then uefi.
+	// AAVMF UEFI firmware, TCG) instead of an x86-64 PC; Boot is then uefi.
 	Arch string
 }
 
@@ -151,7 +151,7 @@ func NewLab(t testing.TB, opts LabOptions) *Lab {
 	tools := []string{}
 	switch {
 	case opts.Arch == "aarch64":
-		tools = append(tools, "qemu-system-aarch64", aavmfBIOS)
+		tools = append(tools, "qemu-system-aarch64", aavmfCode, aavmfVars)
 	case opts.Boot == "uefi":
 		tools = append(tools, ovmfCode, ovmfVars)
 	default:
@@ -304,13 +304,12 @@ func (l *Lab) writeEnv() error {
 	return os.WriteFile(l.envPath, []byte(b.String()), 0o644)
 }
 
-// machineSpec is how qemu runs the lab's VM. UEFI firmware: code and vars
-// are a pflash pair; vars "" means code is a -bios image.
+// machineSpec is how qemu runs the lab's VM (UEFI: a code and a vars pflash).
 type machineSpec struct{ qemu, machine, cpu, code, vars string }
 
 func (l *Lab) machine() machineSpec {
 	if l.Opts.Arch == "aarch64" {
-		return machineSpec{"qemu-system-aarch64", "virt", "cortex-a57", aavmfBIOS, ""}
+		return machineSpec{"qemu-system-aarch64", "virt", "cortex-a57", aavmfCode, aavmfVars}
 	}
 	return machineSpec{"qemu-system-x86_64", "pc", "", ovmfCode, ovmfVars}
 }

@@ -8,7 +8,7 @@
 #   disks with an MBR boot signature get the lower boot indexes (see below)
 # Settings (all from ENVFILE, written by tests/e2e/lab_test.go):
 #   E2E_VM_NAME E2E_BOOT=bios|uefi E2E_NET=ipv4|ipv6 E2E_QEMU E2E_MACHINE E2E_CPU (arm64: qemu-system-aarch64,
-#   virt, cortex-a57, EDK2's QEMU_EFI.fd as E2E_OVMF_CODE, no VARS: -bios) E2E_ACCEL E2E_MEM E2E_CPUS E2E_UUID E2E_SERIAL
+#   virt, cortex-a57 with AAVMF as E2E_OVMF_CODE/VARS) E2E_ACCEL E2E_MEM E2E_CPUS E2E_UUID E2E_SERIAL
 #   E2E_NICS="tap0=52:54:00:..:..:.. tap1=..."  E2E_DISKS="/path/disk0.raw=SERIAL0 ..."
 #   E2E_INBAND_BMC=true|false E2E_BMC_ADDR E2E_BMC_VM_PORT
 #   E2E_OVMF_CODE E2E_OVMF_VARS  E2E_CONSOLE_SOCK E2E_MONITOR_PORT E2E_PIDFILE E2E_RUN E2E_EVENTS
@@ -39,13 +39,18 @@ if [ "$E2E_BOOT" = uefi ]; then
   # like a real UEFI server (gotcha 10/11). Fresh NVRAM on every power on: stale boot entries
   # reorder the network boot options and each failing one costs ~60 s.
   nicrom=",romfile="
-  if [ -z "${E2E_OVMF_VARS:-}" ]; then
-    args+=(-bios "$E2E_OVMF_CODE")   # variables in RAM: fresh anyway
+  if [ "${E2E_MACHINE:-pc}" = virt ]; then
+    # AAVMF's varstore is 64 MiB: qemu takes 1-3 s to start on a writable
+    # copy under load, longer than ipmi_sim may take to answer "chassis
+    # power on" (it runs this script synchronously); a snapshot of the
+    # pristine file (discarded when qemu exits) starts in ~0.6 s.
+    vars="file=$E2E_OVMF_VARS,snapshot=on"
   else
     cp "$E2E_OVMF_VARS" "$E2E_RUN/OVMF_VARS.fd" || exit 1
-    args+=(-drive "if=pflash,format=raw,unit=0,readonly=on,file=$E2E_OVMF_CODE"
-           -drive "if=pflash,format=raw,unit=1,file=$E2E_RUN/OVMF_VARS.fd")
+    vars="file=$E2E_RUN/OVMF_VARS.fd"
   fi
+  args+=(-drive "if=pflash,format=raw,unit=0,readonly=on,file=$E2E_OVMF_CODE"
+         -drive "if=pflash,format=raw,unit=1,$vars")
   # IPv6-only network: without PXEv4 (which waits ~60 s for a DHCPv4 answer
   # that never comes, lab IPV6.md) OVMF's PXEv6 is the first network boot.
   if [ "${E2E_NET:-ipv4}" = ipv6 ]; then
