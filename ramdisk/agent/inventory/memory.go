@@ -21,7 +21,10 @@ const (
 )
 
 // readMemory returns MemTotal in bytes and the installed memory in MiB:
-// the sum of online memory blocks, which counts the holes MemTotal misses.
+// the SMBIOS memory devices' sizes (what Ironic's agent reads with
+// dmidecode), else the sum of online memory blocks, which counts the holes
+// MemTotal misses but also any block firmware memory shares (arm64 qemu's
+// UEFI varstore makes a 1 GiB VM 1152 MiB).
 func readMemory(root Root) (protocol.Memory, error) {
 	var mem protocol.Memory
 	total, err := memTotal(filepath.Join(root.Proc, "meminfo"))
@@ -29,7 +32,9 @@ func readMemory(root Root) (protocol.Memory, error) {
 		return mem, fmt.Errorf("memory: %w", err)
 	}
 	mem.Total = total
-	if mb, ok := onlineBlocksMiB(filepath.Join(root.Sys, "devices/system/memory")); ok {
+	if mb, ok := smbiosMemoryMiB(filepath.Join(root.Sys, "firmware/dmi/entries")); ok {
+		mem.PhysicalMB = mb
+	} else if mb, ok := onlineBlocksMiB(filepath.Join(root.Sys, "devices/system/memory")); ok {
 		mem.PhysicalMB = mb
 	} else {
 		totalMiB := (total + mib - 1) / mib
@@ -79,4 +84,41 @@ func onlineBlocksMiB(dir string) (int64, bool) {
 		}
 	}
 	return online * blockSize / mib, online > 0
+}
+
+// SMBIOS memory device (type 17) fields (DMTF DSP0134): Size, a word at
+// 0x0C (0: empty slot, 0xFFFF: unknown, bit 15: KiB instead of MiB, 0x7FFF:
+// see Extended Size), and Extended Size, a dword in MiB at 0x1C.
+const (
+	smbiosMemoryDevice = 17
+	smbiosSizeOff      = 0x0C
+	smbiosExtSizeOff   = 0x1C
+)
+
+// smbiosMemoryMiB sums the sizes of the SMBIOS memory devices the kernel
+// exports (entries/17-N/raw); ok is false when there are none with a size.
+func smbiosMemoryMiB(dir string) (int64, bool) {
+	raws, err := filepath.Glob(filepath.Join(dir, fmt.Sprintf("%d-*", smbiosMemoryDevice), "raw"))
+	if err != nil || len(raws) == 0 {
+		return 0, false
+	}
+	var sum int64
+	for _, path := range raws {
+		b, err := os.ReadFile(path)
+		if err != nil || len(b) < smbiosSizeOff+2 || b[0] != smbiosMemoryDevice || int(b[1]) > len(b) {
+			continue
+		}
+		size := int64(b[smbiosSizeOff]) | int64(b[smbiosSizeOff+1])<<8
+		switch {
+		case size == 0 || size == 0xFFFF:
+		case size == 0x7FFF && int(b[1]) >= smbiosExtSizeOff+4:
+			ext := b[smbiosExtSizeOff : smbiosExtSizeOff+4]
+			sum += int64(ext[0]) | int64(ext[1])<<8 | int64(ext[2])<<16 | int64(ext[3]&0x7F)<<24
+		case size&0x8000 != 0:
+			sum += (size &^ 0x8000) / 1024
+		default:
+			sum += size
+		}
+	}
+	return sum, sum > 0
 }
