@@ -61,8 +61,11 @@ func (t table[T]) withRecord(r record[T]) table[T] {
 // named table) the name when it is no uuid. A non-uuid ident of a table
 // without names matches nothing.
 func (t *table[T]) identColumn(ident string) (query, col, key string) {
-	if _, ok := canonicalUUID(ident); ok || !t.rec.named {
-		return t.byUUID, "uuid", uuidKey(ident)
+	if u, ok := canonicalUUID(ident); ok {
+		return t.byUUID, "uuid", u
+	}
+	if !t.rec.named {
+		return t.byUUID, "uuid", ident
 	}
 	return t.byName, "name", ident
 }
