@@ -146,9 +146,40 @@ func (l *Lab) DriverInfo() map[string]any {
 // Ipmitool runs ipmitool inside the namespace against the lab's BMC (-C 3:
 // without it every call first stalls ~10 s, gotcha 14).
 func (l *Lab) Ipmitool(ctx context.Context, args ...string) (string, error) {
+	return l.IpmitoolAs(ctx, BMCUser, BMCPassword, args...)
+}
+
+// IpmitoolAs is Ipmitool as another BMC user.
+func (l *Lab) IpmitoolAs(ctx context.Context, user, password string, args ...string) (string, error) {
 	base := []string{"-I", "lanplus", "-C", strconv.Itoa(BMCCipherSuite), "-H", l.BMCAddr(),
-		"-p", strconv.Itoa(BMCPort), "-U", BMCUser, "-P", BMCPassword}
+		"-p", strconv.Itoa(BMCPort), "-U", user, "-P", password}
 	return l.NS.Run(ctx, "ipmitool", append(base, args...)...)
+}
+
+// BMCUserPassword reads the password of the BMC user name from ipmi_sim's
+// persisted state (users.mc20: "N.username:d:NAME\00..." and
+// "N.passwd:d:PASSWORD\00..." lines), as only the BMC itself knows it.
+func (l *Lab) BMCUserPassword(name string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(l.Dir, "ipmi", "state", "ipmi_sim", "e2ebmc", "users.mc20"))
+	if err != nil {
+		return "", err
+	}
+	field := func(line, key string) (id, value string, ok bool) {
+		id, rest, ok := strings.Cut(line, "."+key+":d:")
+		value, _, _ = strings.Cut(rest, `\00`)
+		return id, value, ok
+	}
+	lines := strings.Split(string(b), "\n")
+	for _, line := range lines {
+		if id, user, ok := field(line, "username"); ok && user == name {
+			for _, other := range lines {
+				if pid, pw, ok := field(other, "passwd"); ok && pid == id {
+					return pw, nil
+				}
+			}
+		}
+	}
+	return "", fmt.Errorf("ipmi_sim has no user %q", name)
 }
 
 // PowerStatus asks the BMC: true for "on".

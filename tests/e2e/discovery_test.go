@@ -111,6 +111,9 @@ func discoverToManageable(t *testing.T, tc discoveryCase) {
 	t.Log(TimingLine(tc.label, start, manageableAt, append(BootPhases(ctx, l, c, nodeUUID, start, manageableAt),
 		Phase{Name: "enroll", At: enrolledAt, Source: "history"}, Phase{Name: "manageable", At: managedAt, Source: "history"})))
 
+	if tc.bmcUser != "" {
+		checkBMCUser(ctx, t, c, l, tc.bmcUser)
+	}
 	checkInspectedProperties(t, n, l.Opts)
 	checkPorts(ctx, t, c, n.UUID, l.MACs[0])
 	checkInventory(ctx, t, c, n.UUID, l)
@@ -195,6 +198,24 @@ func checkDiscoveredNode(ctx context.Context, t *testing.T, c *Castiron, l *Lab,
 		t.Errorf("history does not show the discovery (%v), the rule (%v) and manageable (%v)", enrolled, ruled, managed)
 	}
 	return enrolled, managed
+}
+
+// checkBMCUser: the user the agent made in-band works out of band, and
+// its password is in no log line of castiron or the agent.
+func checkBMCUser(ctx context.Context, t *testing.T, c *Castiron, l *Lab, user string) {
+	t.Helper()
+	password, err := l.BMCUserPassword(user)
+	if err != nil || len(password) < 8 {
+		t.Fatalf("BMC user %s: password %d characters, err %v", user, len(password), err)
+	}
+	if out, err := l.IpmitoolAs(ctx, user, password, "chassis", "power", "status"); err != nil {
+		t.Errorf("ipmitool as %s: %v: %s", user, err, out)
+	}
+	for _, log := range []string{c.LogPath, l.ConsoleLog()} {
+		if b, _ := os.ReadFile(log); strings.Contains(string(b), password) {
+			t.Errorf("%s shows the BMC user's password", log)
+		}
+	}
 }
 
 // bootAgain deletes the node's ports (its MAC is unknown to DHCP again)
