@@ -49,3 +49,18 @@ func lookupWithSuffix[T any](r *http.Request, ident string, get func(context.Con
 	}
 	return v, err
 }
+
+// identWithSuffix is lookupWithSuffix for handlers that hand the path value
+// on (node PATCH and DELETE): it becomes ident+".json" when only that
+// exists.
+func identWithSuffix[T any](r *http.Request, name string, get func(context.Context, string) (T, error)) {
+	if stripped, _ := r.Context().Value(jsonSuffixKey{}).(bool); !stripped {
+		return
+	}
+	ident := r.PathValue(name)
+	if _, err := get(r.Context(), ident); err != nil && fault.Is(err, fault.NotFound) {
+		if _, err := get(r.Context(), ident+".json"); err == nil {
+			r.SetPathValue(name, ident+".json")
+		}
+	}
+}

@@ -79,6 +79,9 @@ func TestMicroversionGates(t *testing.T) {
 		{"nodes.json at 1.91", "1.91", "GET", "/v1/nodes.json", nil, 404, "", "", ""},
 		{"a name ending in .json below 1.91", "1.90", "GET", "/v1/nodes/dotted.json", nil, 200, "name", "", ""},
 		{"a name ending in .json at 1.91", "1.91", "GET", "/v1/nodes/dotted.json", nil, 200, "name", "", ""},
+		{"patch a name ending in .json below 1.91", "1.90", "PATCH", "/v1/nodes/dotted.json", []any{map[string]any{"op": "add", "path": "/extra/k", "value": "v"}}, 200, "extra", "", ""},
+		{"delete a name ending in .json below 1.91", "1.90", "DELETE", "/v1/nodes/dotted.json", nil, 204, "", "", ""},
+		{"deleted", "1.91", "GET", "/v1/nodes/dotted.json", nil, 404, "", "", ""},
 		{"latest keeps .json", "latest", "GET", "/v1/nodes/gate-node.json", nil, 404, "", "", ""},
 		// 1.82: ports ?shard=.
 		{"ports shard below 1.82", "1.81", "GET", "/v1/ports?shard=a", nil, 406, "", "", ""},

@@ -253,6 +253,7 @@ func (a *API) patchNode(w http.ResponseWriter, r *http.Request) error {
 	if resetIfaces && len(patchValues(ops, "/driver")) == 0 {
 		return errInvalid("The reset_interfaces parameter can be set only when the node driver is updated.")
 	}
+	identWithSuffix(r, "ident", a.cond.Store().GetNode)
 	ident := r.PathValue("ident")
 	v := a.view(r)
 	updated, err := a.cond.UpdateNode(actorContext(r), ident, func(n *storage.Node) error {
@@ -280,6 +281,7 @@ func (a *API) patchNode(w http.ResponseWriter, r *http.Request) error {
 
 // deleteNode is DELETE /v1/nodes/{ident}.
 func (a *API) deleteNode(w http.ResponseWriter, r *http.Request) error {
+	identWithSuffix(r, "ident", a.cond.Store().GetNode)
 	return deleteItem(w, r, "ident", nil, a.cond.DeleteNode)
 }
 
