@@ -33,6 +33,10 @@ const vmediaPort = 6391
 // vmediaNodeIP is the static address network_data gives the VM.
 const vmediaNodeIP = "10.252.7.50"
 
+// vmediaNodeIP6 is the static IPv6 address network_data gives the VM on
+// VLAN 42.
+const vmediaNodeIP6 = "fd52:7:42::50"
+
 type vmediaRig struct {
 	lab     *redfishlab.Lab
 	c       *Castiron
@@ -98,10 +102,18 @@ func newVMediaRig(t *testing.T) *vmediaRig {
 // networkData is the VM's static configuration (OpenStack network_data).
 func (r *vmediaRig) networkData() map[string]any {
 	return map[string]any{
-		"links": []any{map[string]any{"id": "port0", "type": "phy", "ethernet_mac_address": r.lab.VMMAC, "mtu": 1500}},
-		"networks": []any{map[string]any{"id": "net0", "type": "ipv4", "link": "port0",
-			"ip_address": vmediaNodeIP, "netmask": "255.255.255.0",
-			"routes": []any{map[string]any{"network": "0.0.0.0", "netmask": "0.0.0.0", "gateway": r.lab.IP}}}},
+		"links": []any{
+			map[string]any{"id": "port0", "type": "phy", "ethernet_mac_address": r.lab.VMMAC, "mtu": 1500},
+			map[string]any{"id": "vlan42", "type": "vlan", "vlan_link": "port0", "vlan_id": 42},
+		},
+		"networks": []any{
+			map[string]any{"id": "net0", "type": "ipv4", "link": "port0",
+				"ip_address": vmediaNodeIP, "netmask": "255.255.255.0",
+				"routes": []any{map[string]any{"network": "0.0.0.0", "netmask": "0.0.0.0", "gateway": r.lab.IP}}},
+			// A static IPv6 address on a VLAN (nothing answers there; the
+			// agent must configure it all the same).
+			map[string]any{"id": "net1", "type": "ipv6", "link": "vlan42", "ip_address": vmediaNodeIP6, "netmask": "ffff:ffff:ffff:ffff::"},
+		},
 		"services": []any{map[string]any{"type": "dns", "address": r.lab.IP}},
 	}
 }
@@ -204,8 +216,10 @@ func (r *vmediaRig) inspectByAgent(ctx context.Context, t *testing.T, label, boo
 	offset := r.consoleSize()
 	start := time.Now()
 	took := r.move(ctx, t, "inspect", "manageable", 300*time.Second)
-	if _, err := r.waitConsoleFrom(ctx, offset, time.Second, "static network from network_data"); err != nil {
-		t.Errorf("the agent did not configure its network from network_data: %v", err)
+	for _, mark := range []string{"static network from network_data", "addr=" + vmediaNodeIP6 + "/64"} {
+		if _, err := r.waitConsoleFrom(ctx, offset, time.Second, mark); err != nil {
+			t.Errorf("the agent did not configure its network from network_data: %v", err)
+		}
 	}
 	t.Log(TimingLine(label, start, start.Add(took), r.phases(ctx, offset, start, start.Add(took))))
 	r.logBoot(t, offset, start)
