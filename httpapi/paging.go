@@ -46,12 +46,11 @@ func parsePage(q url.Values, sortable []string) (storage.Page, error) {
 }
 
 // listQuery reads a resource list's ?detail= (from 1.43; routeDetail: the
-// route is the /detail one), ?fields= and page, in Ironic's order. A
-// non-empty onDetail refuses ?detail= on the /detail route with that
-// message.
-func (res *resource[T]) listQuery(r *http.Request, routeDetail bool, onDetail string) ([]string, storage.Page, error) {
+// route is the /detail one), ?fields= and page from qs (the request's
+// query, parsed once by the caller), in Ironic's order. A non-empty
+// onDetail refuses ?detail= on the /detail route with that message.
+func (res *resource[T]) listQuery(r *http.Request, qs url.Values, routeDetail bool, onDetail string) ([]string, storage.Page, error) {
 	ver := versionOf(r)
-	qs := r.URL.Query()
 	detail := routeDetail
 	if d := qs.Get("detail"); d != "" {
 		b, err := parseBoolString(d)
