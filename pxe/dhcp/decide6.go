@@ -317,7 +317,7 @@ func (s *Server6) giveBack(ctx context.Context, r request6) (dhcpv6.DHCPv6, erro
 			}
 			if r.msg.Type() == dhcpv6.MessageTypeDecline {
 				if s.idx.decline(r.mac, k, now) {
-					s.log.Warn("dhcp6 decline: address in use by another host", "mac", r.hw, "ip", ip)
+					s.log.Warn("dhcp6 decline: address in use by another host", "mac", r.hw.String(), "ip", ip)
 					if err := s.store.DeleteLease(ctx, r.hw.String()); err != nil {
 						return nil, err
 					}
@@ -400,7 +400,7 @@ func (s *Server6) exhausted(ctx context.Context, r request6) {
 	}
 	bound, live := s.idx.counts(s.now())
 	pool := s.cfg.RangeStart.String() + "-" + s.cfg.RangeEnd.String()
-	s.log.Error("dhcp6: address pool exhausted, machines get no address", "mac", r.hw, "range", pool, "bound", bound, "live_leases", live)
+	s.log.Error("dhcp6: address pool exhausted, machines get no address", "mac", r.hw.String(), "range", pool, "bound", bound, "live_leases", live)
 	s.rec.Record(ctx, boot.Event{MAC: r.hw.String(), NodeUUID: r.dec.NodeUUID, Kind: boot.DHCPExhausted,
 		Detail: fmt.Sprintf("dhcp6 range %s: %d bound, %d live leases", pool, bound, live)})
 }

@@ -196,7 +196,7 @@ func (s *Server) survive(peer netip.AddrPort) {
 func (s *Server) send(conn *net.UDPConn, port int, req, resp *dhcpv4.DHCPv4, err error, peer netip.AddrPort) {
 	s.count(req, resp, err)
 	if err != nil {
-		s.log.Warn("dhcp: request not served", "mac", req.ClientHWAddr, "err", err)
+		s.log.Warn("dhcp: request not served", "mac", req.ClientHWAddr.String(), "err", err)
 		return
 	}
 	if resp == nil {
@@ -204,7 +204,7 @@ func (s *Server) send(conn *net.UDPConn, port int, req, resp *dhcpv4.DHCPv4, err
 	}
 	dst := destination(req, resp, peer, port)
 	if _, err := conn.WriteToUDPAddrPort(resp.ToBytes(), dst); err != nil {
-		s.log.Warn("dhcp: send", "to", dst, "mac", req.ClientHWAddr, "err", err)
+		s.log.Warn("dhcp: send", "to", dst, "mac", req.ClientHWAddr.String(), "err", err)
 	}
 }
 
