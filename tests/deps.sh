@@ -7,7 +7,7 @@
 #   file                                          checks the binary is static
 #   chromium                                      headless browser for the web UI tests
 #   qemu-system-x86 qemu-utils ipxe-qemu ovmf     the PXE-booting VMs (BIOS and UEFI) of make e2e
-#   qemu-system-arm qemu-efi-aarch64              the arm64 VM (qemu-system-aarch64, AAVMF) of make e2e-arm64;
+#   qemu-system-arm qemu-efi-aarch64              the arm64 VM (qemu-system-aarch64, AAVMF) of make e2e;
 #                                                 its kernel and GRUB come from make ramdisk ARCH=arm64
 #   ipxe                                          iPXE binaries castiron serves over TFTP
 #   linux-image-amd64                             the ramdisk's kernel and modules (make ramdisk)
@@ -31,13 +31,8 @@
 # usage: tests/deps.sh [EXTRA_PACKAGE...]
 set -euo pipefail
 
-<<<<<<< HEAD
 PACKAGES=(python3-openstackclient python3-ironicclient python3-tempest ironic-tempest-plugin ipmitool openipmi file chromium
-    qemu-system-x86 qemu-utils ipxe-qemu ovmf ipxe linux-image-amd64
-=======
-PACKAGES=(python3-openstackclient python3-ironicclient python3-tempest ipmitool openipmi file chromium
     qemu-system-x86 qemu-system-arm qemu-efi-aarch64 qemu-utils ipxe-qemu ovmf ipxe linux-image-amd64
->>>>>>> dc940fc (arm64: make ramdisk ARCH=arm64 (arm64 agent, Debian's linux-image-arm64 and grub-efi-arm64-signed via apt-get download as foreign-architecture packages, dpkg-deb -x, depmod -b) into ramdisk/aarch64; arm64 firmware (DHCP arch 11) gets network GRUB over TFTP, whose grub/grub.cfg castiron answers per node (lease -> MAC -> boot gate) with the iPXE script's kernel line; the ramdisk served follows the firmware's architecture, else the node's cpu_arch (engine's boot decision carries it), else x86_64; ttyAMA0 on arm64; e2e: aarch64 lab (qemu-system-aarch64 virt, AAVMF, TCG) and TestInspectArm64; CI installs qemu-system-arm qemu-efi-aarch64; README: IPv6, TLS and arm64 with a worked example each)
     dnsmasq isc-dhcp-client tftp-hpa ndisc6 iputils-ping tcpdump cpio zstd xz-utils
     extlinux syslinux-common isolinux grub-efi-amd64-signed xorriso e2fsprogs gdisk fdisk parted genisoimage kea-admin
     libvirt-daemon-system libvirt-clients python3-libvirt python3-flask python3-requests python3-tenacity
