@@ -93,9 +93,7 @@ func normalizeAllocation(a *Allocation) {
 		u := uuidKey(*a.NodeUUID)
 		a.NodeUUID = &u
 	}
-	if a.Extra == nil {
-		a.Extra = JSONObject{}
-	}
+	orEmpty(&a.Extra)
 	if a.Traits == nil {
 		a.Traits = []string{}
 	}

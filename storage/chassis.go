@@ -42,9 +42,7 @@ var chassisTable = resourceTable("chassis", func(c *Chassis) (*int64, *string, *
 })
 
 func normalizeChassis(c *Chassis) {
-	if c.Extra == nil {
-		c.Extra = JSONObject{}
-	}
+	orEmpty(&c.Extra)
 }
 
 // CreateChassis inserts c and fills c.ID.

@@ -253,6 +253,15 @@ func (listKind) load(b []byte) ([]string, error) {
 	return l, nil
 }
 
+// orEmpty gives each nil object an empty map, as a read of it would.
+func orEmpty(objs ...*JSONObject) {
+	for _, m := range objs {
+		if *m == nil {
+			*m = JSONObject{}
+		}
+	}
+}
+
 // jsonText returns the JSON document in src, or nil when it is empty
 // (NULL, "", {}, [], null) and needs no decoding.
 func jsonText(src any) ([]byte, error) {

@@ -80,9 +80,7 @@ var templateTable = resourceTable("deploy_templates", func(t *DeployTemplate) (*
 })
 
 func normalizeDeployTemplate(t *DeployTemplate) {
-	if t.Extra == nil {
-		t.Extra = JSONObject{}
-	}
+	orEmpty(&t.Extra)
 	if t.Steps == nil {
 		t.Steps = []DeployStep{}
 	}

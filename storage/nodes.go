@@ -116,15 +116,11 @@ func normalizeNode(n *Node) {
 	n.ProvisionUpdatedAt = normTimePtr(n.ProvisionUpdatedAt)
 	n.InspectionStartedAt = normTimePtr(n.InspectionStartedAt)
 	n.InspectionFinishedAt = normTimePtr(n.InspectionFinishedAt)
-	for _, m := range []*JSONObject{
+	orEmpty(
 		&n.Properties, &n.DriverInfo, &n.DriverInternalInfo, &n.InstanceInfo,
 		&n.Extra, &n.CleanStep, &n.DeployStep, &n.ServiceStep, &n.RAIDConfig,
 		&n.TargetRAIDConfig, &n.NetworkData,
-	} {
-		if *m == nil {
-			*m = JSONObject{}
-		}
-	}
+	)
 	if n.Traits == nil {
 		n.Traits = []string{}
 	}

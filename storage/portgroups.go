@@ -79,11 +79,7 @@ func normalizePortgroup(pg *Portgroup) {
 		pg.Address = &a
 	}
 	pg.NodeUUID = uuidKey(pg.NodeUUID)
-	for _, m := range []*JSONObject{&pg.Extra, &pg.InternalInfo, &pg.Properties} {
-		if *m == nil {
-			*m = JSONObject{}
-		}
-	}
+	orEmpty(&pg.Extra, &pg.InternalInfo, &pg.Properties)
 }
 
 // CreatePortgroup inserts pg and fills pg.ID.

@@ -45,11 +45,7 @@ func newPortSQL() portSQL {
 func normalizePort(p *Port) {
 	p.Address = strings.ToLower(p.Address)
 	p.NodeUUID = uuidKey(p.NodeUUID)
-	for _, m := range []*JSONObject{&p.LocalLinkConnection, &p.InternalInfo, &p.Extra} {
-		if *m == nil {
-			*m = JSONObject{}
-		}
-	}
+	orEmpty(&p.LocalLinkConnection, &p.InternalInfo, &p.Extra)
 }
 
 // CreatePort inserts p and fills p.ID (and UUID and CreatedAt when empty).

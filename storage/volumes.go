@@ -120,18 +120,12 @@ var (
 
 func normalizeConnector(c *VolumeConnector) {
 	c.NodeUUID = uuidKey(c.NodeUUID)
-	if c.Extra == nil {
-		c.Extra = JSONObject{}
-	}
+	orEmpty(&c.Extra)
 }
 
 func normalizeTarget(t *VolumeTarget) {
 	t.NodeUUID = uuidKey(t.NodeUUID)
-	for _, m := range []*JSONObject{&t.Properties, &t.Extra} {
-		if *m == nil {
-			*m = JSONObject{}
-		}
-	}
+	orEmpty(&t.Properties, &t.Extra)
 }
 
 // CreateVolumeConnector inserts c and fills c.ID (and UUID and CreatedAt
