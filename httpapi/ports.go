@@ -141,6 +141,9 @@ func (a *API) listPorts(detail bool) handlerFunc {
 		if err != nil {
 			return err
 		}
+		if err := llcViewGate(ver, list...); err != nil {
+			return err
+		}
 		portTable.writePage(w, r, a.view(r), "ports", "ports", list, func(p *storage.Port) string { return p.UUID }, fields, page)
 		return nil
 	}
@@ -153,6 +156,9 @@ func (a *API) getPort(w http.ResponseWriter, r *http.Request) error {
 	}
 	p, err := a.lookupPort(r)
 	if err != nil {
+		return err
+	}
+	if err := llcViewGate(versionOf(r), p); err != nil {
 		return err
 	}
 	return portTable.writeOK(w, a.view(r), p, fields)
@@ -179,6 +185,23 @@ func llcKeyGate(ver Version, llc any) error {
 	if m, ok := llc.(map[string]any); ok {
 		for k := range m {
 			if min, newer := llcKeyMinor[k]; newer && !ver.AtLeast(min) {
+				return errNotAcceptable()
+			}
+		}
+	}
+	return nil
+}
+
+// llcViewGate is Ironic's hide_fields_in_newer_versions for ports: below
+// 1.90 a port whose local_link_connection holds an OVN VTEP key cannot be
+// shown at all (406), in a list or alone.
+func llcViewGate(ver Version, ports ...*storage.Port) error {
+	if ver.AtLeast(90) {
+		return nil
+	}
+	for _, p := range ports {
+		for k, min := range llcKeyMinor {
+			if _, has := p.LocalLinkConnection[k]; has && min == 90 {
 				return errNotAcceptable()
 			}
 		}
