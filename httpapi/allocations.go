@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"reflect"
@@ -407,11 +408,7 @@ func (a *API) deleteAllocation(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := a.cond.DeleteAllocation(actorContext(r), al.UUID); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return removed(w, r, func(ctx context.Context) error { return a.cond.DeleteAllocation(ctx, al.UUID) })
 }
 
 // allocationOfNode finds the allocation a node holds.
@@ -459,9 +456,5 @@ func (a *API) deleteNodeAllocation(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	if err := a.cond.DeleteAllocation(actorContext(r), al.UUID); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return removed(w, r, func(ctx context.Context) error { return a.cond.DeleteAllocation(ctx, al.UUID) })
 }

@@ -80,7 +80,12 @@ func deleteItem(w http.ResponseWriter, r *http.Request, param string, check func
 			return err
 		}
 	}
-	if err := del(actorContext(r), ident); err != nil {
+	return removed(w, r, func(ctx context.Context) error { return del(ctx, ident) })
+}
+
+// removed answers a DELETE whose removal is del: 204 with no body.
+func removed(w http.ResponseWriter, r *http.Request, del func(context.Context) error) error {
+	if err := del(actorContext(r)); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

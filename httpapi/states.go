@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"net/http"
 	"slices"
 	"time"
@@ -309,9 +310,7 @@ func (a *API) putTraits(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *API) deleteTraits(w http.ResponseWriter, r *http.Request) error {
-	if err := a.cond.RemoveTrait(actorContext(r), r.PathValue("ident"), r.PathValue("trait")); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return removed(w, r, func(ctx context.Context) error {
+		return a.cond.RemoveTrait(ctx, r.PathValue("ident"), r.PathValue("trait"))
+	})
 }

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -487,9 +488,7 @@ func (a *API) postVIF(w http.ResponseWriter, r *http.Request) error {
 
 // deleteVIF is DELETE /v1/nodes/{ident}/vifs/{vif}.
 func (a *API) deleteVIF(w http.ResponseWriter, r *http.Request) error {
-	if err := a.cond.DetachVIF(actorContext(r), r.PathValue("ident"), r.PathValue("vif")); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return removed(w, r, func(ctx context.Context) error {
+		return a.cond.DetachVIF(ctx, r.PathValue("ident"), r.PathValue("vif"))
+	})
 }
