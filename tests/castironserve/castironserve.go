@@ -37,7 +37,9 @@ type Server struct {
 	exited   chan struct{}
 }
 
-var listenRE = regexp.MustCompile(`msg="castiron serving".* listen=(\S+)`)
+// listenRE finds the bound address in the first log line, text or JSON
+// (--log-format json).
+var listenRE = regexp.MustCompile(`msg="castiron serving".* listen=(\S+)|"msg":"castiron serving".*"listen":"([^"]+)"`)
 
 // Start runs `bin serve` on 127.0.0.1:0 with dataDir, logging (debug) to
 // logPath, reads the bound address from the log, waits until GET /v1
@@ -90,7 +92,7 @@ func Start(t testing.TB, bin, dataDir, logPath string, extra ...string) *Server 
 		}
 		if b, err := os.ReadFile(logPath); err == nil {
 			if m := listenRE.FindSubmatch(b); m != nil {
-				s.Endpoint = "http://" + string(m[1])
+				s.Endpoint = "http://" + string(m[1]) + string(m[2])
 				break
 			}
 		}
