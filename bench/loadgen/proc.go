@@ -205,16 +205,33 @@ func descendants(roots []int) []int {
 	return out
 }
 
-// procStats returns VmRSS (kB) and user+system CPU seconds of pid.
-func procStats(pid int) (rssKB int, cpu float64) {
+// procStat is what /proc says of one process: resident memory (kB), split
+// into anonymous memory (the process's own: heaps, stacks) and file-backed
+// pages (its executable and libraries, shared with the page cache), and
+// user+system CPU seconds.
+type procStat struct {
+	rss, anon, file int
+	cpu             float64
+}
+
+// procStats reads VmRSS, RssAnon, RssFile and the CPU seconds of pid.
+func procStats(pid int) procStat {
+	var st procStat
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err == nil {
 		for _, line := range strings.Split(string(b), "\n") {
-			if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-				f := strings.Fields(rest)
-				if len(f) > 0 {
-					rssKB, _ = strconv.Atoi(f[0])
-				}
+			key, rest, _ := strings.Cut(line, ":")
+			var dst *int
+			switch key {
+			case "VmRSS":
+				dst = &st.rss
+			case "RssAnon":
+				dst = &st.anon
+			case "RssFile":
+				dst = &st.file
+			}
+			if f := strings.Fields(rest); dst != nil && len(f) > 0 {
+				*dst, _ = strconv.Atoi(f[0])
 			}
 		}
 	}
@@ -226,12 +243,12 @@ func procStats(pid int) (rssKB int, cpu float64) {
 			// after "pid (comm)": state=f[0], ..., utime=f[11], stime=f[12]
 			if len(f) > 12 {
 				u, _ := strconv.ParseFloat(f[11], 64)
-				st, _ := strconv.ParseFloat(f[12], 64)
-				cpu = (u + st) / 100 // USER_HZ is 100 on Linux
+				sy, _ := strconv.ParseFloat(f[12], 64)
+				st.cpu = (u + sy) / 100 // USER_HZ is 100 on Linux
 			}
 		}
 	}
-	return rssKB, cpu
+	return st
 }
 
 func runRSS(ctx context.Context, c *common, args []string) error {
@@ -278,13 +295,18 @@ func runRSS(ctx context.Context, c *common, args []string) error {
 			return fmt.Errorf("none of the processes %v is running", roots)
 		}
 		var cpu float64
+		var anon, file int
 		for _, p := range pids {
-			r, cs := procStats(p)
-			total += r
-			cpu += cs
+			st := procStats(p)
+			total += st.rss
+			anon += st.anon
+			file += st.file
+			cpu += st.cpu
 		}
 		rec.Params["pids"] = pids
-		rec.Params["source"] = "/proc/PID/status VmRSS summed over the process tree"
+		rec.Params["source"] = "/proc/PID/status VmRSS (RssAnon, RssFile) summed over the process tree"
+		rec.Figures["rss_anon_mib"] = round3(float64(anon) / 1024)
+		rec.Figures["rss_file_mib"] = round3(float64(file) / 1024)
 		rec.Figures["cpu_s"] = round3(cpu)
 		rec.Figures["processes"] = float64(len(pids))
 	}

@@ -77,6 +77,8 @@ func tableRows(recs []record) []row {
 	rows := []row{
 		{title: "start-up: launch to first `GET /v1` 200 (s, median)", mode: "startup", figure: "median_s"},
 		{title: "RSS idle (MiB)", mode: "rss", label: "idle", figure: "rss_mib", goal: goalRSS},
+		{title: "RSS idle: of which anonymous (MiB)", mode: "rss", label: "idle", figure: "rss_anon_mib"},
+		{title: "RSS idle: of which file-backed, executable and libraries (MiB)", mode: "rss", label: "idle", figure: "rss_file_mib"},
 		{title: "lifecycle of {n} nodes: create + manage + provide, wall (s)", mode: "lifecycle", figure: "total_s"},
 		{title: "lifecycle of {n} nodes: of which manage -> manageable, provide -> available (s)", mode: "lifecycle", figure: "transitions_s"},
 	}
