@@ -161,6 +161,8 @@ func writeTable(w io.Writer, recs []record, order string) error {
 			switch {
 			case rec == nil:
 				cells[i] = "—"
+			case !ok && rec.OK:
+				cells[i] = "—" // a figure this record's loadgen did not take yet
 			case !ok:
 				cells[i] = "failed"
 				if rec.Note != "" || len(rec.Errors) > 0 {
