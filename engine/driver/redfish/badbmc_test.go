@@ -2,8 +2,14 @@ package redfish
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
+	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -85,15 +91,39 @@ func TestBadBMCSelfSignedCertificate(t *testing.T) {
 			t.Fatalf("CA %s: %v", path, err)
 		}
 	}
-	// A CA that is not the BMC's.
+	// A CA that is not the BMC's: a certificate of our own making.
 	other := filepath.Join(t.TempDir(), "other.pem")
-	other2 := redfishfake.Start(t, "idrac9", true)
-	_ = os.WriteFile(other, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: other2.Srv.Certificate().Raw}), 0o600)
-	if err := d.Verify(ctx, b.Node(map[string]any{"redfish_verify_ca": other})); err == nil {
-		// httptest servers share one certificate: then the other CA is
-		// the same and this case proves nothing; say so.
-		t.Logf("httptest TLS servers share their certificate; wrong-CA case skipped")
+	if err := os.WriteFile(other, otherCA(t), 0o600); err != nil {
+		t.Fatal(err)
 	}
+	err = d.Verify(ctx, b.Node(map[string]any{"redfish_verify_ca": other}))
+	if !errors.Is(err, ErrUntrusted) {
+		t.Fatalf("a CA that did not sign the BMC's certificate: %v, want untrusted", err)
+	}
+}
+
+// otherCA is a self-signed CA certificate (PEM) that signed nothing the
+// fake BMC serves.
+func otherCA(t *testing.T) []byte {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(2),
+		Subject:               pkix.Name{CommonName: "not the BMC's CA"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(time.Hour),
+		IsCA:                  true,
+		BasicConstraintsValid: true,
+		KeyUsage:              x509.KeyUsageCertSign,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }
 
 func TestBadBMCUnknownSystem(t *testing.T) {
