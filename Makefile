@@ -119,7 +119,7 @@ ramdisk-mkinitramfs:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(MKINITRAMFS) ./ramdisk/initramfs/mkinitramfs
 
 # arm64: castiron serves $(RAMDISK_DIR)/aarch64 to nodes that boot as arm64
-# (DHCP architecture 11/19, or cpu_arch aarch64); GRUB is their boot loader
+# (DHCP architecture 11, or cpu_arch aarch64); GRUB is their boot loader
 # (Debian has no arm64 iPXE).
 ARM64_DEBIAN ?= build/debian-arm64
 ramdisk-arm64: ramdisk-mkinitramfs

@@ -152,11 +152,11 @@ func (b *BootFiles) file(c client, mac []byte) (string, bool) {
 		if b.HTTPBootBase == "" {
 			return "", false
 		}
-		switch c.arch {
-		case archHTTPx64:
+		// arm64 HTTP boot gets nothing: its loader, Debian's network
+		// GRUB, has no http module and could not load grub.cfg or the
+		// kernel from where it came; the firmware falls back to PXE.
+		if c.arch == archHTTPx64 {
 			return b.HTTPBootBase + b.EFIx64File, true
-		case archHTTPArm64:
-			return b.HTTPBootBase + b.EFIArm64File, true
 		}
 		return "", false
 	case c.pxe:

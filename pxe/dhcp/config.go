@@ -81,7 +81,7 @@ type BootFiles struct {
 	EFIx64File   string // 7, 9; default snponly.efi (ipxe.efi brings its own drivers)
 	EFIArm64File string // 11; default grubnetaa64.efi
 	// HTTPBootBase is the URL prefix under which the iPXE EFI binaries are
-	// served over HTTP for UEFI HTTP boot clients (option 93 = 16/19), e.g.
+	// served over HTTP for x86-64 UEFI HTTP boot clients (option 93 = 16), e.g.
 	// "http://10.201.0.1:8080/boot/"; the file name above is appended.
 	// Empty: HTTP boot clients get no boot file.
 	HTTPBootBase string

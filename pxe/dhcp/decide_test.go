@@ -137,6 +137,11 @@ func TestReplyGolden(t *testing.T) {
 			p: func(net.HardwareAddr) []dhcpv4.Modifier {
 				return []dhcpv4.Modifier{gen(60, []byte("PXEClient:Arch:00011:UNDI:003000")), gen(93, []byte{0, 11}), gen(55, prlEDK2)}
 			}, w: expect{opt67: "grubnetaa64.efi", dest: bcast68}},
+		{name: "arm64 UEFI HTTP boot: an address, no boot file (GRUB has no http)", mac: "52:54:00:c9:00:0d",
+			p: func(net.HardwareAddr) []dhcpv4.Modifier {
+				return []dhcpv4.Modifier{gen(60, []byte("HTTPClient:Arch:00019:UNDI:003000")), gen(93, []byte{0, 19}),
+					gen(55, []byte{1, 3, 6, 15, 28, 43, 60, 67}), dhcpv4.WithBroadcast(true)}
+			}, w: expect{dest: bcast68, bcFlag: true}},
 		{name: "iPXE without PRL, long URL only in option 67", mac: "52:54:00:c9:00:0b", url: long,
 			p: func(net.HardwareAddr) []dhcpv4.Modifier { return []dhcpv4.Modifier{gen(77, []byte("iPXE"))} },
 			w: expect{opt67: long, ipxe: true, dest: bcast68}},
@@ -153,7 +158,7 @@ func TestReplyGolden(t *testing.T) {
 			rec := &events{}
 			gate := gateFor("52:54:00:c9:00:01", "52:54:00:c9:00:02", "52:54:00:c9:00:03", "52:54:00:c9:00:04",
 				"52:54:00:c9:00:05", "52:54:00:c9:00:06", "52:54:00:c9:00:07", "52:54:00:c9:00:08", "52:54:00:c9:00:09",
-				"52:54:00:c9:00:0a", "52:54:00:c9:00:0b", "52:54:00:c9:00:0c")
+				"52:54:00:c9:00:0a", "52:54:00:c9:00:0b", "52:54:00:c9:00:0c", "52:54:00:c9:00:0d")
 			st := openStore(t, "")
 			s := newTestServer(t, cfg, gate, st, rec, nil)
 			mac := mustMAC(tc.mac)
