@@ -197,3 +197,23 @@ func TestBackupRestoreUnderLoad(t *testing.T) {
 		t.Error("the old WAL is still next to the restored database")
 	}
 }
+
+// TestBackupRefusesPostgres: with --database (PostgreSQL) backup and restore
+// refuse, point to pg_dump/pg_restore, write nothing and do not echo the
+// DSN's password.
+func TestBackupRefusesPostgres(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "copy.db")
+	for _, cmd := range []string{"backup", "restore"} {
+		out, err := castironCmd(t, cmd, "--data-dir", dir, "--database", "postgres://castiron:pg-secret-1@127.0.0.1:1/castiron", file)
+		if err == nil {
+			t.Fatalf("castiron %s --database postgres://...: succeeded:\n%s", cmd, out)
+		}
+		if !strings.Contains(out, "pg_dump") || strings.Contains(out, "pg-secret-1") {
+			t.Errorf("castiron %s --database postgres://...: want a pointer to pg_dump and no password, got:\n%s", cmd, out)
+		}
+		if _, err := os.Stat(file); err == nil {
+			t.Errorf("castiron %s --database wrote %s", cmd, file)
+		}
+	}
+}

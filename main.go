@@ -21,10 +21,12 @@ import (
 	"castiron/httpapi/client/workflow"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
+// version is set at build time with -ldflags "-X main.version=..."; main
+// falls back to what the Go toolchain recorded (versionOf).
 var version = "dev"
 
 func main() {
+	version = versionOf(version, buildInfo())
 	args := os.Args[1:]
 	cmd := "serve"
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
