@@ -97,6 +97,8 @@ func k9TryStart(t *testing.T, bin, dataDir, logDir string, attempt int, extra ..
 	args := append([]string{"serve", "--listen", addr, "--data-dir", dataDir,
 		"--conductor-name", k9Conductor, "--log-level", "debug"}, extra...)
 	cmd := exec.Command(bin, args...)
+	// Ended with the test binary, even when its -timeout kills it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	// Keep the environment from configuring the server behind our back.
 	env := []string{}
 	for _, kv := range os.Environ() {

@@ -54,6 +54,9 @@ func Start(t testing.TB, bin, dataDir, logPath string, extra ...string) *Server 
 	cmd := exec.Command(bin, append([]string{"serve", "--listen", "127.0.0.1:0", "--data-dir", dataDir, "--log-level", "debug"}, extra...)...)
 	cmd.Env = Env()
 	cmd.Stdout, cmd.Stderr = logf, logf
+	// A test binary killed by its -timeout runs no cleanup: the kernel ends
+	// the server with it instead of leaving it serving.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		t.Fatalf("start castiron: %v", err)
