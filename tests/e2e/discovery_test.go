@@ -204,9 +204,18 @@ func checkDiscoveredNode(ctx context.Context, t *testing.T, c *Castiron, l *Lab,
 // its password is in no log line of castiron or the agent.
 func checkBMCUser(ctx context.Context, t *testing.T, c *Castiron, l *Lab, user string) {
 	t.Helper()
-	password, err := l.BMCUserPassword(user)
-	if err != nil || len(password) < 8 {
-		t.Fatalf("BMC user %s: password %d characters, err %v", user, len(password), err)
+	// ipmi_sim writes its users file on a later tick of its own, not when
+	// the agent sets the user: on a fast run the node is manageable (the
+	// BMC already knows the user) before the file is there.
+	var password string
+	_, err := waitFor(ctx, 30*time.Second, func() bool {
+		var err error
+		password, err = l.BMCUserPassword(user)
+		return err == nil && len(password) >= 8
+	})
+	if err != nil {
+		_, lastErr := l.BMCUserPassword(user)
+		t.Fatalf("BMC user %s in ipmi_sim's persisted users: password %d characters, %v (%v)", user, len(password), err, lastErr)
 	}
 	if out, err := l.IpmitoolAs(ctx, user, password, "chassis", "power", "status"); err != nil {
 		t.Errorf("ipmitool as %s: %v: %s", user, err, out)
