@@ -22,6 +22,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"castiron/tests/castironserve"
 )
 
 const (
@@ -44,17 +46,8 @@ type k9Server struct {
 // k9Build compiles the module's main package into dir.
 func k9Build(t *testing.T, dir string) string {
 	t.Helper()
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skipf("go tool not found: %v", err)
-	}
-	bin := filepath.Join(dir, "castiron")
 	start := time.Now()
-	cmd := exec.Command(goBin, "build", "-o", bin, ".")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := castironserve.Build(t, dir)
 	t.Logf("built %s in %s", bin, time.Since(start).Round(time.Millisecond))
 	return bin
 }
