@@ -122,41 +122,19 @@ func TestListAllocations(t *testing.T) {
 		}
 		all = append(all, mustCreateAllocation(t, s, a))
 	}
-	names := func(as []*Allocation) []string {
-		out := []string{}
-		for _, a := range as {
-			out = append(out, *a.Name)
-		}
-		return out
-	}
-	for _, tc := range []struct {
-		q    AllocationQuery
-		want []string
-	}{
-		{AllocationQuery{}, []string{"a0", "a1", "a2", "a3", "a4"}},
-		{AllocationQuery{ResourceClass: ptr("gold")}, []string{"a0", "a1", "a3"}},
-		{AllocationQuery{State: ptr("error")}, []string{"a1", "a4"}},
-		{AllocationQuery{Owner: ptr("p1")}, []string{"a1", "a2"}},
-		{AllocationQuery{NodeUUID: &n.UUID}, []string{"a2"}},
-		{AllocationQuery{ResourceClass: ptr("silver"), State: ptr("active")}, []string{"a2"}},
-		{AllocationQuery{Page: Page{Limit: 2}}, []string{"a0", "a1"}},
-		{AllocationQuery{Page: Page{Limit: 2, Marker: all[1].UUID}}, []string{"a2", "a3"}},
-		{AllocationQuery{Page: Page{SortKey: "name", SortDir: Desc}}, []string{"a4", "a3", "a2", "a1", "a0"}},
-		{AllocationQuery{Page: Page{SortKey: "state", Limit: 3}}, []string{"a2", "a3", "a0"}},
-	} {
-		got, err := s.ListAllocations(ctx, tc.q)
-		if err != nil {
-			t.Fatalf("%+v: %v", tc.q, err)
-		}
-		if !reflect.DeepEqual(names(got), tc.want) {
-			t.Errorf("%+v: got %v, want %v", tc.q, names(got), tc.want)
-		}
-	}
-	m := uuid.NewString()
-	_, err := s.ListAllocations(ctx, AllocationQuery{Page: Page{Marker: m}})
-	wantKind(t, err, fault.NotFound, "storage: no allocations row "+m)
-	_, err = s.ListAllocations(ctx, AllocationQuery{Page: Page{SortKey: "traits"}})
-	wantKind(t, err, fault.Invalid, "")
+	checkLists(t, s.ListAllocations, func(a *Allocation) string { return *a.Name }, []listCase[AllocationQuery]{
+		{"all", AllocationQuery{}, []string{"a0", "a1", "a2", "a3", "a4"}},
+		{"resource class", AllocationQuery{ResourceClass: ptr("gold")}, []string{"a0", "a1", "a3"}},
+		{"state", AllocationQuery{State: ptr("error")}, []string{"a1", "a4"}},
+		{"owner", AllocationQuery{Owner: ptr("p1")}, []string{"a1", "a2"}},
+		{"node", AllocationQuery{NodeUUID: &n.UUID}, []string{"a2"}},
+		{"resource class and state", AllocationQuery{ResourceClass: ptr("silver"), State: ptr("active")}, []string{"a2"}},
+		{"limit", AllocationQuery{Page: Page{Limit: 2}}, []string{"a0", "a1"}},
+		{"limit after marker", AllocationQuery{Page: Page{Limit: 2, Marker: all[1].UUID}}, []string{"a2", "a3"}},
+		{"by name desc", AllocationQuery{Page: Page{SortKey: "name", SortDir: Desc}}, []string{"a4", "a3", "a2", "a1", "a0"}},
+		{"by state, limit", AllocationQuery{Page: Page{SortKey: "state", Limit: 3}}, []string{"a2", "a3", "a0"}},
+	})
+	wantListRefusals(t, func(p Page) error { return mustErr(s.ListAllocations(ctx, AllocationQuery{Page: p})) }, "allocations", uuid.NewString(), "traits")
 }
 
 func TestUpdateAllocationAndNode(t *testing.T) {

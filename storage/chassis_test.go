@@ -87,40 +87,15 @@ func TestListChassis(t *testing.T) {
 	if err := s.CreateChassis(ctx, &Chassis{}); err != nil { // no description: NULL sorts first
 		t.Fatal(err)
 	}
-	descs := func(cs []*Chassis) []string {
-		out := []string{}
-		for _, c := range cs {
-			out = append(out, deref(c.Description))
-		}
-		return out
-	}
-	tests := []struct {
-		name string
-		page Page
-		want []string
-	}{
+	descs := func(c *Chassis) string { return deref(c.Description) }
+	checkLists(t, s.ListChassis, descs, []listCase[Page]{
 		{"creation order", Page{}, []string{"b", "d", "a", "c", ""}},
 		{"limit", Page{Limit: 2}, []string{"b", "d"}},
 		{"after marker", Page{Marker: all[1].UUID}, []string{"a", "c", ""}},
 		{"by description", Page{SortKey: "description"}, []string{"", "a", "b", "c", "d"}},
 		{"by description desc after marker", Page{SortKey: "description", SortDir: Desc, Marker: all[3].UUID, Limit: 2}, []string{"b", "a"}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := s.ListChassis(ctx, tc.page)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if g := descs(got); !reflect.DeepEqual(g, tc.want) {
-				t.Fatalf("got %v, want %v", g, tc.want)
-			}
-		})
-	}
-	missing := uuid.NewString()
-	_, err := s.ListChassis(ctx, Page{Marker: missing})
-	wantKind(t, err, fault.NotFound, "storage: no chassis row "+missing)
-	_, err = s.ListChassis(ctx, Page{SortKey: "extra"})
-	wantKind(t, err, fault.Invalid, "storage: invalid sort_key \"extra\"")
+	})
+	wantListRefusals(t, func(p Page) error { return mustErr(s.ListChassis(ctx, p)) }, "chassis", uuid.NewString(), "extra")
 }
 
 func TestUpdateChassis(t *testing.T) {

@@ -48,27 +48,12 @@ func TestDeployTemplates(t *testing.T) {
 	_, err = s.GetDeployTemplate(ctx, "CUSTOM_NONE")
 	wantKind(t, err, fault.NotFound, "storage: no deploy_templates row CUSTOM_NONE")
 
-	names := func(ts []*DeployTemplate) []string {
-		out := []string{}
-		for _, t := range ts {
-			out = append(out, t.Name)
-		}
-		return out
-	}
-	for _, tc := range []struct {
-		page Page
-		want []string
-	}{
-		{Page{}, []string{"CUSTOM_RAID1", "CUSTOM_B"}},
-		{Page{SortKey: "name"}, []string{"CUSTOM_B", "CUSTOM_RAID1"}},
-		{Page{SortKey: "name", SortDir: Desc, Limit: 1}, []string{"CUSTOM_RAID1"}},
-		{Page{Marker: full.UUID}, []string{"CUSTOM_B"}},
-	} {
-		got, err := s.ListDeployTemplates(ctx, tc.page)
-		if err != nil || !reflect.DeepEqual(names(got), tc.want) {
-			t.Fatalf("%+v: %v %v, want %v", tc.page, names(got), err, tc.want)
-		}
-	}
+	checkLists(t, s.ListDeployTemplates, func(t *DeployTemplate) string { return t.Name }, []listCase[Page]{
+		{"creation order", Page{}, []string{"CUSTOM_RAID1", "CUSTOM_B"}},
+		{"by name", Page{SortKey: "name"}, []string{"CUSTOM_B", "CUSTOM_RAID1"}},
+		{"by name desc, limit", Page{SortKey: "name", SortDir: Desc, Limit: 1}, []string{"CUSTOM_RAID1"}},
+		{"after marker", Page{Marker: full.UUID}, []string{"CUSTOM_B"}},
+	})
 	_, err = s.ListDeployTemplates(ctx, Page{SortKey: "steps"})
 	wantKind(t, err, fault.Invalid, "storage: invalid sort_key \"steps\"")
 

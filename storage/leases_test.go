@@ -106,7 +106,15 @@ func TestLeaseInvalid(t *testing.T) {
 // the group commit; every address ends with exactly one holder and every
 // acknowledged write is what is stored.
 func TestLeaseUniqueUnderConcurrency(t *testing.T) {
-	s := openTest(t)
+	raceLeases(t, []*DB{openTest(t)}, 1)
+}
+
+// raceLeases has 64 MACs race for 8 addresses of 10.201.<net>.0, each MAC
+// writing through the next of stores in turn. Each address must end with
+// one holder: the one MAC whose write was acknowledged (the others get a
+// Conflict), as every store reads it.
+func raceLeases(t *testing.T, stores []*DB, net int) {
+	t.Helper()
 	ctx := context.Background()
 	const macs, addrs = 64, 8
 	var mu sync.Mutex
@@ -116,9 +124,9 @@ func TestLeaseUniqueUnderConcurrency(t *testing.T) {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			mac := fmt.Sprintf("52:54:00:c9:01:%02x", i)
-			ip := fmt.Sprintf("10.201.1.%d", i%addrs)
-			err := s.PutLease(ctx, lease(mac, ip, time.Now().Add(time.Hour)))
+			mac := fmt.Sprintf("52:54:00:c9:%02x:%02x", net, i)
+			ip := fmt.Sprintf("10.201.%d.%d", net, i%addrs)
+			err := stores[i%len(stores)].PutLease(ctx, lease(mac, ip, time.Now().Add(time.Hour)))
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -133,7 +141,7 @@ func TestLeaseUniqueUnderConcurrency(t *testing.T) {
 		}(i)
 	}
 	wg.Wait()
-	ls, err := s.ListLeases(ctx)
+	ls, err := stores[0].ListLeases(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,22 +158,11 @@ func TestLeaseUniqueUnderConcurrency(t *testing.T) {
 // TestLeaseSurvivesRestart: a lease written is there after reopening the file.
 func TestLeaseSurvivesRestart(t *testing.T) {
 	path := testDatabase(t)
-	ctx := context.Background()
-	s, err := OpenDatabase(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openAt(t, path)
 	exp := time.Now().Add(time.Hour)
 	mustPutLease(t, s, lease("52:54:00:c9:00:01", "10.201.0.10", exp))
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s, err = OpenDatabase(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	got, err := s.GetLease(ctx, "52:54:00:c9:00:01")
+	s = reopen(t, s, path)
+	got, err := s.GetLease(context.Background(), "52:54:00:c9:00:01")
 	if err != nil || got.IP.String() != "10.201.0.10" || !got.Expires.Equal(normTime(exp)) {
 		t.Fatalf("after restart: %+v %v", got, err)
 	}
@@ -201,10 +198,7 @@ func BenchmarkPutLeaseParallel(b *testing.B) {
 func TestLeases6(t *testing.T) {
 	path := testDatabase(t)
 	ctx := context.Background()
-	s, err := OpenDatabase(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openAt(t, path)
 	v6 := s.Leases6()
 	now := time.Now()
 	a, b := "52:54:00:c9:06:01", "52:54:00:c9:06:02"
@@ -221,14 +215,7 @@ func TestLeases6(t *testing.T) {
 			t.Errorf("PutLease6(%v) = %v, want Invalid", bad.IP, err)
 		}
 	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s, err = OpenDatabase(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s = reopen(t, s, path)
 	l4, err4 := s.GetLease(ctx, a)
 	l6, err6 := s.Leases6().GetLease(ctx, a)
 	if err4 != nil || err6 != nil || l4.IP.String() != "10.201.6.10" || l6.IP.String() != "fd51::1000" {
@@ -246,52 +233,5 @@ func TestLeases6(t *testing.T) {
 // on one segment: SQLite file or PostgreSQL) race for few addresses; each
 // address ends with one holder, and what each store acknowledged is stored.
 func TestLeaseUniqueAcrossStores(t *testing.T) {
-	ctx := context.Background()
-	db := testDatabase(t)
-	var stores [2]*DB
-	for i := range stores {
-		s, err := OpenDatabase(ctx, db)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		stores[i] = s
-	}
-	const macs, addrs = 64, 8
-	var mu sync.Mutex
-	won := map[string]string{}
-	var wg sync.WaitGroup
-	for i := 0; i < macs; i++ {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			mac := fmt.Sprintf("52:54:00:c9:02:%02x", i)
-			ip := fmt.Sprintf("10.201.2.%d", i%addrs)
-			err := stores[i%2].PutLease(ctx, lease(mac, ip, time.Now().Add(time.Hour)))
-			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case err == nil:
-				if prev, dup := won[ip]; dup {
-					t.Errorf("%s acknowledged to %s and %s", ip, prev, mac)
-				}
-				won[ip] = mac
-			case !fault.Is(err, fault.Conflict):
-				t.Errorf("%s: %v", mac, err)
-			}
-		}(i)
-	}
-	wg.Wait()
-	ls, err := stores[0].ListLeases(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(ls) != addrs || len(won) != addrs {
-		t.Fatalf("%d stored, %d won; want %d", len(ls), len(won), addrs)
-	}
-	for _, l := range ls {
-		if won[l.IP.String()] != l.MAC {
-			t.Fatalf("stored %s -> %s, acknowledged to %s", l.IP, l.MAC, won[l.IP.String()])
-		}
-	}
+	raceLeases(t, openStores(t, 2), 2)
 }

@@ -32,10 +32,26 @@ func testDatabase(tb testing.TB) string {
 // openTest opens a store on a fresh database.
 func openTest(tb testing.TB) *DB {
 	tb.Helper()
-	s, err := OpenDatabase(context.Background(), testDatabase(tb))
+	return openAt(tb, testDatabase(tb))
+}
+
+// openAt opens a store on database; it is closed when the test ends.
+func openAt(tb testing.TB, database string) *DB {
+	tb.Helper()
+	s, err := OpenDatabase(context.Background(), database)
 	if err != nil {
 		tb.Fatalf("Open: %v", err)
 	}
 	tb.Cleanup(func() { s.Close() })
 	return s
+}
+
+// reopen closes s, which must succeed, and opens database again, as a
+// restart of castiron would.
+func reopen(tb testing.TB, s *DB, database string) *DB {
+	tb.Helper()
+	if err := s.Close(); err != nil {
+		tb.Fatal(err)
+	}
+	return openAt(tb, database)
 }

@@ -14,16 +14,11 @@ import (
 	"castiron/fault"
 )
 
-func names(nodes []*Node) []string {
-	out := make([]string, len(nodes))
-	for i, n := range nodes {
-		out[i] = deref(n.Name)
-	}
-	return out
-}
+func names(nodes []*Node) []string { return keys(nodes, nodeName) }
+
+func nodeName(n *Node) string { return deref(n.Name) }
 
 func TestListNodesFilters(t *testing.T) {
-	ctx := context.Background()
 	s := openTest(t)
 	mk := func(name string, f func(n *Node)) *Node {
 		n := newNode(name)
@@ -58,11 +53,7 @@ func TestListNodesFilters(t *testing.T) {
 	})
 	mk("child", func(n *Node) { n.ParentNode = ptr(a.UUID) })
 
-	tests := []struct {
-		name string
-		q    NodeQuery
-		want []string
-	}{
+	checkLists(t, s.ListNodes, nodeName, []listCase[NodeQuery]{
 		{"all top level", NodeQuery{}, []string{"a", "b", "c"}},
 		{"include children", NodeQuery{IncludeChildren: true}, []string{"a", "b", "c", "child"}},
 		{"parent node", NodeQuery{ParentNode: ptr(a.UUID)}, []string{"child"}},
@@ -95,18 +86,7 @@ func TestListNodesFilters(t *testing.T) {
 		{"not reserved", NodeQuery{Reserved: ptr(false)}, []string{"a", "b"}},
 		{"combined", NodeQuery{Maintenance: ptr(false), Sharded: ptr(true)}, []string{"a"}},
 		{"limit", NodeQuery{Page: Page{Limit: 2}}, []string{"a", "b"}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := s.ListNodes(ctx, tc.q)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if g := names(got); !reflect.DeepEqual(g, tc.want) {
-				t.Fatalf("got %v, want %v", g, tc.want)
-			}
-		})
-	}
+	})
 }
 
 func TestListNodesPagination(t *testing.T) {
@@ -250,11 +230,7 @@ func TestListNodesPagination(t *testing.T) {
 
 func TestListNodesProjectionReadsUUID(t *testing.T) {
 	ctx := context.Background()
-	st, err := OpenDatabase(ctx, testDatabase(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openTest(t)
 	n := &Node{UUID: "8a1b4b38-3a0c-4c5a-9a57-111111111111", Driver: "fake-hardware", ProvisionState: "manageable", CreatedAt: time.Now()}
 	if err := st.CreateNode(ctx, n); err != nil {
 		t.Fatal(err)

@@ -97,41 +97,15 @@ func TestListPortgroups(t *testing.T) {
 		}
 		pgs = append(pgs, pg)
 	}
-	names := func(l []*Portgroup) []string {
-		out := []string{}
-		for _, pg := range l {
-			out = append(out, deref(pg.Name))
-		}
-		return out
-	}
-	tests := []struct {
-		name string
-		q    PortgroupQuery
-		want []string
-	}{
+	checkLists(t, s.ListPortgroups, func(pg *Portgroup) string { return deref(pg.Name) }, []listCase[PortgroupQuery]{
 		{"all", PortgroupQuery{}, []string{"pg0", "pg1", "pg2", "pg3"}},
 		{"node", PortgroupQuery{NodeUUID: ptr(a.UUID)}, []string{"pg0", "pg2", "pg3"}},
 		{"unknown address", PortgroupQuery{Address: ptr("52:54:00:00:00:0A")}, []string{}},
 		{"address", PortgroupQuery{Address: ptr("52:54:00:00:00:01")}, []string{"pg1"}},
 		{"node, after marker, limit", PortgroupQuery{NodeUUID: ptr(a.UUID), Page: Page{Marker: pgs[0].UUID, Limit: 1}}, []string{"pg2"}},
 		{"by name desc", PortgroupQuery{Page: Page{SortKey: "name", SortDir: Desc}}, []string{"pg3", "pg2", "pg1", "pg0"}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := s.ListPortgroups(ctx, tc.q)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if g := names(got); !reflect.DeepEqual(g, tc.want) {
-				t.Fatalf("got %v, want %v", g, tc.want)
-			}
-		})
-	}
-	missing := uuid.NewString()
-	_, err := s.ListPortgroups(ctx, PortgroupQuery{Page: Page{Marker: missing}})
-	wantKind(t, err, fault.NotFound, "storage: no portgroups row "+missing)
-	_, err = s.ListPortgroups(ctx, PortgroupQuery{Page: Page{SortKey: "properties"}})
-	wantKind(t, err, fault.Invalid, "storage: invalid sort_key \"properties\"")
+	})
+	wantListRefusals(t, func(p Page) error { return mustErr(s.ListPortgroups(ctx, PortgroupQuery{Page: p})) }, "portgroups", uuid.NewString(), "properties")
 }
 
 func TestUpdatePortgroup(t *testing.T) {

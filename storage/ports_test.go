@@ -57,36 +57,14 @@ func TestPorts(t *testing.T) {
 		}
 	}
 
-	addrs := func(ps []*Port) []string {
-		out := []string{}
-		for _, p := range ps {
-			out = append(out, p.Address)
-		}
-		return out
-	}
-	tests := []struct {
-		name string
-		q    PortQuery
-		want []string
-	}{
+	checkLists(t, s.ListPorts, func(p *Port) string { return p.Address }, []listCase[PortQuery]{
 		{"all", PortQuery{}, []string{"52:54:00:ab:cd:ef", "52:54:00:00:00:01", "52:54:00:00:00:02", "52:54:00:00:00:03", "52:54:00:00:00:04", "52:54:00:00:00:05"}},
 		{"node", PortQuery{NodeUUID: ptr(b.UUID)}, []string{"52:54:00:00:00:01"}},
 		{"address any case", PortQuery{Address: ptr("52:54:00:AB:CD:EF")}, []string{"52:54:00:ab:cd:ef"}},
 		{"portgroup", PortQuery{PortgroupUUID: ptr(pg)}, []string{"52:54:00:ab:cd:ef"}},
 		{"sorted by address desc, limit", PortQuery{Page: Page{SortKey: "address", SortDir: Desc, Limit: 2}}, []string{"52:54:00:ab:cd:ef", "52:54:00:00:00:05"}},
 		{"node, after marker", PortQuery{NodeUUID: ptr(a.UUID), Page: Page{Marker: full.UUID, Limit: 2}}, []string{"52:54:00:00:00:02", "52:54:00:00:00:03"}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := s.ListPorts(ctx, tc.q)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if g := addrs(got); !reflect.DeepEqual(g, tc.want) {
-				t.Fatalf("got %v, want %v", g, tc.want)
-			}
-		})
-	}
+	})
 	_, err = s.ListPorts(ctx, PortQuery{Page: Page{SortKey: "extra"}})
 	wantKind(t, err, fault.Invalid, "storage: invalid sort_key \"extra\"")
 

@@ -381,8 +381,7 @@ func TestUpdateNodeConcurrent(t *testing.T) {
 		mustCreateNode(t, s, newNode(fmt.Sprintf("cold-%d", i)))
 	}
 	const workers, rounds = 20, 25
-	var wg sync.WaitGroup
-	errs := make(chan error, workers*rounds+1)
+	readErrs := make(chan error, 4)
 	stop := make(chan struct{})
 	var readers sync.WaitGroup
 	for r := 0; r < 4; r++ {
@@ -396,37 +395,25 @@ func TestUpdateNodeConcurrent(t *testing.T) {
 				default:
 				}
 				if _, err := s.ListNodes(ctx, NodeQuery{Page: Page{Limit: 20}}); err != nil {
-					errs <- err
+					readErrs <- err
 					return
 				}
 				if _, err := s.GetNode(ctx, n.UUID); err != nil {
-					errs <- err
+					readErrs <- err
 					return
 				}
 			}
 		}()
 	}
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; i < rounds; i++ {
-				_, err := s.UpdateNode(ctx, n.UUID, func(n *Node) (*Event, error) {
-					c, _ := n.DriverInternalInfo["counter"].(float64)
-					n.DriverInternalInfo["counter"] = c + 1
-					return &Event{Event: "tick"}, nil
-				})
-				if err != nil {
-					errs <- err
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	tick := func() *Event { return &Event{Event: "tick"} }
+	errs := bumpCounter(ctx, []*DB{s}, n.UUID, workers, rounds, func(n *Node) JSONObject { return n.DriverInternalInfo }, tick)
 	close(stop)
 	readers.Wait()
-	close(errs)
-	for err := range errs {
+	close(readErrs)
+	for err := range readErrs {
+		errs = append(errs, err)
+	}
+	for _, err := range errs {
 		t.Errorf("concurrent access: %v", err)
 	}
 	got, err := s.GetNode(ctx, n.UUID)
@@ -446,30 +433,40 @@ func TestUpdateNodeConcurrent(t *testing.T) {
 // BEGIN IMMEDIATE and busy_timeout must serialise them without SQLITE_BUSY.
 func TestUpdateNodeTwoStores(t *testing.T) {
 	ctx := context.Background()
-	path := testDatabase(t)
-	var stores [2]*SQLite
-	for i := range stores {
-		s, err := OpenDatabase(ctx, path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		stores[i] = s
-	}
+	stores := openStores(t, 2)
 	n := mustCreateNode(t, stores[0], newNode("shared"))
 	const perStore, rounds = 10, 10
+	noEvent := func() *Event { return nil }
+	for _, err := range bumpCounter(ctx, stores, n.UUID, perStore, rounds, func(n *Node) JSONObject { return n.Extra }, noEvent) {
+		t.Errorf("UpdateNode: %v", err)
+	}
+	got, err := stores[1].GetNode(ctx, n.UUID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := got.Extra["counter"]; c != float64(2*perStore*rounds) {
+		t.Fatalf("counter = %v, want %d", c, 2*perStore*rounds)
+	}
+}
+
+// bumpCounter has workers goroutines per store each add 1 to the "counter"
+// key of field's object of the node, rounds times, in one UpdateNode each
+// that records event's result in the node's history; it returns every error.
+func bumpCounter(ctx context.Context, stores []*DB, nodeUUID string, workers, rounds int,
+	field func(*Node) JSONObject, event func() *Event) []error {
 	var wg sync.WaitGroup
-	errs := make(chan error, 2*perStore*rounds)
+	errs := make(chan error, len(stores)*workers*rounds)
 	for _, s := range stores {
-		for w := 0; w < perStore; w++ {
+		for w := 0; w < workers; w++ {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				for i := 0; i < rounds; i++ {
-					_, err := s.UpdateNode(ctx, n.UUID, func(n *Node) (*Event, error) {
-						c, _ := n.Extra["counter"].(float64)
-						n.Extra["counter"] = c + 1
-						return nil, nil
+					_, err := s.UpdateNode(ctx, nodeUUID, func(n *Node) (*Event, error) {
+						m := field(n)
+						c, _ := m["counter"].(float64)
+						m["counter"] = c + 1
+						return event(), nil
 					})
 					if err != nil {
 						errs <- err
@@ -480,14 +477,9 @@ func TestUpdateNodeTwoStores(t *testing.T) {
 	}
 	wg.Wait()
 	close(errs)
+	var out []error
 	for err := range errs {
-		t.Errorf("UpdateNode: %v", err)
+		out = append(out, err)
 	}
-	got, err := stores[1].GetNode(ctx, n.UUID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c := got.Extra["counter"]; c != float64(2*perStore*rounds) {
-		t.Fatalf("counter = %v, want %d", c, 2*perStore*rounds)
-	}
+	return out
 }

@@ -57,35 +57,14 @@ func TestConductors(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	hosts := func(cs []*Conductor) []string {
-		out := []string{}
-		for _, c := range cs {
-			out = append(out, c.Hostname)
-		}
-		return out
-	}
-	tests := []struct {
-		name string
-		page Page
-		want []string
-	}{
+	hosts := func(c *Conductor) string { return c.Hostname }
+	checkLists(t, s.ListConductors, hosts, []listCase[Page]{
 		{"default", Page{}, []string{"c1", "c2", "c3"}},
 		{"id means default", Page{SortKey: "id"}, []string{"c1", "c2", "c3"}},
 		{"desc", Page{SortDir: Desc}, []string{"c3", "c2", "c1"}},
 		{"marker", Page{Marker: "c1", Limit: 1}, []string{"c2"}},
 		{"by created_at", Page{SortKey: "created_at", Limit: 1}, []string{"c2"}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := s.ListConductors(ctx, tc.page)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if g := hosts(got); !reflect.DeepEqual(g, tc.want) {
-				t.Fatalf("got %v, want %v", g, tc.want)
-			}
-		})
-	}
+	})
 }
 
 func TestEvents(t *testing.T) {
@@ -115,33 +94,12 @@ func TestEvents(t *testing.T) {
 	_, err = s.GetEvent(ctx, other.UUID, evs[2].UUID)
 	wantKind(t, err, fault.NotFound, "storage: no node_history row "+evs[2].UUID)
 
-	msgs := func(es []*Event) []string {
-		out := []string{}
-		for _, e := range es {
-			out = append(out, e.Event)
-		}
-		return out
-	}
-	tests := []struct {
-		name string
-		page Page
-		want []string
-	}{
+	events := func(ctx context.Context, p Page) ([]*Event, error) { return s.ListEvents(ctx, n.UUID, p) }
+	checkLists(t, events, func(e *Event) string { return e.Event }, []listCase[Page]{
 		{"oldest first", Page{}, []string{"e0", "e2", "e4", "e1", "e3"}},
 		{"newest first", Page{SortDir: Desc}, []string{"e3", "e1", "e4", "e2", "e0"}},
 		{"after marker", Page{Marker: evs[2].UUID, Limit: 2}, []string{"e4", "e1"}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := s.ListEvents(ctx, n.UUID, tc.page)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if g := msgs(got); !reflect.DeepEqual(g, tc.want) {
-				t.Fatalf("got %v, want %v", g, tc.want)
-			}
-		})
-	}
+	})
 	// A marker from another node's history is not found in this one.
 	oth, _ := s.ListEvents(ctx, other.UUID, Page{})
 	_, err = s.ListEvents(ctx, n.UUID, Page{Marker: oth[0].UUID})
@@ -223,22 +181,13 @@ func TestReleaseAllReservations(t *testing.T) {
 func TestReopen(t *testing.T) {
 	ctx := context.Background()
 	path := testDatabase(t)
-	s, err := OpenDatabase(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openAt(t, path)
 	n := fullNode()
 	if err := s.CreateNode(ctx, n); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
 	for i := 0; i < 2; i++ {
-		s, err = OpenDatabase(ctx, path)
-		if err != nil {
-			t.Fatalf("reopen %d: %v", i, err)
-		}
+		s = reopen(t, s, path)
 		got, err := s.GetNode(ctx, n.UUID)
 		if err != nil || !reflect.DeepEqual(got, n) {
 			t.Fatalf("after reopen: %+v (%v)", got, err)
@@ -257,9 +206,9 @@ func TestReopen(t *testing.T) {
 		} else if err := s.r.db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
 			t.Fatalf("journal_mode = %q, %v", mode, err)
 		}
-		if err := s.Close(); err != nil {
-			t.Fatal(err)
-		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -56,38 +56,13 @@ func TestVolumeConnectors(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	ids := func(cs []*VolumeConnector) []string {
-		out := []string{}
-		for _, c := range cs {
-			out = append(out, c.Type+"/"+c.ConnectorID)
-		}
-		return out
-	}
-	tests := []struct {
-		name string
-		q    VolumeQuery
-		want []string
-	}{
+	checkLists(t, s.ListVolumeConnectors, func(c *VolumeConnector) string { return c.Type + "/" + c.ConnectorID }, []listCase[VolumeQuery]{
 		{"all in creation order", VolumeQuery{}, []string{"iqn/" + full.ConnectorID, "wwpn/50:01", "ip/" + full.ConnectorID}},
 		{"node", VolumeQuery{NodeUUID: ptr(a.UUID)}, []string{"iqn/" + full.ConnectorID, "ip/" + full.ConnectorID}},
 		{"sorted by type desc, limit", VolumeQuery{Page: Page{SortKey: "type", SortDir: Desc, Limit: 2}}, []string{"wwpn/50:01", "iqn/" + full.ConnectorID}},
 		{"after marker", VolumeQuery{Page: Page{Marker: full.UUID}}, []string{"wwpn/50:01", "ip/" + full.ConnectorID}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := s.ListVolumeConnectors(ctx, tc.q)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if g := ids(got); !reflect.DeepEqual(g, tc.want) {
-				t.Fatalf("got %v, want %v", g, tc.want)
-			}
-		})
-	}
-	_, err = s.ListVolumeConnectors(ctx, VolumeQuery{Page: Page{SortKey: "extra"}})
-	wantKind(t, err, fault.Invalid, "storage: invalid sort_key \"extra\"")
-	_, err = s.ListVolumeConnectors(ctx, VolumeQuery{Page: Page{Marker: missing}})
-	wantKind(t, err, fault.NotFound, "storage: no volume_connectors row "+missing)
+	})
+	wantListRefusals(t, func(p Page) error { return mustErr(s.ListVolumeConnectors(ctx, VolumeQuery{Page: p})) }, "volume_connectors", missing, "extra")
 
 	t.Run("update", func(t *testing.T) {
 		out, err := s.UpdateVolumeConnector(ctx, full.UUID, func(c *VolumeConnector) error {
