@@ -20,14 +20,6 @@ func newAllocation(name string) *Allocation {
 	return a
 }
 
-func mustCreateAllocation(tb testing.TB, s *SQLite, a *Allocation) *Allocation {
-	tb.Helper()
-	if err := s.CreateAllocation(context.Background(), a); err != nil {
-		tb.Fatalf("CreateAllocation(%s): %v", deref(a.Name), err)
-	}
-	return a
-}
-
 // bind makes a hold n as the engine does.
 func bind(t *testing.T, s *SQLite, a *Allocation, n *Node) {
 	t.Helper()
@@ -42,9 +34,9 @@ func bind(t *testing.T, s *SQLite, a *Allocation, n *Node) {
 }
 
 func TestAllocationRoundTrip(t *testing.T) {
-	s := openTest(t)
+	s, nodes := openWithNodes(t, "n1")
 	ctx := context.Background()
-	n := mustCreateNode(t, s, newNode("n1"))
+	n := nodes[0]
 	zone := time.FixedZone("X", 3600)
 	in := &Allocation{
 		UUID: uuid.NewString(), Name: ptr("alloc-1"), NodeUUID: &n.UUID, State: "active",
@@ -55,7 +47,7 @@ func TestAllocationRoundTrip(t *testing.T) {
 		UpdatedAt: ptr(time.Date(2024, 3, 1, 11, 0, 0, 987654321, zone)),
 	}
 	allFieldsSet(t, in)
-	mustCreateAllocation(t, s, in)
+	mustCreate(t, s.CreateAllocation, in)
 	for _, ident := range []string{in.UUID, "alloc-1"} {
 		got, err := s.GetAllocation(ctx, ident)
 		if err != nil {
@@ -73,7 +65,7 @@ func TestAllocationRoundTrip(t *testing.T) {
 	wantKind(t, mustErr(s.GetAllocation(ctx, u)), fault.NotFound, "storage: no allocations row "+u)
 
 	// Defaults: a UUID, non-nil lists and map.
-	a := mustCreateAllocation(t, s, &Allocation{State: "allocating"})
+	a := mustCreate(t, s.CreateAllocation, &Allocation{State: "allocating"})
 	got, err := s.GetAllocation(ctx, a.UUID)
 	if err != nil {
 		t.Fatal(err)
@@ -88,7 +80,7 @@ func mustErr[T any](_ T, err error) error { return err }
 func TestAllocationDuplicatesAndUnknownNode(t *testing.T) {
 	s := openTest(t)
 	ctx := context.Background()
-	a := mustCreateAllocation(t, s, newAllocation("dup"))
+	a := mustCreate(t, s.CreateAllocation, newAllocation("dup"))
 	wantKind(t, s.CreateAllocation(ctx, newAllocation("dup")), fault.Conflict, "storage: allocations (name)=(dup) already exists")
 	b := newAllocation("")
 	b.UUID = a.UUID
@@ -98,15 +90,15 @@ func TestAllocationDuplicatesAndUnknownNode(t *testing.T) {
 	wantKind(t, s.CreateAllocation(ctx, c), fault.NotFound, "storage: no nodes row "+*c.NodeUUID)
 	wantKind(t, s.CreateAllocation(ctx, &Allocation{UUID: "not-a-uuid", State: "allocating"}), fault.Invalid, "")
 
-	other := mustCreateAllocation(t, s, newAllocation("other"))
+	other := mustCreate(t, s.CreateAllocation, newAllocation("other"))
 	_, err := s.UpdateAllocation(ctx, other.UUID, func(a *Allocation) error { a.Name = ptr("dup"); return nil })
 	wantKind(t, err, fault.Conflict, "storage: allocations (name)=(dup) already exists")
 }
 
 func TestListAllocations(t *testing.T) {
-	s := openTest(t)
+	s, nodes := openWithNodes(t, "n1")
 	ctx := context.Background()
-	n := mustCreateNode(t, s, newNode("n1"))
+	n := nodes[0]
 	var all []*Allocation
 	for i, spec := range []struct{ rc, state, owner string }{
 		{"gold", "allocating", ""}, {"gold", "error", "p1"}, {"silver", "active", "p1"},
@@ -120,7 +112,7 @@ func TestListAllocations(t *testing.T) {
 		if i == 2 {
 			a.NodeUUID = &n.UUID
 		}
-		all = append(all, mustCreateAllocation(t, s, a))
+		all = append(all, mustCreate(t, s.CreateAllocation, a))
 	}
 	checkLists(t, s.ListAllocations, func(a *Allocation) string { return *a.Name }, []listCase[AllocationQuery]{
 		{"all", AllocationQuery{}, []string{"a0", "a1", "a2", "a3", "a4"}},
@@ -138,11 +130,10 @@ func TestListAllocations(t *testing.T) {
 }
 
 func TestUpdateAllocationAndNode(t *testing.T) {
-	s := openTest(t)
+	s, nodes := openWithNodes(t, "n1", "n2")
 	ctx := context.Background()
-	n1 := mustCreateNode(t, s, newNode("n1"))
-	n2 := mustCreateNode(t, s, newNode("n2"))
-	a := mustCreateAllocation(t, s, newAllocation("a"))
+	n1, n2 := nodes[0], nodes[1]
+	a := mustCreate(t, s.CreateAllocation, newAllocation("a"))
 	bind(t, s, a, n1)
 
 	got, err := s.GetNode(ctx, n1.UUID)
@@ -188,10 +179,10 @@ func TestUpdateAllocationAndNode(t *testing.T) {
 }
 
 func TestDeleteAllocation(t *testing.T) {
-	s := openTest(t)
+	s, nodes := openWithNodes(t, "n1")
 	ctx := context.Background()
-	n := mustCreateNode(t, s, newNode("n1"))
-	a := mustCreateAllocation(t, s, newAllocation("a"))
+	n := nodes[0]
+	a := mustCreate(t, s.CreateAllocation, newAllocation("a"))
 	bind(t, s, a, n)
 
 	// A refusing check leaves both alone.
@@ -219,7 +210,7 @@ func TestDeleteAllocation(t *testing.T) {
 	wantKind(t, s.DeleteAllocation(ctx, a.UUID, nil), fault.NotFound, "storage: no allocations row "+a.UUID)
 
 	// Without a node, check gets nil.
-	b := mustCreateAllocation(t, s, newAllocation("b"))
+	b := mustCreate(t, s.CreateAllocation, newAllocation("b"))
 	seen = n
 	if err := s.DeleteAllocation(ctx, b.UUID, func(_ *Allocation, n *Node) error { seen = n; return nil }); err != nil {
 		t.Fatal(err)
@@ -235,7 +226,7 @@ func TestAllocationFollowsNode(t *testing.T) {
 
 	// Deleting the node deletes its allocation.
 	n1 := mustCreateNode(t, s, newNode("n1"))
-	a1 := mustCreateAllocation(t, s, newAllocation("a1"))
+	a1 := mustCreate(t, s.CreateAllocation, newAllocation("a1"))
 	bind(t, s, a1, n1)
 	if err := s.DeleteNode(ctx, n1.UUID); err != nil {
 		t.Fatal(err)
@@ -245,7 +236,7 @@ func TestAllocationFollowsNode(t *testing.T) {
 	// Clearing the node's instance_uuid (undeploy) deletes it too, and
 	// frees allocation_uuid; other node updates leave it alone.
 	n2 := mustCreateNode(t, s, newNode("n2"))
-	a2 := mustCreateAllocation(t, s, newAllocation("a2"))
+	a2 := mustCreate(t, s.CreateAllocation, newAllocation("a2"))
 	bind(t, s, a2, n2)
 	if _, err := s.UpdateNode(ctx, n2.UUID, func(n *Node) (*Event, error) { n.Maintenance = true; return nil, nil }); err != nil {
 		t.Fatal(err)
@@ -262,7 +253,7 @@ func TestAllocationFollowsNode(t *testing.T) {
 	}
 
 	// Unbound allocations are untouched by node changes.
-	a3 := mustCreateAllocation(t, s, newAllocation("a3"))
+	a3 := mustCreate(t, s.CreateAllocation, newAllocation("a3"))
 	if err := s.DeleteNode(ctx, n2.UUID); err != nil {
 		t.Fatal(err)
 	}

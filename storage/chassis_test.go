@@ -22,26 +22,19 @@ func TestChassisRoundTrip(t *testing.T) {
 		CreatedAt: time.Date(2024, 3, 1, 10, 0, 0, 123456789, zone), UpdatedAt: ptr(time.Now()),
 	}
 	allFieldsSet(t, full)
-	if err := s.CreateChassis(ctx, full); err != nil {
-		t.Fatal(err)
-	}
+	mustCreate(t, s.CreateChassis, full)
 	if full.ID == 0 || full.CreatedAt.Location() != time.UTC || full.CreatedAt.Nanosecond()%1000 != 0 {
 		t.Fatalf("not normalized: %+v", full)
 	}
-	got, err := s.GetChassis(ctx, full.UUID)
-	if err != nil || !reflect.DeepEqual(got, full) {
-		t.Fatalf("round trip:\n got %+v (%v)\nwant %+v", got, err, full)
-	}
+	wantStored(t, s.GetChassis, full, full.UUID)
 	minimal := &Chassis{}
-	if err := s.CreateChassis(ctx, minimal); err != nil {
-		t.Fatal(err)
-	}
+	mustCreate(t, s.CreateChassis, minimal)
 	if _, err := uuid.Parse(minimal.UUID); err != nil || minimal.CreatedAt.IsZero() || minimal.Extra == nil {
 		t.Fatalf("defaults not filled: %+v", minimal)
 	}
-	got, err = s.GetChassis(ctx, minimal.UUID)
-	if err != nil || !reflect.DeepEqual(got, minimal) || got.Description != nil {
-		t.Fatalf("minimal round trip:\n got %+v (%v)\nwant %+v", got, err, minimal)
+	wantStored(t, s.GetChassis, minimal, minimal.UUID)
+	if minimal.Description != nil {
+		t.Fatalf("minimal has a description: %+v", minimal)
 	}
 	// Any spelling of the UUID finds it.
 	upper := &Chassis{UUID: "F0E1D2C3-B4A5-4697-8899-AABBCCDDEEFF"}
@@ -57,17 +50,10 @@ func TestChassisErrors(t *testing.T) {
 	ctx := context.Background()
 	s := openTest(t)
 	c := &Chassis{}
-	if err := s.CreateChassis(ctx, c); err != nil {
-		t.Fatal(err)
-	}
-	err := s.CreateChassis(ctx, &Chassis{UUID: c.UUID})
-	wantKind(t, err, fault.Conflict, "storage: chassis (uuid)=("+c.UUID+") already exists")
-	err = s.CreateChassis(ctx, &Chassis{UUID: "not-a-uuid"})
-	wantKind(t, err, fault.Invalid, "storage: invalid uuid \"not-a-uuid\"")
+	mustCreate(t, s.CreateChassis, c)
+	wantUUIDRefusals(t, "chassis", s.CreateChassis, s.GetChassis, &Chassis{UUID: c.UUID}, &Chassis{UUID: "not-a-uuid"})
 	missing := uuid.NewString()
-	_, err = s.GetChassis(ctx, missing)
-	wantKind(t, err, fault.NotFound, "storage: no chassis row "+missing)
-	_, err = s.UpdateChassis(ctx, missing, func(*Chassis) error { return nil })
+	_, err := s.UpdateChassis(ctx, missing, func(*Chassis) error { return nil })
 	wantKind(t, err, fault.NotFound, "storage: no chassis row "+missing)
 	err = s.DeleteChassis(ctx, missing)
 	wantKind(t, err, fault.NotFound, "storage: no chassis row "+missing)
@@ -78,15 +64,9 @@ func TestListChassis(t *testing.T) {
 	s := openTest(t)
 	var all []*Chassis
 	for _, d := range []string{"b", "d", "a", "c"} {
-		c := &Chassis{Description: ptr(d)}
-		if err := s.CreateChassis(ctx, c); err != nil {
-			t.Fatal(err)
-		}
-		all = append(all, c)
+		all = append(all, mustCreate(t, s.CreateChassis, &Chassis{Description: ptr(d)}))
 	}
-	if err := s.CreateChassis(ctx, &Chassis{}); err != nil { // no description: NULL sorts first
-		t.Fatal(err)
-	}
+	mustCreate(t, s.CreateChassis, &Chassis{}) // no description: NULL sorts first
 	descs := func(c *Chassis) string { return deref(c.Description) }
 	checkLists(t, s.ListChassis, descs, []listCase[Page]{
 		{"creation order", Page{}, []string{"b", "d", "a", "c", ""}},
@@ -102,9 +82,7 @@ func TestUpdateChassis(t *testing.T) {
 	ctx := context.Background()
 	s := openTest(t)
 	c := &Chassis{Description: ptr("old"), Extra: JSONObject{"a": "b"}}
-	if err := s.CreateChassis(ctx, c); err != nil {
-		t.Fatal(err)
-	}
+	mustCreate(t, s.CreateChassis, c)
 	out, err := s.UpdateChassis(ctx, c.UUID, func(c *Chassis) error {
 		c.Description = nil
 		c.Extra = JSONObject{"x": float64(1)}
@@ -133,9 +111,7 @@ func TestDeleteChassisRefusedWhileNodesNameIt(t *testing.T) {
 	ctx := context.Background()
 	s := openTest(t)
 	c := &Chassis{}
-	if err := s.CreateChassis(ctx, c); err != nil {
-		t.Fatal(err)
-	}
+	mustCreate(t, s.CreateChassis, c)
 	n := newNode("in-chassis")
 	n.ChassisUUID = ptr(c.UUID)
 	mustCreateNode(t, s, n)

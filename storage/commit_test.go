@@ -64,7 +64,5 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 	if err := s.CreateNode(cctx, &Node{Driver: "fake-hardware", ProvisionState: "enroll"}); err == nil {
 		t.Fatal("create with a cancelled context succeeded")
 	}
-	if err := s.CreateNode(ctx, &Node{Driver: "fake-hardware", ProvisionState: "enroll"}); err != nil {
-		t.Fatal(err)
-	}
+	mustCreate(t, s.CreateNode, &Node{Driver: "fake-hardware", ProvisionState: "enroll"})
 }

@@ -24,21 +24,13 @@ func TestDeployTemplates(t *testing.T) {
 		Extra: JSONObject{"k": "v"}, CreatedAt: time.Now(), UpdatedAt: ptr(time.Now()),
 	}
 	allFieldsSet(t, full)
-	if err := s.CreateDeployTemplate(ctx, full); err != nil {
-		t.Fatal(err)
-	}
-	for _, ident := range []string{full.UUID, full.Name} {
-		got, err := s.GetDeployTemplate(ctx, ident)
-		if err != nil || !reflect.DeepEqual(got, full) {
-			t.Fatalf("round trip by %s:\n got %+v (%v)\nwant %+v", ident, got, err, full)
-		}
-	}
+	mustCreate(t, s.CreateDeployTemplate, full)
+	wantStored(t, s.GetDeployTemplate, full, full.UUID, full.Name)
 	minimal := &DeployTemplate{Name: "CUSTOM_B", Steps: []DeployStep{{Interface: "deploy", Step: "s", Priority: 1}}}
-	if err := s.CreateDeployTemplate(ctx, minimal); err != nil {
-		t.Fatal(err)
-	}
-	if got, _ := s.GetDeployTemplate(ctx, "CUSTOM_B"); got.Steps[0].Args == nil || got.Extra == nil || !reflect.DeepEqual(got, minimal) {
-		t.Fatalf("minimal round trip: %+v", got)
+	mustCreate(t, s.CreateDeployTemplate, minimal)
+	wantStored(t, s.GetDeployTemplate, minimal, "CUSTOM_B")
+	if minimal.Steps[0].Args == nil || minimal.Extra == nil {
+		t.Fatalf("minimal round trip: %+v", minimal)
 	}
 
 	err := s.CreateDeployTemplate(ctx, &DeployTemplate{Name: "CUSTOM_RAID1"})

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/google/uuid"
+
 	"castiron/fault"
 )
 
@@ -18,6 +20,42 @@ func openWithNodes(tb testing.TB, names ...string) (*DB, []*Node) {
 		nodes[i] = mustCreateNode(tb, s, newNode(name))
 	}
 	return s, nodes
+}
+
+// mustCreate creates v through create; an error fails the test.
+func mustCreate[T any](tb testing.TB, create func(context.Context, *T) error, v *T) *T {
+	tb.Helper()
+	if err := create(context.Background(), v); err != nil {
+		tb.Fatalf("create %T: %v", v, err)
+	}
+	return v
+}
+
+// wantStored reads the row by each of idents through get: each must find
+// it, equal to want.
+func wantStored[T any](t *testing.T, get func(context.Context, string) (*T, error), want *T, idents ...string) {
+	t.Helper()
+	for _, ident := range idents {
+		got, err := get(context.Background(), ident)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("read %s:\n got %+v (%v)\nwant %+v", ident, got, err, want)
+		}
+	}
+}
+
+// wantUUIDRefusals checks what every resource table refuses about uuids:
+// dup, a row with the uuid of a stored one (Conflict); bad, one whose uuid
+// is no uuid (Invalid); and the lookup of an unknown uuid (NotFound).
+func wantUUIDRefusals[T any](t *testing.T, table string, create func(context.Context, *T) error,
+	get func(context.Context, string) (*T, error), dup, bad *T) {
+	t.Helper()
+	ctx := context.Background()
+	uuidOf := func(v *T) string { return reflect.ValueOf(v).Elem().FieldByName("UUID").String() }
+	wantKind(t, create(ctx, dup), fault.Conflict, "storage: "+table+" (uuid)=("+uuidOf(dup)+") already exists")
+	wantKind(t, create(ctx, bad), fault.Invalid, "storage: invalid uuid \""+uuidOf(bad)+"\"")
+	missing := uuid.NewString()
+	_, err := get(ctx, missing)
+	wantKind(t, err, fault.NotFound, "storage: no "+table+" row "+missing)
 }
 
 // openStores opens n stores on one fresh database, as n conductors (or

@@ -24,27 +24,16 @@ func TestInspectionRules(t *testing.T) {
 		CreatedAt: time.Now(), UpdatedAt: ptr(time.Now()),
 	}
 	allFieldsSet(t, full)
-	if err := s.CreateInspectionRule(ctx, full); err != nil {
-		t.Fatal(err)
-	}
-	got, err := s.GetInspectionRule(ctx, full.UUID)
-	if err != nil || !reflect.DeepEqual(got, full) {
-		t.Fatalf("round trip:\n got %+v (%v)\nwant %+v", got, err, full)
-	}
+	mustCreate(t, s.CreateInspectionRule, full)
+	wantStored(t, s.GetInspectionRule, full, full.UUID)
 	minimal := &InspectionRule{Actions: []map[string]any{{"op": "log", "args": map[string]any{"msg": "x"}}}}
-	if err := s.CreateInspectionRule(ctx, minimal); err != nil {
-		t.Fatal(err)
+	mustCreate(t, s.CreateInspectionRule, minimal)
+	wantStored(t, s.GetInspectionRule, minimal, minimal.UUID)
+	if minimal.Phase != "main" || minimal.Conditions == nil {
+		t.Fatalf("minimal round trip: %+v", minimal)
 	}
-	if got, _ := s.GetInspectionRule(ctx, minimal.UUID); got.Phase != "main" || got.Conditions == nil || !reflect.DeepEqual(got, minimal) {
-		t.Fatalf("minimal round trip: %+v", got)
-	}
-	err = s.CreateInspectionRule(ctx, &InspectionRule{UUID: full.UUID})
-	wantKind(t, err, fault.Conflict, "storage: inspection_rules (uuid)=("+full.UUID+") already exists")
-	err = s.CreateInspectionRule(ctx, &InspectionRule{UUID: "not-a-uuid"})
-	wantKind(t, err, fault.Invalid, "storage: invalid uuid \"not-a-uuid\"")
-	missing := uuid.NewString()
-	_, err = s.GetInspectionRule(ctx, missing)
-	wantKind(t, err, fault.NotFound, "storage: no inspection_rules row "+missing)
+	wantUUIDRefusals(t, "inspection_rules", s.CreateInspectionRule, s.GetInspectionRule,
+		&InspectionRule{UUID: full.UUID}, &InspectionRule{UUID: "not-a-uuid"})
 
 	list, err := s.ListInspectionRules(ctx, InspectionRuleQuery{Page: Page{SortKey: "priority", SortDir: Desc}})
 	if err != nil || len(list) != 2 || list[0].UUID != full.UUID {

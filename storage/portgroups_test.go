@@ -14,9 +14,8 @@ import (
 )
 
 func TestPortgroupRoundTrip(t *testing.T) {
-	ctx := context.Background()
-	s := openTest(t)
-	a := mustCreateNode(t, s, newNode("a"))
+	s, nodes := openWithNodes(t, "a")
+	a := nodes[0]
 	full := &Portgroup{
 		UUID: uuid.NewString(), Name: ptr("bond0"), NodeUUID: a.UUID, Address: ptr("52:54:00:AB:CD:EF"),
 		Extra: JSONObject{"k": "v"}, InternalInfo: JSONObject{"tenant_vif_port_id": "vif"},
@@ -24,36 +23,25 @@ func TestPortgroupRoundTrip(t *testing.T) {
 		CreatedAt: time.Now(), UpdatedAt: ptr(time.Now()),
 	}
 	allFieldsSet(t, full)
-	if err := s.CreatePortgroup(ctx, full); err != nil {
-		t.Fatal(err)
-	}
+	mustCreate(t, s.CreatePortgroup, full)
 	if *full.Address != "52:54:00:ab:cd:ef" || full.ID == 0 {
 		t.Fatalf("address %s id %d", *full.Address, full.ID)
 	}
-	for _, ident := range []string{full.UUID, "bond0"} {
-		got, err := s.GetPortgroup(ctx, ident)
-		if err != nil || !reflect.DeepEqual(got, full) {
-			t.Fatalf("GetPortgroup(%s):\n got %+v (%v)\nwant %+v", ident, got, err, full)
-		}
-	}
+	wantStored(t, s.GetPortgroup, full, full.UUID, "bond0")
 	minimal := &Portgroup{NodeUUID: a.UUID}
-	if err := s.CreatePortgroup(ctx, minimal); err != nil {
-		t.Fatal(err)
-	}
-	got, err := s.GetPortgroup(ctx, minimal.UUID)
-	if err != nil || !reflect.DeepEqual(got, minimal) || got.Address != nil || got.Name != nil || got.Properties == nil || got.StandalonePortsSupported {
-		t.Fatalf("minimal round trip:\n got %+v (%v)\nwant %+v", got, err, minimal)
+	mustCreate(t, s.CreatePortgroup, minimal)
+	wantStored(t, s.GetPortgroup, minimal, minimal.UUID)
+	if minimal.Address != nil || minimal.Name != nil || minimal.Properties == nil || minimal.StandalonePortsSupported {
+		t.Fatalf("minimal round trip: %+v", minimal)
 	}
 }
 
 func TestPortgroupErrors(t *testing.T) {
 	ctx := context.Background()
-	s := openTest(t)
-	a := mustCreateNode(t, s, newNode("a"))
+	s, nodes := openWithNodes(t, "a")
+	a := nodes[0]
 	pg := &Portgroup{NodeUUID: a.UUID, Name: ptr("bond0"), Address: ptr("52:54:00:00:00:01")}
-	if err := s.CreatePortgroup(ctx, pg); err != nil {
-		t.Fatal(err)
-	}
+	mustCreate(t, s.CreatePortgroup, pg)
 	missingNode := uuid.NewString()
 	tests := []struct {
 		name string
@@ -86,15 +74,12 @@ func TestPortgroupErrors(t *testing.T) {
 
 func TestListPortgroups(t *testing.T) {
 	ctx := context.Background()
-	s := openTest(t)
-	a := mustCreateNode(t, s, newNode("a"))
-	b := mustCreateNode(t, s, newNode("b"))
+	s, nodes := openWithNodes(t, "a", "b")
+	a, b := nodes[0], nodes[1]
 	var pgs []*Portgroup
 	for i, n := range []*Node{a, b, a, a} {
 		pg := &Portgroup{NodeUUID: n.UUID, Name: ptr(fmt.Sprintf("pg%d", i)), Address: ptr(fmt.Sprintf("52:54:00:00:00:%02x", i))}
-		if err := s.CreatePortgroup(ctx, pg); err != nil {
-			t.Fatal(err)
-		}
+		mustCreate(t, s.CreatePortgroup, pg)
 		pgs = append(pgs, pg)
 	}
 	checkLists(t, s.ListPortgroups, func(pg *Portgroup) string { return deref(pg.Name) }, []listCase[PortgroupQuery]{
@@ -110,15 +95,12 @@ func TestListPortgroups(t *testing.T) {
 
 func TestUpdatePortgroup(t *testing.T) {
 	ctx := context.Background()
-	s := openTest(t)
-	a := mustCreateNode(t, s, newNode("a"))
-	b := mustCreateNode(t, s, newNode("b"))
+	s, nodes := openWithNodes(t, "a", "b")
+	a, b := nodes[0], nodes[1]
 	pg := &Portgroup{NodeUUID: a.UUID, Name: ptr("bond0"), StandalonePortsSupported: true}
 	other := &Portgroup{NodeUUID: a.UUID, Name: ptr("bond1"), Address: ptr("52:54:00:00:00:09")}
 	for _, p := range []*Portgroup{pg, other} {
-		if err := s.CreatePortgroup(ctx, p); err != nil {
-			t.Fatal(err)
-		}
+		mustCreate(t, s.CreatePortgroup, p)
 	}
 	out, err := s.UpdatePortgroup(ctx, pg.UUID, func(p *Portgroup) error {
 		p.NodeUUID = b.UUID
@@ -154,16 +136,12 @@ func TestUpdatePortgroup(t *testing.T) {
 
 func TestDeletePortgroup(t *testing.T) {
 	ctx := context.Background()
-	s := openTest(t)
-	a := mustCreateNode(t, s, newNode("a"))
+	s, nodes := openWithNodes(t, "a")
+	a := nodes[0]
 	pg := &Portgroup{NodeUUID: a.UUID}
-	if err := s.CreatePortgroup(ctx, pg); err != nil {
-		t.Fatal(err)
-	}
+	mustCreate(t, s.CreatePortgroup, pg)
 	p := &Port{NodeUUID: a.UUID, Address: "52:54:00:00:00:01", PortgroupUUID: ptr(pg.UUID)}
-	if err := s.CreatePort(ctx, p); err != nil {
-		t.Fatal(err)
-	}
+	mustCreate(t, s.CreatePort, p)
 	err := s.DeletePortgroup(ctx, pg.UUID)
 	wantKind(t, err, fault.Conflict, fmt.Sprintf("storage: portgroups %d is in use by ports", pg.ID))
 	if err := s.DeletePort(ctx, p.UUID); err != nil {
@@ -178,19 +156,14 @@ func TestDeletePortgroup(t *testing.T) {
 
 func TestDeleteNodeRemovesPortgroups(t *testing.T) {
 	ctx := context.Background()
-	s := openTest(t)
-	a := mustCreateNode(t, s, newNode("a"))
-	b := mustCreateNode(t, s, newNode("b"))
+	s, nodes := openWithNodes(t, "a", "b")
+	a, b := nodes[0], nodes[1]
 	pa := &Portgroup{NodeUUID: a.UUID, Name: ptr("a-bond")}
 	pb := &Portgroup{NodeUUID: b.UUID, Name: ptr("b-bond")}
 	for _, pg := range []*Portgroup{pa, pb} {
-		if err := s.CreatePortgroup(ctx, pg); err != nil {
-			t.Fatal(err)
-		}
+		mustCreate(t, s.CreatePortgroup, pg)
 	}
-	if err := s.CreatePort(ctx, &Port{NodeUUID: a.UUID, Address: "52:54:00:00:00:01", PortgroupUUID: ptr(pa.UUID)}); err != nil {
-		t.Fatal(err)
-	}
+	mustCreate(t, s.CreatePort, &Port{NodeUUID: a.UUID, Address: "52:54:00:00:00:01", PortgroupUUID: ptr(pa.UUID)})
 	if err := s.DeleteNode(ctx, a.UUID); err != nil {
 		t.Fatal(err)
 	}

@@ -10,14 +10,12 @@ import (
 
 func TestLookupPort(t *testing.T) {
 	ctx := context.Background()
-	s := openTest(t)
-	n := mustCreateNode(t, s, newNode("n"))
+	s, nodes := openWithNodes(t, "n")
+	n := nodes[0]
 	named := &Port{NodeUUID: n.UUID, Address: "52:54:00:00:00:0a", Name: ptr("eth0")}
 	other := &Port{NodeUUID: n.UUID, Address: "52:54:00:00:00:0b", Name: ptr("12345")}
 	for _, p := range []*Port{named, other} {
-		if err := s.CreatePort(ctx, p); err != nil {
-			t.Fatal(err)
-		}
+		mustCreate(t, s.CreatePort, p)
 	}
 	for _, tc := range []struct{ ident, want string }{
 		{named.UUID, named.UUID},
@@ -52,9 +50,7 @@ func TestListPortsByShard(t *testing.T) {
 	want := map[string]string{}
 	for i, nd := range []*Node{a, b, c} {
 		p := &Port{NodeUUID: nd.UUID, Address: "52:54:00:00:01:0" + strconv.Itoa(i)}
-		if err := s.CreatePort(ctx, p); err != nil {
-			t.Fatal(err)
-		}
+		mustCreate(t, s.CreatePort, p)
 		want[nd.UUID] = p.UUID
 	}
 	list := func(q PortQuery) []string {

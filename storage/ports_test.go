@@ -15,9 +15,8 @@ import (
 
 func TestPorts(t *testing.T) {
 	ctx := context.Background()
-	s := openTest(t)
-	a := mustCreateNode(t, s, newNode("a"))
-	b := mustCreateNode(t, s, newNode("b"))
+	s, nodes := openWithNodes(t, "a", "b")
+	a, b := nodes[0], nodes[1]
 	pg := uuid.NewString()
 	full := &Port{
 		UUID: uuid.NewString(), Name: ptr("eth0"), NodeUUID: a.UUID, PortgroupUUID: ptr(pg),
@@ -28,23 +27,16 @@ func TestPorts(t *testing.T) {
 		IsSmartNIC: true, CreatedAt: time.Now(), UpdatedAt: ptr(time.Now()),
 	}
 	allFieldsSet(t, full)
-	if err := s.CreatePort(ctx, full); err != nil {
-		t.Fatal(err)
-	}
+	mustCreate(t, s.CreatePort, full)
 	if full.Address != "52:54:00:ab:cd:ef" || full.ID == 0 {
 		t.Fatalf("address %s id %d", full.Address, full.ID)
 	}
-	got, err := s.GetPort(ctx, full.UUID)
-	if err != nil || !reflect.DeepEqual(got, full) {
-		t.Fatalf("round trip:\n got %+v (%v)\nwant %+v", got, err, full)
-	}
+	wantStored(t, s.GetPort, full, full.UUID)
 	minimal := &Port{NodeUUID: b.UUID, Address: "52:54:00:00:00:01"}
-	if err := s.CreatePort(ctx, minimal); err != nil {
-		t.Fatal(err)
-	}
-	got, err = s.GetPort(ctx, minimal.UUID)
-	if err != nil || !reflect.DeepEqual(got, minimal) || got.Extra == nil || got.Name != nil {
-		t.Fatalf("minimal round trip:\n got %+v (%v)\nwant %+v", got, err, minimal)
+	mustCreate(t, s.CreatePort, minimal)
+	wantStored(t, s.GetPort, minimal, minimal.UUID)
+	if minimal.Extra == nil || minimal.Name != nil {
+		t.Fatalf("minimal round trip: %+v", minimal)
 	}
 	byAddr, err := s.GetPortByAddress(ctx, "52:54:00:Ab:cD:eF")
 	if err != nil || byAddr.UUID != full.UUID {
@@ -52,9 +44,7 @@ func TestPorts(t *testing.T) {
 	}
 	for i := 2; i < 6; i++ {
 		p := &Port{NodeUUID: a.UUID, Address: fmt.Sprintf("52:54:00:00:00:%02x", i)}
-		if err := s.CreatePort(ctx, p); err != nil {
-			t.Fatal(err)
-		}
+		mustCreate(t, s.CreatePort, p)
 	}
 
 	checkLists(t, s.ListPorts, func(p *Port) string { return p.Address }, []listCase[PortQuery]{

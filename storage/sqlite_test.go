@@ -32,10 +32,7 @@ func newNode(name string) *Node {
 
 func mustCreateNode(tb testing.TB, s *SQLite, n *Node) *Node {
 	tb.Helper()
-	if err := s.CreateNode(context.Background(), n); err != nil {
-		tb.Fatalf("CreateNode(%s): %v", deref(n.Name), err)
-	}
-	return n
+	return mustCreate(tb, s.CreateNode, n)
 }
 
 // fullNode sets every field, times in a non-UTC zone with nanoseconds.
@@ -120,9 +117,7 @@ func TestNodeRoundTrip(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			in := tc.node
 			orig := *in
-			if err := s.CreateNode(ctx, in); err != nil {
-				t.Fatal(err)
-			}
+			mustCreate(t, s.CreateNode, in)
 			if in.ID == 0 {
 				t.Fatal("ID not filled")
 			}
@@ -173,16 +168,12 @@ func TestCreateNodeFillsAndCanonicalizes(t *testing.T) {
 	ctx := context.Background()
 	s := openTest(t)
 	n := &Node{Driver: "fake-hardware", ProvisionState: "enroll"}
-	if err := s.CreateNode(ctx, n); err != nil {
-		t.Fatal(err)
-	}
+	mustCreate(t, s.CreateNode, n)
 	if _, err := uuid.Parse(n.UUID); err != nil || n.CreatedAt.IsZero() {
 		t.Fatalf("UUID %q CreatedAt %v not filled", n.UUID, n.CreatedAt)
 	}
 	up := &Node{UUID: strings.ToUpper(uuid.NewString()), Driver: "d", ProvisionState: "enroll"}
-	if err := s.CreateNode(ctx, up); err != nil {
-		t.Fatal(err)
-	}
+	mustCreate(t, s.CreateNode, up)
 	if up.UUID != strings.ToLower(up.UUID) {
 		t.Fatalf("UUID %s not lower-cased", up.UUID)
 	}
@@ -195,8 +186,8 @@ func TestCreateNodeFillsAndCanonicalizes(t *testing.T) {
 
 func TestNotFound(t *testing.T) {
 	ctx := context.Background()
-	s := openTest(t)
-	n := mustCreateNode(t, s, newNode("n1"))
+	s, nodes := openWithNodes(t, "n1")
+	n := nodes[0]
 	missing := uuid.NewString()
 	tests := []struct {
 		name string
@@ -244,13 +235,9 @@ func TestDuplicates(t *testing.T) {
 	mustCreateNode(t, s, a)
 	b := mustCreateNode(t, s, newNode("b"))
 	p := &Port{NodeUUID: a.UUID, Address: "52:54:00:AA:BB:CC", Name: ptr("p0")}
-	if err := s.CreatePort(ctx, p); err != nil {
-		t.Fatal(err)
-	}
+	mustCreate(t, s.CreatePort, p)
 	q := &Port{NodeUUID: a.UUID, Address: "52:54:00:aa:bb:dd", Name: ptr("p1")}
-	if err := s.CreatePort(ctx, q); err != nil {
-		t.Fatal(err)
-	}
+	mustCreate(t, s.CreatePort, q)
 	dupUUID := newNode("other")
 	dupUUID.UUID = a.UUID
 	instDup := newNode("c")
@@ -299,8 +286,8 @@ func TestDuplicates(t *testing.T) {
 
 func TestUpdateNode(t *testing.T) {
 	ctx := context.Background()
-	s := openTest(t)
-	n := mustCreateNode(t, s, newNode("n"))
+	s, nodes := openWithNodes(t, "n")
+	n := nodes[0]
 
 	before := time.Now().Add(-time.Millisecond)
 	out, err := s.UpdateNode(ctx, "n", func(n *Node) (*Event, error) {
@@ -375,8 +362,8 @@ func TestUpdateNode(t *testing.T) {
 // neither lose an update nor fail with SQLITE_BUSY, while readers run.
 func TestUpdateNodeConcurrent(t *testing.T) {
 	ctx := context.Background()
-	s := openTest(t)
-	n := mustCreateNode(t, s, newNode("hot"))
+	s, nodes := openWithNodes(t, "hot")
+	n := nodes[0]
 	for i := 0; i < 50; i++ {
 		mustCreateNode(t, s, newNode(fmt.Sprintf("cold-%d", i)))
 	}

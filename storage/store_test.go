@@ -69,9 +69,8 @@ func TestConductors(t *testing.T) {
 
 func TestEvents(t *testing.T) {
 	ctx := context.Background()
-	s := openTest(t)
-	n := mustCreateNode(t, s, newNode("n"))
-	other := mustCreateNode(t, s, newNode("other"))
+	s, nodes := openWithNodes(t, "n", "other")
+	n, other := nodes[0], nodes[1]
 	base := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	var evs []*Event
 	for i := 0; i < 5; i++ {
@@ -113,13 +112,10 @@ func TestEvents(t *testing.T) {
 
 func TestDeleteNodeCascades(t *testing.T) {
 	ctx := context.Background()
-	s := openTest(t)
-	n := mustCreateNode(t, s, newNode("n"))
-	keep := mustCreateNode(t, s, newNode("keep"))
+	s, nodes := openWithNodes(t, "n", "keep")
+	n, keep := nodes[0], nodes[1]
 	for i, node := range []*Node{n, n, keep} {
-		if err := s.CreatePort(ctx, &Port{NodeUUID: node.UUID, Address: fmt.Sprintf("52:54:00:00:00:%02x", i)}); err != nil {
-			t.Fatal(err)
-		}
+		mustCreate(t, s.CreatePort, &Port{NodeUUID: node.UUID, Address: fmt.Sprintf("52:54:00:00:00:%02x", i)})
 		if err := s.AddEvent(ctx, &Event{NodeUUID: node.UUID, Event: "x"}); err != nil {
 			t.Fatal(err)
 		}
@@ -183,9 +179,7 @@ func TestReopen(t *testing.T) {
 	path := testDatabase(t)
 	s := openAt(t, path)
 	n := fullNode()
-	if err := s.CreateNode(ctx, n); err != nil {
-		t.Fatal(err)
-	}
+	mustCreate(t, s.CreateNode, n)
 	for i := 0; i < 2; i++ {
 		s = reopen(t, s, path)
 		got, err := s.GetNode(ctx, n.UUID)

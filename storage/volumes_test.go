@@ -15,9 +15,8 @@ import (
 
 func TestVolumeConnectors(t *testing.T) {
 	ctx := context.Background()
-	s := openTest(t)
-	a := mustCreateNode(t, s, newNode("a"))
-	b := mustCreateNode(t, s, newNode("b"))
+	s, nodes := openWithNodes(t, "a", "b")
+	a, b := nodes[0], nodes[1]
 
 	full := &VolumeConnector{
 		UUID: strings.ToUpper(uuid.NewString()), NodeUUID: a.UUID, Type: "iqn",
@@ -25,26 +24,20 @@ func TestVolumeConnectors(t *testing.T) {
 		CreatedAt: time.Now(), UpdatedAt: ptr(time.Now()),
 	}
 	allFieldsSet(t, full)
-	if err := s.CreateVolumeConnector(ctx, full); err != nil {
-		t.Fatal(err)
-	}
+	mustCreate(t, s.CreateVolumeConnector, full)
 	if full.ID == 0 || full.UUID != strings.ToLower(full.UUID) {
 		t.Fatalf("id %d uuid %s", full.ID, full.UUID)
 	}
-	got, err := s.GetVolumeConnector(ctx, strings.ToUpper(full.UUID))
-	if err != nil || !reflect.DeepEqual(got, full) {
-		t.Fatalf("round trip:\n got %+v (%v)\nwant %+v", got, err, full)
-	}
+	wantStored(t, s.GetVolumeConnector, full, strings.ToUpper(full.UUID))
 	minimal := &VolumeConnector{NodeUUID: b.UUID, Type: "wwpn", ConnectorID: "50:01"}
-	if err := s.CreateVolumeConnector(ctx, minimal); err != nil {
-		t.Fatal(err)
-	}
-	if got, _ := s.GetVolumeConnector(ctx, minimal.UUID); got.Extra == nil || got.UpdatedAt != nil || !reflect.DeepEqual(got, minimal) {
-		t.Fatalf("minimal round trip: %+v", got)
+	mustCreate(t, s.CreateVolumeConnector, minimal)
+	wantStored(t, s.GetVolumeConnector, minimal, minimal.UUID)
+	if minimal.Extra == nil || minimal.UpdatedAt != nil {
+		t.Fatalf("minimal round trip: %+v", minimal)
 	}
 
 	// Duplicates and unknown references, with Ironic's messages.
-	err = s.CreateVolumeConnector(ctx, &VolumeConnector{NodeUUID: b.UUID, Type: "iqn", ConnectorID: full.ConnectorID})
+	err := s.CreateVolumeConnector(ctx, &VolumeConnector{NodeUUID: b.UUID, Type: "iqn", ConnectorID: full.ConnectorID})
 	wantKind(t, err, fault.Conflict, "storage: volume_connectors (type, connector_id)=(iqn, "+full.ConnectorID+") already exists")
 	err = s.CreateVolumeConnector(ctx, &VolumeConnector{UUID: full.UUID, NodeUUID: b.UUID, Type: "ip", ConnectorID: "10.0.0.1"})
 	wantKind(t, err, fault.Conflict, "storage: volume_connectors (uuid)=("+full.UUID+") already exists")
@@ -52,9 +45,7 @@ func TestVolumeConnectors(t *testing.T) {
 	err = s.CreateVolumeConnector(ctx, &VolumeConnector{NodeUUID: missing, Type: "ip", ConnectorID: "10.0.0.1"})
 	wantKind(t, err, fault.NotFound, "storage: no nodes row "+missing)
 	// The same connector_id under another type is another connector.
-	if err := s.CreateVolumeConnector(ctx, &VolumeConnector{NodeUUID: a.UUID, Type: "ip", ConnectorID: full.ConnectorID}); err != nil {
-		t.Fatal(err)
-	}
+	mustCreate(t, s.CreateVolumeConnector, &VolumeConnector{NodeUUID: a.UUID, Type: "ip", ConnectorID: full.ConnectorID})
 
 	checkLists(t, s.ListVolumeConnectors, func(c *VolumeConnector) string { return c.Type + "/" + c.ConnectorID }, []listCase[VolumeQuery]{
 		{"all in creation order", VolumeQuery{}, []string{"iqn/" + full.ConnectorID, "wwpn/50:01", "ip/" + full.ConnectorID}},
@@ -107,9 +98,8 @@ func TestVolumeConnectors(t *testing.T) {
 
 func TestVolumeTargets(t *testing.T) {
 	ctx := context.Background()
-	s := openTest(t)
-	a := mustCreateNode(t, s, newNode("a"))
-	b := mustCreateNode(t, s, newNode("b"))
+	s, nodes := openWithNodes(t, "a", "b")
+	a, b := nodes[0], nodes[1]
 
 	full := &VolumeTarget{
 		UUID: uuid.NewString(), NodeUUID: a.UUID, VolumeType: "iscsi",
@@ -118,27 +108,19 @@ func TestVolumeTargets(t *testing.T) {
 		CreatedAt: time.Now(), UpdatedAt: ptr(time.Now()),
 	}
 	allFieldsSet(t, full)
-	if err := s.CreateVolumeTarget(ctx, full); err != nil {
-		t.Fatal(err)
-	}
-	got, err := s.GetVolumeTarget(ctx, full.UUID)
-	if err != nil || !reflect.DeepEqual(got, full) {
-		t.Fatalf("round trip:\n got %+v (%v)\nwant %+v", got, err, full)
-	}
+	mustCreate(t, s.CreateVolumeTarget, full)
+	wantStored(t, s.GetVolumeTarget, full, full.UUID)
 	boot := &VolumeTarget{NodeUUID: a.UUID, VolumeType: "iscsi", VolumeID: "v0"}
-	if err := s.CreateVolumeTarget(ctx, boot); err != nil {
-		t.Fatal(err)
-	}
-	if got, _ := s.GetVolumeTarget(ctx, boot.UUID); got.BootIndex != 0 || got.Properties == nil || !reflect.DeepEqual(got, boot) {
-		t.Fatalf("minimal round trip: %+v", got)
+	mustCreate(t, s.CreateVolumeTarget, boot)
+	wantStored(t, s.GetVolumeTarget, boot, boot.UUID)
+	if boot.BootIndex != 0 || boot.Properties == nil {
+		t.Fatalf("minimal round trip: %+v", boot)
 	}
 	// boot_index is unique per node only.
-	err = s.CreateVolumeTarget(ctx, &VolumeTarget{NodeUUID: a.UUID, VolumeType: "fibre_channel", VolumeID: "v1"})
+	err := s.CreateVolumeTarget(ctx, &VolumeTarget{NodeUUID: a.UUID, VolumeType: "fibre_channel", VolumeID: "v1"})
 	wantKind(t, err, fault.Conflict, "storage: volume_targets (node_uuid, boot_index)=("+a.UUID+", 0) already exists")
 	other := &VolumeTarget{NodeUUID: b.UUID, VolumeType: "iscsi", VolumeID: "v2"}
-	if err := s.CreateVolumeTarget(ctx, other); err != nil {
-		t.Fatal(err)
-	}
+	mustCreate(t, s.CreateVolumeTarget, other)
 	err = s.CreateVolumeTarget(ctx, &VolumeTarget{UUID: full.UUID, NodeUUID: b.UUID, BootIndex: 3})
 	wantKind(t, err, fault.Conflict, "storage: volume_targets (uuid)=("+full.UUID+") already exists")
 
@@ -182,12 +164,10 @@ func TestVolumeTargets(t *testing.T) {
 
 func TestVolumeConnectorsGoWithNode(t *testing.T) {
 	ctx := context.Background()
-	s := openTest(t)
-	n := mustCreateNode(t, s, newNode(""))
+	s, nodes := openWithNodes(t, "")
+	n := nodes[0]
 	c := &VolumeConnector{NodeUUID: n.UUID, Type: "mac", ConnectorID: "52:54:00:00:00:01"}
-	if err := s.CreateVolumeConnector(ctx, c); err != nil {
-		t.Fatal(err)
-	}
+	mustCreate(t, s.CreateVolumeConnector, c)
 	if err := s.DeleteNode(ctx, n.UUID); err != nil {
 		t.Fatal(err)
 	}
