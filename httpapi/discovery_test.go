@@ -13,7 +13,7 @@ import (
 
 // newDiscoveryAPI is the agent API with discovery on (fake-hardware
 // discovered nodes) and tweak's settings.
-func newDiscoveryAPI(t *testing.T, tweak func(c *engine.Config)) *apiHarness {
+func newDiscoveryAPI(t *testing.T, tweak func(c *engine.Config), opts ...func(*Options)) *apiHarness {
 	t.Helper()
 	rec := &storeRecorder{}
 	h := newAPIWith(t, func(c *engine.Config) {
@@ -23,7 +23,7 @@ func newDiscoveryAPI(t *testing.T, tweak func(c *engine.Config)) *apiHarness {
 		if tweak != nil {
 			tweak(c)
 		}
-	}, func(o *Options) { o.BootRecorder = rec })
+	}, append(opts, func(o *Options) { o.BootRecorder = rec })...)
 	rec.st = h.store
 	return h
 }
@@ -184,8 +184,7 @@ func TestDiscoveryLimits(t *testing.T) {
 // manage by itself; without credentials it stays in enroll unless
 // --discovery-manage.
 func TestDiscoveryAutoManage(t *testing.T) {
-	withCeiling(t, 96)
-	h := newDiscoveryAPI(t, nil)
+	h := newDiscoveryAPI(t, nil, ceiling(96))
 	h.expect(http.StatusCreated, "POST", "/v1/inspection_rules", v96, map[string]any{
 		"description": "site BMC credentials", "sensitive": true,
 		"conditions": []any{map[string]any{"op": "is-true", "args": map[string]any{"value": "{plugin_data[auto_discovered]}"}},

@@ -16,7 +16,6 @@ import (
 // its ports, traits and the stored plugin data, the history says what they
 // did (never the values), and a failing rule fails the inspection.
 func TestInspectionRulesAppliedAfterInspection(t *testing.T) {
-	withCeiling(t, 96)
 	builtin := filepath.Join(t.TempDir(), "rules.yaml")
 	os.WriteFile(builtin, []byte(`
 - description: built-in
@@ -33,7 +32,7 @@ func TestInspectionRulesAppliedAfterInspection(t *testing.T) {
 	h := newAPIWith(t, func(c *engine.Config) {
 		c.AgentPowerOffWait = 50 * time.Millisecond
 		c.BuiltInRules = rules
-	}, func(o *Options) { o.BootRecorder = rec })
+	}, ceiling(96), func(o *Options) { o.BootRecorder = rec })
 	rec.st = h.store
 	const bootMAC, otherMAC = "52:54:00:aa:10:01", "52:54:00:aa:10:02"
 	id := agentNode(h, bootMAC)

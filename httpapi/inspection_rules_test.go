@@ -9,12 +9,10 @@ import (
 	"github.com/google/uuid"
 )
 
-// withCeiling raises the negotiated version ceiling for one test, so that
-// resources above MaxMinor (inspection rules, 1.96) can be reached.
-func withCeiling(t *testing.T, minor int) {
-	old := maxMinor
-	maxMinor = minor
-	t.Cleanup(func() { maxMinor = old })
+// ceiling raises a test server's version ceiling, so that resources
+// above MaxMinor (inspection rules, 1.96) can be reached.
+func ceiling(minor int) func(*Options) {
+	return func(o *Options) { o.MaxMinor = minor }
 }
 
 const v96 = "1.96"
@@ -44,7 +42,7 @@ func TestInspectionRuleVersions(t *testing.T) {
 	if _, has := h.expect(200, "GET", "/v1", latest, nil).json(t)["inspection_rules"]; has {
 		t.Error("GET /v1 links inspection_rules below 1.96")
 	}
-	withCeiling(t, 96)
+	h = newAPI(t, ceiling(96))
 	h.expect(200, "GET", "/v1/inspection_rules", v96, nil)
 	h.expect(404, "GET", "/v1/inspection_rules", "1.95", nil)
 	if _, has := h.expect(200, "GET", "/v1", v96, nil).json(t)["inspection_rules"]; !has {
@@ -54,8 +52,7 @@ func TestInspectionRuleVersions(t *testing.T) {
 
 // The API reference's request sample, then list, show, patch, delete.
 func TestInspectionRulesCRUD(t *testing.T) {
-	withCeiling(t, 96)
-	h := newAPI(t)
+	h := newAPI(t, ceiling(96))
 	sample := map[string]any{
 		"description": "BMC credentials", "phase": "main", "priority": 100, "sensitive": true,
 		"conditions": []any{
@@ -159,8 +156,7 @@ func TestInspectionRulesCRUD(t *testing.T) {
 
 // Bad rules answer 400 with Ironic's messages.
 func TestInspectionRuleErrors(t *testing.T) {
-	withCeiling(t, 96)
-	h := newAPI(t)
+	h := newAPI(t, ceiling(96))
 	act := map[string]any{"op": "log", "args": map[string]any{"msg": "x"}}
 	with := func(kv ...any) map[string]any {
 		m := map[string]any{"actions": []any{act}}

@@ -6,13 +6,13 @@ import (
 	"strings"
 )
 
-func versionDoc(r *http.Request) map[string]any {
+func versionDoc(r *http.Request, maxMinor int) map[string]any {
 	return map[string]any{
 		"id":          "v1",
 		"links":       []link{{Href: baseURL(r) + "/v1/", Rel: "self"}},
 		"status":      "CURRENT",
 		"min_version": fmt.Sprintf("1.%d", MinMinor),
-		"version":     fmt.Sprintf("1.%d", MaxMinor),
+		"version":     fmt.Sprintf("1.%d", maxMinor),
 	}
 }
 
@@ -29,8 +29,8 @@ func (a *API) getRoot(w http.ResponseWriter, r *http.Request) {
 	_ = writeJSON(w, http.StatusOK, map[string]any{
 		"name":            "OpenStack Ironic API",
 		"description":     "Ironic is an OpenStack project which enables the provision and management of baremetal machines.",
-		"default_version": versionDoc(r),
-		"versions":        []any{versionDoc(r)},
+		"default_version": versionDoc(r, a.opts.MaxMinor),
+		"versions":        []any{versionDoc(r, a.opts.MaxMinor)},
 	})
 }
 
@@ -58,7 +58,7 @@ func (a *API) getV1(w http.ResponseWriter, r *http.Request) error {
 			{Href: "https://docs.openstack.org//ironic/latest/contributor//webapi.html", Rel: "describedby", Type: "text/html"},
 		},
 		"media_types": map[string]string{"base": "application/json", "type": "application/vnd.openstack.ironic.v1+json"},
-		"version":     versionDoc(r),
+		"version":     versionDoc(r, a.opts.MaxMinor),
 	}
 	for _, res := range v1Resources {
 		if v.AtLeast(res.minMinor) {

@@ -45,6 +45,10 @@ type Options struct {
 	// before it tries again (Ironic's [conductor]node_locked_retry_interval,
 	// 1 s when zero); lockAttempts tries are made in all.
 	LockRetry time.Duration
+	// MaxMinor is the newest microversion served (1.MaxMinor); zero means
+	// the package's MaxMinor. Tests of resources above it (inspection
+	// rules, 1.96) raise it for their server.
+	MaxMinor int
 }
 
 // RequestObserver is told of each request once it is answered: the route
@@ -68,6 +72,9 @@ type API struct {
 func New(cond *engine.Conductor, opts Options) *API {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	if opts.MaxMinor == 0 {
+		opts.MaxMinor = MaxMinor
 	}
 	a := &API{cond: cond, opts: opts, log: opts.Logger, mux: http.NewServeMux()}
 	a.routes()
@@ -102,16 +109,16 @@ func (a *API) versionedPublic(minMinor int, h handlerFunc) http.Handler {
 
 func (a *API) versionedAuth(minMinor int, auth bool, h handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		v, verr := negotiate(r)
+		v, verr := negotiate(r, a.opts.MaxMinor)
 		if verr != nil {
 			if verr.withRange {
-				setRangeHeaders(w.Header())
+				setRangeHeaders(w.Header(), a.opts.MaxMinor)
 			}
 			writeRaw(w, http.StatusNotAcceptable, codeBody(http.StatusNotAcceptable, verr.desc))
 			return
 		}
 		hdr := w.Header()
-		setRangeHeaders(hdr)
+		setRangeHeaders(hdr, a.opts.MaxMinor)
 		hdr.Set(hdrVersion, v.String())
 		// The version documents are public in Ironic too (clients discover
 		// the version before they authenticate).

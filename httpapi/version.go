@@ -15,10 +15,6 @@ const (
 	MaxMinor = 91
 )
 
-// maxMinor is the ceiling negotiation applies: MaxMinor, raised only by
-// tests of resources whose version is above it (inspection rules, 1.96).
-var maxMinor = MaxMinor
-
 const (
 	hdrVersion    = "X-OpenStack-Ironic-API-Version"
 	hdrMinVersion = "X-OpenStack-Ironic-API-Minimum-Version"
@@ -55,8 +51,9 @@ type versionError struct {
 }
 
 // negotiate reads the requested version as Ironic does: the Ironic header,
-// else the standard OpenStack-API-Version "baremetal 1.N", else 1.1.
-func negotiate(r *http.Request) (Version, *versionError) {
+// else the standard OpenStack-API-Version "baremetal 1.N", else 1.1;
+// maxMinor is the server's ceiling (Options.MaxMinor).
+func negotiate(r *http.Request, maxMinor int) (Version, *versionError) {
 	raw := r.Header.Get(hdrVersion)
 	if raw == "" {
 		for _, h := range r.Header.Values(hdrStdVersion) {
@@ -92,7 +89,7 @@ func negotiate(r *http.Request) (Version, *versionError) {
 	return Version{Minor: min}, nil
 }
 
-func setRangeHeaders(h http.Header) {
+func setRangeHeaders(h http.Header, maxMinor int) {
 	h.Set(hdrMinVersion, fmt.Sprintf("1.%d", MinMinor))
 	h.Set(hdrMaxVersion, fmt.Sprintf("1.%d", maxMinor))
 }
