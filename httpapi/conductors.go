@@ -28,22 +28,7 @@ var conductorTable = newResource("conductor", []string{"hostname", "conductor_gr
 
 // listConductors is GET /v1/conductors (1.49).
 func (a *API) listConductors(w http.ResponseWriter, r *http.Request) error {
-	ver := versionOf(r)
-	qs := r.URL.Query()
-	fields, err := conductorTable.parseFields(qs.Get("fields"), ver)
-	if err != nil {
-		return err
-	}
-	detail := false
-	if d := qs.Get("detail"); d != "" {
-		if detail, err = parseBoolString(d); err != nil {
-			return errInvalid("Invalid value for detail: %s", d)
-		}
-	}
-	if fields, err = conductorTable.listFields(fields, detail); err != nil {
-		return err
-	}
-	page, err := parsePage(qs, conductorTable.names(fSort))
+	fields, page, err := conductorTable.listQuery(r, r.URL.Query(), listOpts{fieldsFirst: true})
 	if err != nil {
 		return err
 	}

@@ -161,6 +161,16 @@ func TestConductorsAndDrivers(t *testing.T) {
 		t.Fatalf("conductor %v", c)
 	}
 	h.expect(404, "GET", "/v1/conductors/nope", latest, nil)
+	// The conductors' list reads fields before detail.
+	for q, want := range map[string]string{
+		"fields=nope&detail=maybe":     `Field(s) "nope" are not valid`,
+		"fields=hostname&detail=maybe": "Invalid value for detail: maybe",
+		"fields=hostname&detail=True":  "Can not specify ?detail=True and fields in the same request.",
+	} {
+		if got := h.expect(400, "GET", "/v1/conductors?"+q, latest, nil).faultstring(t); got != want {
+			t.Errorf("?%s: %q, want %q", q, got, want)
+		}
+	}
 	id := h.createNode(map[string]any{})["uuid"].(string)
 	if got := h.expect(200, "GET", "/v1/nodes/"+id+"/conductor", latest, nil).json(t)["hostname"]; got != "test-conductor" {
 		t.Fatalf("node conductor %v", got)

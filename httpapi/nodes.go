@@ -128,7 +128,7 @@ func (a *API) listNodes(detail bool) handlerFunc {
 			}
 			q.ConductorGroups = groups
 		}
-		fields, page, err := nodeTable.listQuery(r, qs, detail, "Invalid parameter: detail is not allowed on /nodes/detail")
+		fields, page, err := nodeTable.listQuery(r, qs, listOpts{routeDetail: detail, onDetail: "Invalid parameter: detail is not allowed on /nodes/detail"})
 		if err != nil {
 			return err
 		}

@@ -45,13 +45,31 @@ func parsePage(q url.Values, sortable []string) (storage.Page, error) {
 	return p, nil
 }
 
-// listQuery reads a resource list's ?detail= (from 1.43; routeDetail: the
-// route is the /detail one), ?fields= and page from qs (the request's
-// query, parsed once by the caller), in Ironic's order. A non-empty
-// onDetail refuses ?detail= on the /detail route with that message.
-func (res *resource[T]) listQuery(r *http.Request, qs url.Values, routeDetail bool, onDetail string) ([]string, storage.Page, error) {
+// listOpts are how one resource's list reads its query.
+type listOpts struct {
+	// routeDetail: the route is the /detail one.
+	routeDetail bool
+	// onDetail, when set, refuses ?detail= on the /detail route with it.
+	onDetail string
+	// fieldsFirst reads ?fields= before ?detail=, as the conductors'
+	// list does, so a bad fields wins over a bad detail.
+	fieldsFirst bool
+}
+
+// listQuery reads a resource list's ?detail= (from 1.43), ?fields= and
+// page from qs (the request's query, parsed once by the caller), in
+// Ironic's order.
+func (res *resource[T]) listQuery(r *http.Request, qs url.Values, o listOpts) ([]string, storage.Page, error) {
 	ver := versionOf(r)
-	detail := routeDetail
+	var fields []string
+	var err error
+	readFields := func() ([]string, error) { return res.parseFields(qs.Get("fields"), ver) }
+	if o.fieldsFirst {
+		if fields, err = readFields(); err != nil {
+			return nil, storage.Page{}, err
+		}
+	}
+	detail := o.routeDetail
 	if d := qs.Get("detail"); d != "" {
 		b, err := parseBoolString(d)
 		if err != nil {
@@ -60,14 +78,15 @@ func (res *resource[T]) listQuery(r *http.Request, qs url.Values, routeDetail bo
 		if !ver.AtLeast(43) {
 			return nil, storage.Page{}, errInvalid("Invalid query parameter ?detail=%s received.", pyrepr.Repr(b))
 		}
-		if routeDetail && onDetail != "" {
-			return nil, storage.Page{}, errInvalid("%s", onDetail)
+		if o.routeDetail && o.onDetail != "" {
+			return nil, storage.Page{}, errInvalid("%s", o.onDetail)
 		}
 		detail = detail || b
 	}
-	fields, err := res.parseFields(qs.Get("fields"), ver)
-	if err != nil {
-		return nil, storage.Page{}, err
+	if !o.fieldsFirst {
+		if fields, err = readFields(); err != nil {
+			return nil, storage.Page{}, err
+		}
 	}
 	if fields, err = res.listFields(fields, detail); err != nil {
 		return nil, storage.Page{}, err

@@ -128,7 +128,7 @@ func (a *API) listPorts(detail bool) handlerFunc {
 			}
 			q.PortgroupUUID = &pgUUID
 		}
-		fields, page, err := portTable.listQuery(r, qs, detail, "")
+		fields, page, err := portTable.listQuery(r, qs, listOpts{routeDetail: detail})
 		if err != nil {
 			return err
 		}
