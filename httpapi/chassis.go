@@ -125,11 +125,8 @@ func (a *API) createChassis(w http.ResponseWriter, r *http.Request) error {
 
 // patchChassis is PATCH /v1/chassis/{uuid} with Ironic's JSON patch.
 func (a *API) patchChassis(w http.ResponseWriter, r *http.Request) error {
-	ops, err := readPatch(r)
+	ops, err := chassisTable.patchOps(r)
 	if err != nil {
-		return err
-	}
-	if err := chassisTable.checkPatch(ops, versionOf(r)); err != nil {
 		return err
 	}
 	v := a.view(r)

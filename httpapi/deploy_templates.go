@@ -83,7 +83,12 @@ var templateTable = func() *resource[storage.DeployTemplate] {
 	desc.MaxLength = 255
 	res := newResource("template", []string{"uuid", "name"},
 		templateField{"uuid", templateMinMinor, fCreate | fSort, jsonschema.Types("string", "null"), nil,
-			func(_ *viewCtx, t *storage.DeployTemplate) any { return t.UUID }, nil},
+			func(_ *viewCtx, t *storage.DeployTemplate) any { return t.UUID },
+			func(t *storage.DeployTemplate, v any) error {
+				u, _ := v.(string)
+				t.UUID = strings.ToLower(u)
+				return nil
+			}},
 		templateField{"created_at", templateMinMinor, fSort, nil, nil, func(_ *viewCtx, t *storage.DeployTemplate) any { return ironicTime(t.CreatedAt) }, nil},
 		templateField{"updated_at", templateMinMinor, fSort, nil, nil, func(_ *viewCtx, t *storage.DeployTemplate) any { return timeOrNil(t.UpdatedAt) }, nil},
 		templateField{"name", templateMinMinor, fCreate | fPatch | fRequired | fSort, traitSchema, nil,
@@ -100,7 +105,8 @@ var templateTable = func() *resource[storage.DeployTemplate] {
 					out[i] = stepView{Interface: s.Interface, Step: s.Step, Args: s.Args, Priority: s.Priority}
 				}
 				return out
-			}, nil},
+			},
+			func(t *storage.DeployTemplate, v any) (err error) { t.Steps, err = deploySteps("patch", v); return err }},
 		templateField{"description", templateMinMinor, fCreate | fPatch, desc, nil, nil, nil},
 	)
 	res.patchOrder = []string{"extra", "name", "steps", "description"}
@@ -118,30 +124,12 @@ func templateFieldNames() []string {
 	return names
 }
 
-// checkTemplateFields is check_for_invalid_fields against the view's keys.
-func checkTemplateFields(fields []string) error {
-	var bad []string
-	for _, f := range fields {
-		if fld := templateTable.field(f); fld == nil || fld.get == nil {
-			bad = append(bad, f)
-		}
-	}
-	if len(bad) > 0 {
-		return errInvalid("Field(s) \"%s\" are not valid", strings.Join(bad, ", "))
-	}
-	return nil
-}
-
 // checkTemplateIdent is args.uuid_or_name of the path's template_ident.
 func checkTemplateIdent(ident string) error {
 	if !volUUIDOrName(ident) {
 		return errInvalid("Expected UUID or name for template_ident: %s", ident)
 	}
 	return nil
-}
-
-func (a *API) writeTemplate(w http.ResponseWriter, r *http.Request, status int, t *storage.DeployTemplate, fields []string) {
-	templateTable.writeOne(w, a.view(r), status, t, templateTable.canonical(fields))
 }
 
 // nameSchema is request_types.name (the list's marker).
@@ -171,58 +159,18 @@ func (a *API) listDeployTemplates(w http.ResponseWriter, r *http.Request) error 
 	if err := jsonschema.Check("Schema error", schema, qa.doc); err != nil {
 		return err
 	}
-	// get_request_return_fields
-	var detail *bool
-	if q.Has("detail") {
-		detail = &qa.detail
-	}
-	fields, err := templateTable.listFields(qa.fields, qa.detail)
-	if err != nil {
-		return err
-	}
-	page, sortKey, err := pageOf(qa)
-	if err != nil {
-		return err
-	}
-	if sortKey == "extra" || sortKey == "steps" {
-		return errUnsortable(sortKey)
-	}
 	ctx := r.Context()
-	if page.Marker != "" {
-		// DeployTemplate.get_by_uuid: a name finds nothing.
-		if !argUUIDLike(page.Marker) {
-			return &storage.NotFoundError{Table: "deploy_templates", Key: page.Marker}
-		}
-		if _, err := a.cond.Store().GetDeployTemplate(ctx, page.Marker); err != nil {
-			return err
-		}
-	}
-	if page.SortKey, err = sortColumn(sortKey, []string{"uuid", "name", "created_at", "updated_at"}); err != nil {
-		return err
-	}
-	items, err := a.cond.Store().ListDeployTemplates(ctx, page)
+	l, err := templateTable.schemaListQuery(ctx, q, qa, "deploy_templates", a.cond.Store().GetDeployTemplate,
+		[]string{"uuid", "name", "created_at", "updated_at"}, []string{"extra", "steps"})
 	if err != nil {
 		return err
 	}
-	if len(items) > 0 && fields != nil {
-		if err := checkTemplateFields(fields); err != nil {
-			return err
-		}
+	items, err := a.cond.Store().ListDeployTemplates(ctx, l.page)
+	if err != nil {
+		return err
 	}
-	var next string
-	if n := len(items); n > 0 && n == page.Limit {
-		var b strings.Builder
-		b.WriteString("sort_key=" + sortKey + "&sort_dir=" + string(page.SortDir) + "&")
-		if detail != nil {
-			b.WriteString("detail=" + pyrepr.Bool(*detail) + "&")
-		}
-		if len(fields) > 0 {
-			b.WriteString("fields=" + strings.Join(fields, ",") + "&")
-		}
-		next = baseURL(r) + "/v1/deploy_templates?" + b.String() + "limit=" + strconv.Itoa(page.Limit) + "&marker=" + items[n-1].UUID
-	}
-	templateTable.writeList(w, a.view(r), "deploy_templates", items, templateTable.canonical(fields), next)
-	return nil
+	return templateTable.writeSchemaList(w, r, a.view(r), l, "deploy_templates", "deploy_templates", items,
+		func(t *storage.DeployTemplate) string { return t.UUID }, func(s string) string { return s })
 }
 
 // volLogicalName is args.name: a logical name (a UUID is one too).
@@ -247,23 +195,14 @@ func (a *API) getDeployTemplate(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := checkTemplateFields(qa.fields); err != nil {
-		return err
-	}
-	a.writeTemplate(w, r, http.StatusOK, t, qa.fields)
-	return nil
+	return templateTable.writeShown(w, a.view(r), t, qa.fields)
 }
 
-// checkTemplate is TEMPLATE_VALIDATOR (schema, duplicate_steps, uuid) on a
-// body or patched document named name, returning the steps it holds.
-func checkTemplate(name string, doc map[string]any) ([]storage.DeployStep, error) {
-	if err := jsonschema.Check("Schema error for "+name, templateTable.body, doc); err != nil {
-		return nil, err
-	}
-	raw := doc["steps"].([]any)
+// deploySteps reads a checked document's steps; name is the schema error's
+// ("template", "patch") for a priority too large to store.
+func deploySteps(name string, v any) ([]storage.DeployStep, error) {
+	raw, _ := v.([]any)
 	steps := make([]storage.DeployStep, len(raw))
-	var dups []string
-	seen := map[string]int{}
 	for i, x := range raw {
 		m := x.(map[string]any)
 		s := storage.DeployStep{Interface: m["interface"].(string), Step: m["step"].(string), Args: m["args"].(map[string]any)}
@@ -280,36 +219,70 @@ func checkTemplate(name string, doc map[string]any) ([]storage.DeployStep, error
 			s.Priority = n
 		}
 		steps[i] = s
+	}
+	return steps, nil
+}
+
+// checkTemplate is TEMPLATE_VALIDATOR after the schema (duplicate_steps,
+// uuid) on a body or patched document named name.
+func checkTemplate(name string, doc map[string]any) error {
+	steps, err := deploySteps(name, doc["steps"])
+	if err != nil {
+		return err
+	}
+	var dups []string
+	seen := map[string]int{}
+	for _, s := range steps {
 		key := fmt.Sprintf("interface: %s, step: %s", s.Interface, s.Step)
 		if seen[key]++; seen[key] == 2 {
 			dups = append(dups, key)
 		}
 	}
 	if len(dups) > 0 {
-		return nil, errInvalid("Deploy template invalid: Duplicate deploy steps. A template cannot have multiple deploy steps with the same interface and step. Duplicates: %s.",
+		return errInvalid("Deploy template invalid: Duplicate deploy steps. A template cannot have multiple deploy steps with the same interface and step. Duplicates: %s.",
 			strings.Join(dups, "; "))
 	}
 	if u, ok := doc["uuid"].(string); ok && !argUUIDLike(u) {
-		return nil, errInvalid("Expected UUID for uuid: %s", u)
+		return errInvalid("Expected UUID for uuid: %s", u)
 	}
-	return steps, nil
+	return nil
+}
+
+// checkPatchedSteps is the patch's check of each step alone, before the
+// template's: pruned to the step schema's keys, then against it.
+func checkPatchedSteps(_, after map[string]any) error {
+	steps, _ := after["steps"].([]any)
+	for _, x := range steps {
+		m, ok := x.(map[string]any)
+		if !ok {
+			continue
+		}
+		for k := range m {
+			if !slices.ContainsFunc(deployStepSchema.Props, func(p jsonschema.Prop) bool { return p.Name == k }) {
+				delete(m, k)
+			}
+		}
+		if err := jsonschema.Check("Schema error for patch", deployStepSchema, m); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // createDeployTemplate is POST /v1/deploy_templates. A description passes
 // the schema and is dropped, as Ironic's DeployTemplate object has no such
 // field.
 func (a *API) createDeployTemplate(w http.ResponseWriter, r *http.Request) error {
-	body, err := decodeObject(r, "template")
+	body, err := templateTable.readBody(r)
 	if err != nil {
 		return err
 	}
-	steps, err := checkTemplate("template", body)
-	if err != nil {
+	if err := checkTemplate("template", body); err != nil {
 		return err
 	}
-	t := &storage.DeployTemplate{Name: body["name"].(string), Steps: steps, Extra: objectOrEmpty(body["extra"])}
-	if u, ok := body["uuid"].(string); ok {
-		t.UUID = strings.ToLower(u)
+	t := &storage.DeployTemplate{}
+	if err := templateTable.setAll(t, body); err != nil {
+		return err
 	}
 	if err := a.cond.CreateDeployTemplate(actorContext(r), t); err != nil {
 		return err
@@ -317,58 +290,26 @@ func (a *API) createDeployTemplate(w http.ResponseWriter, r *http.Request) error
 	return templateTable.writeCreated(w, r, a.view(r), "deploy_templates", t.UUID, t)
 }
 
-// patchDeployTemplate is PATCH /v1/deploy_templates/{ident}.
+// patchDeployTemplate is PATCH /v1/deploy_templates/{ident}: each step is
+// checked alone first, then the template (Ironic's order).
 func (a *API) patchDeployTemplate(w http.ResponseWriter, r *http.Request) error {
 	ident := r.PathValue("ident")
 	if err := checkTemplateIdent(ident); err != nil {
 		return err
 	}
-	ops, err := readPatch(r)
+	ops, err := templateTable.patchOps(r)
 	if err != nil {
-		return err
-	}
-	if err := templateTable.checkPatch(ops, versionOf(r)); err != nil {
 		return err
 	}
 	v := a.view(r)
 	updated, err := a.cond.UpdateDeployTemplate(actorContext(r), ident, func(t *storage.DeployTemplate) error {
-		doc, err := applyPatch(templateTable.doc(v, t), ops)
-		if err != nil {
-			return err
-		}
-		// Each step is pruned to the step schema's keys and checked alone
-		// first, then the template (pruned to its schema's keys).
-		if steps, ok := doc["steps"].([]any); ok {
-			for _, x := range steps {
-				m, ok := x.(map[string]any)
-				if !ok {
-					continue
-				}
-				for k := range m {
-					if !slices.ContainsFunc(deployStepSchema.Props, func(p jsonschema.Prop) bool { return p.Name == k }) {
-						delete(m, k)
-					}
-				}
-				if err := jsonschema.Check("Schema error for patch", deployStepSchema, m); err != nil {
-					return err
-				}
-			}
-		}
-		doc = templateTable.pruned(doc)
-		steps, err := checkTemplate("patch", doc)
-		if err != nil {
-			return err
-		}
-		t.Name = doc["name"].(string)
-		t.Steps = steps
-		t.Extra = objectOrEmpty(doc["extra"])
-		return nil
+		return templateTable.patch(v, t, ops, patchHooks{pre: checkPatchedSteps,
+			post: func(_, after map[string]any) error { return checkTemplate("patch", templateTable.pruned(after)) }})
 	})
 	if err != nil {
 		return err
 	}
-	a.writeTemplate(w, r, http.StatusOK, updated, nil)
-	return nil
+	return templateTable.writeOK(w, v, updated, nil)
 }
 
 // deleteDeployTemplate is DELETE /v1/deploy_templates/{ident}.

@@ -80,6 +80,13 @@ type resource[T any] struct {
 	// the one that brought them (Ironic shows portgroup mode and properties
 	// from 1.23 though they are writable and selectable from 1.26).
 	shownFrom map[string]int
+	// schemaError begins a POST body's schema error ("Schema error for
+	// <name>" unless set: the inspection rule API says "Schema error").
+	schemaError string
+	// patchDoc, when set, is the document a PATCH applies to instead of
+	// the view's (a sensitive inspection rule's view hides fields a patch
+	// may change; Ironic patches the rule's as_dict()).
+	patchDoc func(x *T) map[string]any
 }
 
 func newResource[T any](name string, summary []string, fields ...field[T]) *resource[T] {
@@ -91,6 +98,7 @@ func newResource[T any](name string, summary []string, fields ...field[T]) *reso
 		res.index[f.name] = i
 	}
 	res.body = res.schema()
+	res.schemaError = "Schema error for " + name
 	return res
 }
 
@@ -324,13 +332,23 @@ func (res *resource[T]) doc(v *viewCtx, x *T) map[string]any {
 	return normalizeNumbers(plain).(map[string]any)
 }
 
+// readBody is the first half of every POST: the body decoded and checked
+// by checkBody at the request's version.
+func (res *resource[T]) readBody(r *http.Request) (map[string]any, error) {
+	body, err := decodeObject(r, res.name)
+	if err != nil {
+		return nil, err
+	}
+	return body, res.checkBody(body, versionOf(r))
+}
+
 // checkBody checks a POST body against the table at ver: its schema
 // (unknown keys, required ones, value types, worded as Ironic's jsonschema
 // words them for the resource), then versions: a field newer than ver is
 // 406 unless its value is null (Ironic's reject_fields_in_newer_versions
 // lets null through).
 func (res *resource[T]) checkBody(body map[string]any, ver Version) error {
-	if err := jsonschema.Check("Schema error for "+res.name, res.body, body); err != nil {
+	if err := jsonschema.Check(res.schemaError, res.body, body); err != nil {
 		return err
 	}
 	for _, k := range argSortedKeys(body) {
@@ -356,6 +374,16 @@ func (res *resource[T]) pruned(doc map[string]any) map[string]any {
 		}
 	}
 	return out
+}
+
+// patchOps reads a PATCH body (readPatch) and checks its fields at the
+// request's version (checkPatch).
+func (res *resource[T]) patchOps(r *http.Request) ([]patchOp, error) {
+	ops, err := readPatch(r)
+	if err != nil {
+		return nil, err
+	}
+	return ops, res.checkPatch(ops, versionOf(r))
 }
 
 // checkPatch is the field check of a PATCH at ver, in Ironic's order: an
@@ -391,7 +419,12 @@ type patchHooks struct {
 // (as v shows it) with ops applied, checked (hooks, then the schema) and
 // its changed fields written into x.
 func (res *resource[T]) patch(v *viewCtx, x *T, ops []patchOp, h patchHooks) error {
-	before := res.doc(v, x)
+	var before map[string]any
+	if res.patchDoc != nil {
+		before = res.patchDoc(x)
+	} else {
+		before = res.doc(v, x)
+	}
 	after, err := applyPatch(before, ops)
 	if err != nil {
 		return err

@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 
 	"castiron/engine/inspectrules"
@@ -99,42 +98,41 @@ var ruleTable = func() *resource[storage.InspectionRule] {
 	str := func(max int) *jsonschema.Schema { s := jsonschema.Types("string", "null"); s.MaxLength = max; return s }
 	res := newResource("inspection_rule", ruleDefaultFields,
 		ruleField{"uuid", ruleMinMinor, fCreate | fSort, jsonschema.Types("string", "null"), nil,
-			func(_ *viewCtx, r *storage.InspectionRule) any { return r.UUID }, nil},
+			func(_ *viewCtx, r *storage.InspectionRule) any { return r.UUID },
+			func(r *storage.InspectionRule, v any) error {
+				u, _ := v.(string)
+				r.UUID = strings.ToLower(u)
+				return nil
+			}},
 		ruleField{"created_at", ruleMinMinor, fSort, nil, nil, func(_ *viewCtx, r *storage.InspectionRule) any { return ironicTime(r.CreatedAt) }, nil},
 		ruleField{"updated_at", ruleMinMinor, fSort, nil, nil, func(_ *viewCtx, r *storage.InspectionRule) any { return timeOrNil(r.UpdatedAt) }, nil},
 		ruleField{"description", ruleMinMinor, fCreate | fPatch | fSort, str(255), nil,
-			func(_ *viewCtx, r *storage.InspectionRule) any { return strOrNil(r.Description) }, nil},
+			func(_ *viewCtx, r *storage.InspectionRule) any { return strOrNil(r.Description) },
+			func(r *storage.InspectionRule, v any) error { r.Description = optString(v); return nil }},
 		ruleField{"priority", ruleMinMinor, fCreate | fPatch | fSort, &jsonschema.Schema{Types: []string{"integer"}, Minimum: jsonschema.Int64(0)}, nil,
-			func(_ *viewCtx, r *storage.InspectionRule) any { return r.Priority }, nil},
+			func(_ *viewCtx, r *storage.InspectionRule) any { return r.Priority },
+			func(r *storage.InspectionRule, v any) error { r.Priority, _ = v.(int64); return nil }},
 		ruleField{"sensitive", ruleMinMinor, fCreate | fPatch | fSort, jsonschema.Types("boolean", "null"), nil,
-			func(_ *viewCtx, r *storage.InspectionRule) any { return r.Sensitive }, nil},
+			func(_ *viewCtx, r *storage.InspectionRule) any { return r.Sensitive },
+			func(r *storage.InspectionRule, v any) error { r.Sensitive, _ = v.(bool); return nil }},
 		ruleField{"phase", ruleMinMinor, fCreate | fPatch | fSort, str(16), nil,
-			func(_ *viewCtx, r *storage.InspectionRule) any { return r.Phase }, nil},
+			func(_ *viewCtx, r *storage.InspectionRule) any { return r.Phase },
+			func(r *storage.InspectionRule, v any) error { r.Phase, _ = v.(string); return nil }},
 		ruleField{"conditions", ruleMinMinor, fCreate | fPatch, ruleConditions, nil,
-			func(_ *viewCtx, r *storage.InspectionRule) any { return ruleOps(r, r.Conditions, true) }, nil},
+			func(_ *viewCtx, r *storage.InspectionRule) any { return ruleOps(r, r.Conditions, true) },
+			func(r *storage.InspectionRule, v any) error { r.Conditions = opDocs(v); return nil }},
 		ruleField{"actions", ruleMinMinor, fCreate | fPatch | fRequired, ruleActions, nil,
-			func(_ *viewCtx, r *storage.InspectionRule) any { return ruleOps(r, r.Actions, false) }, nil},
+			func(_ *viewCtx, r *storage.InspectionRule) any { return ruleOps(r, r.Actions, false) },
+			func(r *storage.InspectionRule, v any) error { r.Actions = opDocs(v); return nil }},
 		ruleField{"links", ruleMinMinor, 0, nil, nil, func(v *viewCtx, r *storage.InspectionRule) any { return selfLinks(v, "inspection", r.UUID) }, nil},
 	)
+	res.schemaError = "Schema error"
+	res.patchDoc = ruleDoc
 	return res
 }()
 
 // ruleDefaultFields is DEFAULT_RETURN_FIELDS of the list.
 var ruleDefaultFields = []string{"uuid", "priority", "phase", "description"}
-
-// checkRuleFields is check_for_invalid_fields against the view's keys.
-func checkRuleFields(fields []string) error {
-	var bad []string
-	for _, f := range fields {
-		if fld := ruleTable.field(f); fld == nil || fld.get == nil {
-			bad = append(bad, f)
-		}
-	}
-	if len(bad) > 0 {
-		return errInvalid("Field(s) \"%s\" are not valid", strings.Join(bad, ", "))
-	}
-	return nil
-}
 
 // checkRuleUUID is the path parameter schema ({"format": "uuid"}).
 func checkRuleUUID(id string) error {
@@ -142,10 +140,6 @@ func checkRuleUUID(id string) error {
 		return errInvalid("Schema error: %s is not a 'uuid'", pyrepr.Repr(id))
 	}
 	return nil
-}
-
-func (a *API) writeRule(w http.ResponseWriter, r *http.Request, status int, rule *storage.InspectionRule, fields []string) {
-	ruleTable.writeOne(w, a.view(r), status, rule, ruleTable.canonical(fields))
 }
 
 // ruleQuerySchema is index_request_query (show_request_query: fields only).
@@ -188,63 +182,26 @@ func (a *API) listInspectionRules(w http.ResponseWriter, r *http.Request) error 
 	if sk := q.Get("sort_key"); sk == "actions" || sk == "conditions" {
 		return errInvalid("Schema error: %s should not be valid under {'type': 'string', 'enum': ['actions', 'conditions']}", pyrepr.Repr(sk))
 	}
-	var detail *bool
-	if q.Has("detail") {
-		detail = &qa.detail
-	}
-	fields, err := ruleTable.listFields(qa.fields, qa.detail)
-	if err != nil {
-		return err
-	}
-	page, sortKey, err := pageOf(qa)
-	if err != nil {
-		return err
-	}
 	ctx := r.Context()
-	if page.Marker != "" {
-		if !argUUIDLike(page.Marker) {
-			return &storage.NotFoundError{Table: "inspection_rules", Key: page.Marker}
-		}
-		if _, err := a.cond.Store().GetInspectionRule(ctx, page.Marker); err != nil {
-			return err
-		}
-	}
-	if page.SortKey, err = sortColumn(sortKey, []string{"uuid", "description", "priority", "sensitive", "phase", "created_at", "updated_at"}); err != nil {
+	l, err := ruleTable.schemaListQuery(ctx, q, qa, "inspection_rules", a.cond.Store().GetInspectionRule,
+		[]string{"uuid", "description", "priority", "sensitive", "phase", "created_at", "updated_at"}, nil)
+	if err != nil {
 		return err
 	}
-	query := storage.InspectionRuleQuery{Page: page}
+	query := storage.InspectionRuleQuery{Page: l.page}
+	var filters [][2]string
 	if q.Has("phase") {
 		phase := q.Get("phase")
 		query.Phase = &phase
+		filters = append(filters, [2]string{"phase", phase})
 	}
 	items, err := a.cond.Store().ListInspectionRules(ctx, query)
 	if err != nil {
 		return err
 	}
-	if len(items) > 0 && fields != nil {
-		if err := checkRuleFields(fields); err != nil {
-			return err
-		}
-	}
-	var next string
-	if n := len(items); n > 0 && n == page.Limit {
-		// get_next: sort_key, sort_dir, detail, fields, filters, then limit
-		// and marker, url-encoded, on the collection url "inspection".
-		var b strings.Builder
-		b.WriteString("sort_key=" + url.QueryEscape(sortKey) + "&sort_dir=" + string(page.SortDir))
-		if detail != nil {
-			b.WriteString("&detail=" + pyrepr.Bool(*detail))
-		}
-		if len(fields) > 0 {
-			b.WriteString("&fields=" + url.QueryEscape(strings.Join(fields, ",")))
-		}
-		if query.Phase != nil {
-			b.WriteString("&phase=" + url.QueryEscape(*query.Phase))
-		}
-		next = baseURL(r) + "/v1/inspection?" + b.String() + "&limit=" + strconv.Itoa(page.Limit) + "&marker=" + items[n-1].UUID
-	}
-	ruleTable.writeList(w, a.view(r), "inspection_rules", items, ruleTable.canonical(fields), next)
-	return nil
+	// The collection url is "inspection", as Ironic's get_next has it.
+	return ruleTable.writeSchemaList(w, r, a.view(r), l, "inspection_rules", "inspection", items,
+		func(rule *storage.InspectionRule) string { return rule.UUID }, url.QueryEscape, filters...)
 }
 
 // getInspectionRule is GET /v1/inspection_rules/{uuid}.
@@ -265,29 +222,10 @@ func (a *API) getInspectionRule(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := checkRuleFields(qa.fields); err != nil {
-		return err
-	}
-	a.writeRule(w, r, http.StatusOK, rule, qa.fields)
-	return nil
+	return ruleTable.writeShown(w, a.view(r), rule, qa.fields)
 }
 
-// ruleFromDoc fills a rule's columns from a checked document.
-func ruleFromDoc(rule *storage.InspectionRule, doc map[string]any) {
-	rule.Description = nil
-	if d, ok := doc["description"].(string); ok {
-		rule.Description = &d
-	}
-	rule.Priority = 0
-	if p, ok := doc["priority"].(int64); ok {
-		rule.Priority = p
-	}
-	rule.Sensitive, _ = doc["sensitive"].(bool)
-	rule.Phase, _ = doc["phase"].(string)
-	rule.Conditions = opDocs(doc["conditions"])
-	rule.Actions = opDocs(doc["actions"])
-}
-
+// opDocs is a checked document's conditions or actions.
 func opDocs(v any) []map[string]any {
 	items, _ := v.([]any)
 	out := make([]map[string]any, len(items))
@@ -299,17 +237,13 @@ func opDocs(v any) []map[string]any {
 
 // createInspectionRule is POST /v1/inspection_rules.
 func (a *API) createInspectionRule(w http.ResponseWriter, r *http.Request) error {
-	body, err := decodeObject(r, "inspection_rule")
+	body, err := ruleTable.readBody(r)
 	if err != nil {
 		return err
 	}
-	if err := jsonschema.Check("Schema error", ruleTable.body, body); err != nil {
-		return err
-	}
 	rule := &storage.InspectionRule{}
-	ruleFromDoc(rule, body)
-	if u, ok := body["uuid"].(string); ok && u != "" {
-		rule.UUID = strings.ToLower(u)
+	if err := ruleTable.setAll(rule, body); err != nil {
+		return err
 	}
 	if err := a.cond.CreateInspectionRule(actorContext(r), rule); err != nil {
 		return err
@@ -340,39 +274,37 @@ func (a *API) patchInspectionRule(w http.ResponseWriter, r *http.Request) error 
 	if !argUUIDLike(id) {
 		return errInvalid("Expected UUID for inspection_rule_uuid: %s", id)
 	}
-	ops, err := readPatch(r)
+	ops, err := ruleTable.patchOps(r)
 	if err != nil {
 		return err
 	}
-	if err := ruleTable.checkPatch(ops, versionOf(r)); err != nil {
-		return err
-	}
+	v := a.view(r)
 	updated, err := a.cond.UpdateInspectionRule(actorContext(r), id, func(rule *storage.InspectionRule) error {
 		if rule.Sensitive {
-			for _, op := range ops {
-				if op.path == "/sensitive" && (op.op == "remove" || op.value != nil && !pyrepr.Truth(op.value)) {
-					reprs := make([]string, len(ops))
-					for i, o := range ops {
-						reprs[i] = o.repr()
-					}
-					return errInvalid("Couldn't apply patch '[%s]'. Reason: Inspection rules cannot have the sensitive flag unset.", strings.Join(reprs, ", "))
-				}
+			if err := keepsSensitive(ops); err != nil {
+				return err
 			}
 		}
-		doc, err := applyPatch(ruleDoc(rule), ops)
-		if err != nil {
-			return err
-		}
-		if err := ruleTable.checkPatched(doc); err != nil {
-			return err
-		}
-		ruleFromDoc(rule, ruleTable.pruned(doc))
-		return nil
+		return ruleTable.patch(v, rule, ops, patchHooks{})
 	})
 	if err != nil {
 		return err
 	}
-	a.writeRule(w, r, http.StatusOK, updated, nil)
+	return ruleTable.writeOK(w, v, updated, nil)
+}
+
+// keepsSensitive refuses a patch that unsets a sensitive rule's flag,
+// before the patch is applied (Ironic's order).
+func keepsSensitive(ops []patchOp) error {
+	for _, op := range ops {
+		if op.path == "/sensitive" && (op.op == "remove" || op.value != nil && !pyrepr.Truth(op.value)) {
+			reprs := make([]string, len(ops))
+			for i, o := range ops {
+				reprs[i] = o.repr()
+			}
+			return errInvalid("Couldn't apply patch '[%s]'. Reason: Inspection rules cannot have the sensitive flag unset.", strings.Join(reprs, ", "))
+		}
+	}
 	return nil
 }
 

@@ -1,12 +1,15 @@
 package httpapi
 
 import (
+	"context"
+	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 
 	"castiron/engine/jsonschema"
+	"castiron/fault/pyrepr"
 	"castiron/storage"
 )
 
@@ -145,4 +148,104 @@ func sortColumn(key string, sortable []string) (string, error) {
 		return key, nil
 	}
 	return "", errInvalid(`The sort_key value "%s" is an invalid field for sorting`, key)
+}
+
+// The deploy template and inspection rule controllers check their query
+// with a request query schema, then read it the same way; what follows
+// that schema is shared here.
+
+// schemaList is such a list's query, read past its schema.
+type schemaList struct {
+	detail  *bool    // ?detail= as given, nil when not
+	fields  []string // get_request_return_fields
+	page    storage.Page
+	sortKey string // as asked ("id" by default)
+}
+
+// schemaListQuery is get_request_return_fields, validate_limit and
+// validate_sort_dir, a sort key of unsortable refused, the marker (the
+// uuid of an item of table: anything else finds nothing, as get_by_uuid)
+// and the sort column, in the controllers' order.
+func (res *resource[T]) schemaListQuery(ctx context.Context, q url.Values, qa *queryArgs, table string,
+	get func(context.Context, string) (*T, error), sortable, unsortable []string) (*schemaList, error) {
+	l := &schemaList{}
+	if q.Has("detail") {
+		l.detail = &qa.detail
+	}
+	var err error
+	if l.fields, err = res.listFields(qa.fields, qa.detail); err != nil {
+		return nil, err
+	}
+	if l.page, l.sortKey, err = pageOf(qa); err != nil {
+		return nil, err
+	}
+	if slices.Contains(unsortable, l.sortKey) {
+		return nil, errUnsortable(l.sortKey)
+	}
+	if m := l.page.Marker; m != "" {
+		if !argUUIDLike(m) {
+			return nil, &storage.NotFoundError{Table: table, Key: m}
+		}
+		if _, err := get(ctx, m); err != nil {
+			return nil, err
+		}
+	}
+	if l.page.SortKey, err = sortColumn(l.sortKey, sortable); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// writeSchemaList answers a page of items under key: its fields checked
+// against the view when there are items, and, on a full page, get_next's
+// link on /v1/<path>: sort_key, sort_dir, detail, fields, then filters
+// (name, value pairs), limit and marker, each value through esc.
+func (res *resource[T]) writeSchemaList(w http.ResponseWriter, r *http.Request, v *viewCtx, l *schemaList, key, path string,
+	items []*T, uuidOf func(*T) string, esc func(string) string, filters ...[2]string) error {
+	if len(items) > 0 && l.fields != nil {
+		if err := res.checkViewFields(l.fields); err != nil {
+			return err
+		}
+	}
+	var next string
+	if n := len(items); n > 0 && n == l.page.Limit {
+		args := []string{"sort_key=" + esc(l.sortKey), "sort_dir=" + string(l.page.SortDir)}
+		if l.detail != nil {
+			args = append(args, "detail="+pyrepr.Bool(*l.detail))
+		}
+		if len(l.fields) > 0 {
+			args = append(args, "fields="+esc(strings.Join(l.fields, ",")))
+		}
+		for _, f := range filters {
+			args = append(args, f[0]+"="+esc(f[1]))
+		}
+		args = append(args, "limit="+strconv.Itoa(l.page.Limit), "marker="+uuidOf(items[n-1]))
+		next = baseURL(r) + "/v1/" + path + "?" + strings.Join(args, "&")
+	}
+	res.writeList(w, v, key, items, res.canonical(l.fields), next)
+	return nil
+}
+
+// checkViewFields is check_for_invalid_fields against the view's keys.
+func (res *resource[T]) checkViewFields(fields []string) error {
+	var bad []string
+	for _, f := range fields {
+		if fld := res.field(f); fld == nil || fld.get == nil {
+			bad = append(bad, f)
+		}
+	}
+	if len(bad) > 0 {
+		return errInvalid("Field(s) \"%s\" are not valid", strings.Join(bad, ", "))
+	}
+	return nil
+}
+
+// writeShown answers one item with the fields asked for, after
+// check_for_invalid_fields.
+func (res *resource[T]) writeShown(w http.ResponseWriter, v *viewCtx, x *T, fields []string) error {
+	if err := res.checkViewFields(fields); err != nil {
+		return err
+	}
+	res.writeOne(w, v, http.StatusOK, x, res.canonical(fields))
+	return nil
 }

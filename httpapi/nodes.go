@@ -243,11 +243,8 @@ func (a *API) patchNode(w http.ResponseWriter, r *http.Request) error {
 			return errInvalid("Invalid value for reset_interfaces: %s", s)
 		}
 	}
-	ops, err := readPatch(r)
+	ops, err := nodeTable.patchOps(r)
 	if err != nil {
-		return err
-	}
-	if err := nodeTable.checkPatch(ops, ver); err != nil {
 		return err
 	}
 	if resetIfaces && len(patchValues(ops, "/driver")) == 0 {

@@ -250,11 +250,8 @@ func (a *API) patchPort(w http.ResponseWriter, r *http.Request) error {
 	if ident := r.PathValue("uuid"); !argUUIDLike(ident) && !argLogicalName(ident) {
 		return errInvalid("Expected UUID or name for port_ident: %s", ident)
 	}
-	ops, err := readPatch(r)
+	ops, err := portTable.patchOps(r)
 	if err != nil {
-		return err
-	}
-	if err := portTable.checkPatch(ops, ver); err != nil {
 		return err
 	}
 	for key, min := range llcKeyMinor {
