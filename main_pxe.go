@@ -97,7 +97,7 @@ func timelineSink(store storage.BootEventStore) func(ctx context.Context, evs []
 	return func(ctx context.Context, evs []boot.Event) error {
 		rows := make([]storage.BootEvent, len(evs))
 		for i, e := range evs {
-			rows[i] = storage.BootEvent{At: e.At, MAC: e.MAC, NodeUUID: e.NodeUUID, Kind: e.Kind, Detail: e.Detail}
+			rows[i] = storage.BootEvent{At: e.At, MAC: e.MAC, NodeUUID: e.NodeUUID, Kind: e.Kind, Detail: e.TookDetail()}
 		}
 		return store.AddBootEvents(ctx, rows)
 	}

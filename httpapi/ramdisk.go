@@ -29,15 +29,18 @@ func (a *API) publicRoute(method, path string, minMinor int, h handlerFunc) {
 	a.mux.Handle(method+" /v1"+path, wrapped)
 }
 
-// record notes an agent call in the boot timeline.
-func (a *API) record(r *http.Request, node, mac, kind, detail string) {
+// record notes an agent call in the boot timeline, with castiron's time
+// for it since start (the handler began).
+func (a *API) record(r *http.Request, start time.Time, node, mac, kind, detail string) {
 	if a.opts.BootRecorder != nil {
-		a.opts.BootRecorder.Record(r.Context(), boot.Event{At: time.Now(), NodeUUID: node, MAC: mac, Kind: kind, Detail: detail})
+		now := time.Now()
+		a.opts.BootRecorder.Record(r.Context(), boot.Event{At: now, NodeUUID: node, MAC: mac, Kind: kind, Detail: detail, Took: now.Sub(start)})
 	}
 }
 
 // lookup is GET /v1/lookup?addresses=mac,mac&node_uuid=.
 func (a *API) lookup(w http.ResponseWriter, r *http.Request) error {
+	start := time.Now()
 	q := r.URL.Query()
 	var macs []string
 	for _, v := range q["addresses"] {
@@ -53,10 +56,10 @@ func (a *API) lookup(w http.ResponseWriter, r *http.Request) error {
 	}
 	n, token, err := a.cond.AgentLookup(r.Context(), macs, nodeUUID)
 	if err != nil {
-		a.record(r, nodeUUID, strings.Join(macs, ","), boot.AgentLookup, "refused: "+err.Error())
+		a.record(r, start, nodeUUID, strings.Join(macs, ","), boot.AgentLookup, "refused: "+err.Error())
 		return err
 	}
-	a.record(r, n.UUID, strings.Join(macs, ","), boot.AgentLookup, "token issued, state "+n.ProvisionState)
+	a.record(r, start, n.UUID, strings.Join(macs, ","), boot.AgentLookup, "token issued, state "+n.ProvisionState)
 	return writeJSON(w, http.StatusOK, a.lookupView(r, n, token))
 }
 
@@ -98,6 +101,7 @@ func (a *API) lookupView(r *http.Request, n *storage.Node, token string) map[str
 // heartbeat is POST /v1/heartbeat/{ident}. The 202 carries castiron's
 // instruction for the agent; Ironic's agents ignore the body.
 func (a *API) heartbeat(w http.ResponseWriter, r *http.Request) error {
+	start := time.Now()
 	body, err := readBody(r)
 	if err != nil {
 		return err
@@ -145,7 +149,7 @@ func (a *API) heartbeat(w http.ResponseWriter, r *http.Request) error {
 	// driver_internal_info.agent_last_heartbeat.
 	routine := err == nil && instr.Command == protocol.CmdWait && (hb.Step == nil || hb.Step.Status == protocol.StepRunning)
 	if !routine {
-		a.record(r, ident, "", boot.AgentBeat, detail)
+		a.record(r, start, ident, "", boot.AgentBeat, detail)
 	}
 	if err != nil {
 		return err
@@ -156,6 +160,7 @@ func (a *API) heartbeat(w http.ResponseWriter, r *http.Request) error {
 // continueInspection is POST /v1/continue_inspection: accepted at 1.1 (no
 // version header, as ironic-inspector's clients send) and from 1.84.
 func (a *API) continueInspection(w http.ResponseWriter, r *http.Request) error {
+	start := time.Now()
 	v := versionOf(r)
 	nodeUUID := r.URL.Query().Get("node_uuid")
 	if (v.Minor > 1 && !v.AtLeast(84)) || (nodeUUID != "" && !v.AtLeast(84)) {
@@ -170,7 +175,7 @@ func (a *API) continueInspection(w http.ResponseWriter, r *http.Request) error {
 	}
 	in, err := engine.ParseInspection(body)
 	if err != nil {
-		a.record(r, nodeUUID, "", boot.AgentInspect, "refused: "+err.Error())
+		a.record(r, start, nodeUUID, "", boot.AgentInspect, "refused: "+err.Error())
 		return err
 	}
 	in.NodeUUID, in.WantToken = nodeUUID, v.AtLeast(84)
@@ -184,10 +189,10 @@ func (a *API) continueInspection(w http.ResponseWriter, r *http.Request) error {
 	mac := in.Data.Inventory.Boot.PXEInterface
 	n, token, err := a.cond.ContinueInspection(r.Context(), in)
 	if err != nil {
-		a.record(r, nodeUUID, mac, boot.AgentInspect, "refused: "+err.Error())
+		a.record(r, start, nodeUUID, mac, boot.AgentInspect, "refused: "+err.Error())
 		return err
 	}
-	a.record(r, n.UUID, mac, boot.AgentInspect, "inventory accepted")
+	a.record(r, start, n.UUID, mac, boot.AgentInspect, "inventory accepted")
 	if !in.WantToken {
 		return writeJSON(w, http.StatusAccepted, map[string]any{"uuid": n.UUID})
 	}

@@ -6,6 +6,8 @@ package boot
 import (
 	"context"
 	"net"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -64,6 +66,52 @@ type Event struct {
 	NodeUUID string // empty when unknown
 	Kind     string
 	Detail   string // e.g. "offered 10.0.0.5 arch=0 ipxe=true file=http://..."
+	// Took is castiron's own time for the request this event answers:
+	// from the packet or request arriving to the answer being ready
+	// (for a file, to its first byte; the rest of a transfer is paced by
+	// the client). Zero when not measured. Kept in the timeline as
+	// " took=<seconds>s" at the end of Detail (TookDetail).
+	Took time.Duration
+}
+
+// TookKey marks castiron's own time in a stored event's detail.
+const TookKey = " took="
+
+// TookDetail is the detail an event is stored with: Detail, plus its Took
+// in seconds (microsecond resolution) when measured.
+func (e Event) TookDetail() string {
+	if e.Took <= 0 {
+		return e.Detail
+	}
+	return e.Detail + TookKey + strconv.FormatFloat(e.Took.Seconds(), 'f', 6, 64) + "s"
+}
+
+// ParseTook is the took= a stored detail carries (TookDetail), if any.
+func ParseTook(detail string) (time.Duration, bool) {
+	i := strings.LastIndex(detail, TookKey)
+	if i < 0 {
+		return 0, false
+	}
+	v, _, _ := strings.Cut(detail[i+len(TookKey):], " ")
+	d, err := time.ParseDuration(v)
+	return d, err == nil
+}
+
+type receivedKey struct{}
+
+// WithReceived notes in ctx when the packet or request being answered
+// arrived, so the event recorded for its answer can carry Took.
+func WithReceived(ctx context.Context, at time.Time) context.Context {
+	return context.WithValue(ctx, receivedKey{}, at)
+}
+
+// SinceReceived is the time since the request in ctx arrived
+// (WithReceived); 0 when not noted.
+func SinceReceived(ctx context.Context) time.Duration {
+	if at, ok := ctx.Value(receivedKey{}).(time.Time); ok {
+		return time.Since(at)
+	}
+	return 0
 }
 
 // Recorder stores timeline events. Record must be cheap and never block the

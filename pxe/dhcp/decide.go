@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"strconv"
+	"time"
 
 	"github.com/insomniacslk/dhcp/dhcpv4"
 	"github.com/insomniacslk/dhcp/iana"
@@ -304,10 +305,26 @@ func recordEvent(ctx context.Context, rec boot.Recorder, hw net.HardwareAddr, de
 		arch = strconv.Itoa(int(c.arch))
 	}
 	detail := prefix + "ip=" + addr + " arch=" + arch + " ipxe=" + strconv.FormatBool(c.ipxe)
-	if kind == boot.DHCPOffer || kind == boot.DHCPAck {
+	ev := boot.Event{MAC: hw.String(), NodeUUID: dec.NodeUUID, Kind: kind}
+	switch kind {
+	case boot.DHCPOffer, boot.DHCPAck:
 		detail += " file=" + file
+		ev.Took = boot.SinceReceived(ctx)
+	case boot.DHCPNak:
+		ev.Took = boot.SinceReceived(ctx)
 	}
-	rec.Record(ctx, boot.Event{MAC: hw.String(), NodeUUID: dec.NodeUUID, Kind: kind, Detail: detail})
+	ev.Detail = detail
+	rec.Record(ctx, ev)
+}
+
+// received notes the packet's arrival in ctx, so that the answer's
+// timeline event carries castiron's time for it (parse, gate, decision,
+// lease commit); not when nothing is recorded.
+func received(ctx context.Context, rec boot.Recorder) context.Context {
+	if _, off := rec.(boot.Discard); off {
+		return ctx
+	}
+	return boot.WithReceived(ctx, time.Now())
 }
 
 // ignored records, at most once a minute per MAC, that the gate refused it.

@@ -63,12 +63,21 @@ func (e *events) Record(_ context.Context, ev boot.Event) {
 }
 
 func (e *events) kinds(mac string) []string {
+	var out []string
+	for _, ev := range e.all(mac) {
+		out = append(out, ev.Kind)
+	}
+	return out
+}
+
+// all are the events of mac, in order.
+func (e *events) all(mac string) []boot.Event {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	var out []string
+	var out []boot.Event
 	for _, ev := range e.evs {
 		if ev.MAC == mac {
-			out = append(out, ev.Kind)
+			out = append(out, ev)
 		}
 	}
 	return out

@@ -342,6 +342,14 @@ func TestNetnsFullMode(t *testing.T) {
 	if k := strings.Join(rec.kinds(macDH.String()), ","); !strings.HasPrefix(k, "dhcp_discover,dhcp_offer,dhcp_request,dhcp_ack,dhcp_request,dhcp_ack") {
 		t.Fatalf("dhclient timeline %s", k)
 	}
+	// Answers carry castiron's time for them (packet in to answer ready,
+	// the lease commit included); requests carry none.
+	for _, ev := range rec.all(macDH.String()) {
+		answer := ev.Kind == boot.DHCPOffer || ev.Kind == boot.DHCPAck || ev.Kind == boot.DHCPNak
+		if answer != (ev.Took > 0) || ev.Took > 5*time.Second {
+			t.Fatalf("event %+v: took %s", ev, ev.Took)
+		}
+	}
 	srv.stop(t)
 	st.Close()
 

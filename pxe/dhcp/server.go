@@ -164,6 +164,7 @@ func readLoop(ctx context.Context, conn *net.UDPConn, log *slog.Logger, handle f
 
 func (s *Server) handle(ctx context.Context, conn *net.UDPConn, port int, pkt []byte, peer netip.AddrPort) {
 	defer s.survive(peer)
+	ctx = received(ctx, s.rec)
 	req, err := dhcpv4.FromBytes(pkt)
 	if err != nil {
 		s.cfg.Meter.DHCPPacket("malformed", "none")

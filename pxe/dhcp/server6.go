@@ -214,6 +214,7 @@ func (s *Server6) serve(ctx context.Context, conn *net.UDPConn) {
 
 func (s *Server6) handle(ctx context.Context, conn *net.UDPConn, pkt []byte, peer netip.AddrPort) {
 	defer s.survive(peer)
+	ctx = received(ctx, s.rec)
 	// The message may outlive this read (a reply waiting for its lease's
 	// commit) and the reader reuses its buffer.
 	msg, err := dhcpv6.FromBytes(append([]byte(nil), pkt...))

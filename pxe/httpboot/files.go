@@ -18,6 +18,7 @@ import (
 // done. The file is opened per request so `make ramdisk` takes effect at
 // once; an open file keeps serving the old bytes if it is replaced mid-way.
 func (h *Handler) serveFile(w http.ResponseWriter, r *http.Request, path, kind, nodeUUID string) {
+	start := time.Now()
 	what := filepath.Base(path)
 	if path == "" {
 		textError(w, http.StatusServiceUnavailable, "castiron: %s path not configured", kindName(kind))
@@ -44,7 +45,6 @@ func (h *Handler) serveFile(w http.ResponseWriter, r *http.Request, path, kind, 
 		return
 	}
 
-	start := time.Now()
 	cw := &countingWriter{ResponseWriter: w, status: http.StatusOK}
 	http.ServeContent(cw, r, what, st.ModTime(), f)
 	if r.Method == http.MethodHead {
@@ -69,7 +69,13 @@ func (h *Handler) serveFile(w http.ResponseWriter, r *http.Request, path, kind, 
 		result = "refused" // a bad Range (416) and the like
 	}
 	h.cfg.Meter.Transfer("http", kindName(kind), cw.n, result)
-	h.rec.Record(r.Context(), boot.Event{MAC: mac, NodeUUID: nodeUUID, Kind: kind, Detail: detail})
+	// castiron's own time is until the first byte (file opened, headers
+	// out); the body goes out with sendfile at the pace the client reads.
+	var took time.Duration
+	if !cw.first.IsZero() {
+		took = cw.first.Sub(start)
+	}
+	h.rec.Record(r.Context(), boot.Event{MAC: mac, NodeUUID: nodeUUID, Kind: kind, Detail: detail, Took: took})
 	h.log.InfoContext(r.Context(), "boot file served", "file", what, "mac", mac, "status", cw.status, "bytes", cw.n, "duration", time.Since(start), "client", r.RemoteAddr)
 }
 
@@ -98,20 +104,30 @@ type countingWriter struct {
 	http.ResponseWriter
 	status int
 	n      int64
+	first  time.Time // the response began: headers written
+}
+
+func (c *countingWriter) began() {
+	if c.first.IsZero() {
+		c.first = time.Now()
+	}
 }
 
 func (c *countingWriter) WriteHeader(code int) {
 	c.status = code
 	c.ResponseWriter.WriteHeader(code)
+	c.began()
 }
 
 func (c *countingWriter) Write(p []byte) (int, error) {
+	c.began()
 	n, err := c.ResponseWriter.Write(p)
 	c.n += int64(n)
 	return n, err
 }
 
 func (c *countingWriter) ReadFrom(src io.Reader) (int64, error) {
+	c.began()
 	var n int64
 	var err error
 	if rf, ok := c.ResponseWriter.(io.ReaderFrom); ok {

@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+	"time"
 
 	"castiron/pxe/boot"
 )
@@ -127,6 +128,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // short plain-text body so whoever reads the node's console or the HTTP log
 // sees why; iPXE treats any non-2xx as a failed boot attempt.
 func (h *Handler) serveScript(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
 	raw := r.PathValue("mac")
 	if raw == "" {
 		raw = r.URL.Query().Get("mac")
@@ -172,6 +174,7 @@ func (h *Handler) serveScript(w http.ResponseWriter, r *http.Request) {
 	h.cfg.Meter.Transfer("http", "ipxe-script", int64(n), okOrIncomplete(err == nil))
 	ev.NodeUUID = decision.NodeUUID
 	ev.Detail = "purpose=" + decision.Purpose + " arch=" + arch
+	ev.Took = time.Since(start)
 	h.rec.Record(r.Context(), ev)
 	h.log.InfoContext(r.Context(), "boot script served", "mac", ev.MAC, "node", decision.NodeUUID, "purpose", decision.Purpose, "arch", arch, "client", r.RemoteAddr)
 }

@@ -227,6 +227,9 @@ func TestScript(t *testing.T) {
 			if ev.Kind != boot.HTTPScript || ev.MAC != tc.eventMAC || ev.NodeUUID != tc.eventNode {
 				t.Errorf("event %+v, want %s for %s node %q", ev, boot.HTTPScript, tc.eventMAC, tc.eventNode)
 			}
+			if served := tc.status == http.StatusOK; served != (ev.Took > 0) {
+				t.Errorf("event %+v: took %s, want it measured for a served script only", ev, ev.Took)
+			}
 		})
 	}
 }
@@ -397,6 +400,11 @@ func TestFiles(t *testing.T) {
 			wantDetail := "bytes=" + strconv.Itoa(len(tc.want)) + " "
 			if ev.Kind != tc.kind || ev.MAC != tc.eventMAC || !strings.Contains(ev.Detail, wantDetail) || strings.Contains(ev.Detail, "incomplete") {
 				t.Fatalf("event %+v, want %s MAC %q detail with %q", ev, tc.kind, tc.eventMAC, wantDetail)
+			}
+			// castiron's own time ends at the first byte, so it is no
+			// longer than the whole transfer.
+			if whole, err := time.ParseDuration(strings.Fields(ev.Detail[strings.Index(ev.Detail, "duration="):])[0][len("duration="):]); ev.Took <= 0 || err != nil || ev.Took > whole+time.Millisecond {
+				t.Fatalf("event %+v: took %s, want > 0 and <= duration (%v)", ev, ev.Took, err)
 			}
 		})
 	}

@@ -228,9 +228,13 @@ func (s *Server) send(ctx context.Context, start time.Time, client net.IP, name 
 	if size >= 0 && out != nil {
 		out.SetSize(size)
 	}
-	n, err := rf.ReadFrom(r)
+	// castiron's own time: the lookup until here and reading the file;
+	// the rest of the transfer waits for the client's ACKs.
+	setup := time.Since(start)
+	tr := &timedReader{r: r}
+	n, err := rf.ReadFrom(tr)
 	took := time.Since(start)
-	ev := boot.Event{MAC: s.mac(client), Kind: boot.TFTPServed}
+	ev := boot.Event{MAC: s.mac(client), Kind: boot.TFTPServed, Took: setup + tr.took}
 	result := "ok"
 	if err != nil {
 		result = "incomplete"
@@ -282,4 +286,17 @@ func (s *Server) mac(ip net.IP) string {
 		return ""
 	}
 	return s.macForIP(ip)
+}
+
+// timedReader sums the time spent in Read.
+type timedReader struct {
+	r    io.Reader
+	took time.Duration
+}
+
+func (t *timedReader) Read(p []byte) (int, error) {
+	start := time.Now()
+	n, err := t.r.Read(p)
+	t.took += time.Since(start)
+	return n, err
 }

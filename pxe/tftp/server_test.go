@@ -242,6 +242,12 @@ func TestTFTPHPAClient(t *testing.T) {
 			if ev.MAC != testMAC || !strings.HasPrefix(ev.Detail, want) {
 				t.Fatalf("event %+v, want MAC %s and detail starting %q", ev, testMAC, want)
 			}
+			// castiron's own time (lookup, file reads) excludes waiting
+			// for the client's ACKs, so it is below the whole transfer.
+			whole, err := time.ParseDuration(strings.TrimPrefix(strings.Fields(ev.Detail)[2], "duration="))
+			if err != nil || ev.Took <= 0 || ev.Took > whole+time.Millisecond {
+				t.Fatalf("event %+v: took %s, want > 0 and <= the transfer's %s (%v)", ev, ev.Took, whole, err)
+			}
 		})
 	}
 

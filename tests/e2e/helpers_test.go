@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"os"
 	"testing"
 	"time"
 )
@@ -98,6 +99,42 @@ func TestTimingLine(t *testing.T) {
 	want := "E2E-TIMING inspect_bios total=41.20s power_on=0.61s kernel=-"
 	if got != want {
 		t.Errorf("TimingLine = %q, want %q", got, want)
+	}
+}
+
+// TestCastironShare sums the took= of the answers and the conductor's
+// steps from a recorded boot (no VM).
+func TestCastironShare(t *testing.T) {
+	start := time.Unix(1000, 0)
+	at := func(ms int) time.Time { return start.Add(time.Duration(ms) * time.Millisecond) }
+	ev := func(ms int, kind, detail string) TimelineEvent {
+		return TimelineEvent{At: at(ms), Kind: kind, Detail: detail}
+	}
+	r := bootRecords{
+		events: []ConsoleLine{{At: at(20), Text: "bmc set boot=pxe"}, {At: at(30), Text: "bmc set power=1"}},
+		timeline: []TimelineEvent{
+			ev(-5000, "dhcp_ack", "from an earlier boot took=9.000000s"),
+			ev(3000, "dhcp_discover", "ip=- arch=0 ipxe=true"),
+			ev(3001, "dhcp_offer", "ip=10.0.0.5 file=x took=0.001000s"),
+			ev(3010, "dhcp_ack", "ip=10.0.0.5 file=x took=0.003000s"),
+			ev(3100, "http_ipxe_script", "purpose=inspect took=0.001000s"),
+			ev(4000, "http_kernel", "status=200 duration=0.9s took=0.000500s"),
+			ev(5000, "http_initramfs", "status=200 duration=0.9s took=0.001500s"),
+			ev(9800, "agent_inventory", "inventory accepted took=0.013000s"),
+		},
+		history: []HistoryEvent{
+			{CreatedAt: "1970-01-01T00:16:40.040000+00:00", Event: "wait: inspecting -> inspect wait"},
+			{CreatedAt: "1970-01-01T00:16:49.800000+00:00", Event: "resume: inspect wait -> inspecting"},
+			{CreatedAt: "1970-01-01T00:16:50.000000+00:00", Event: "done: inspecting -> manageable"},
+		},
+	}
+	got := CastironShare("inspect_bios_castiron", start, at(10000), r, 300*time.Millisecond)
+	want := "E2E-TIMING inspect_bios_castiron total=10.00s castiron=0.2500s share=2.50% power_on=0.0300s dhcp=0.0040s/2 tftp=0.0000s/0 script=0.0010s/1 files=0.0020s/2 agent_api=0.0130s/1 apply=0.2000s cpu=0.30s cpu_share=3.00%"
+	if got != want {
+		t.Errorf("CastironShare =\n%s\nwant\n%s", got, want)
+	}
+	if cpu := processCPU(os.Getpid()); cpu < 0 {
+		t.Errorf("processCPU of this test = %s", cpu)
 	}
 }
 

@@ -82,12 +82,17 @@ func inspectToManageable(t *testing.T, tc inspectCase) {
 	ctx, cancel := context.WithTimeout(context.Background(), tc.timeout+2*time.Minute)
 	defer cancel()
 
+	cpu0 := processCPU(c.PID())
 	start := time.Now()
 	if err := c.SetProvisionState(ctx, node.UUID, "inspect"); err != nil {
 		t.Fatalf("inspect: %v", err)
 	}
 	n, err := c.WaitProvisionState(ctx, node.UUID, "manageable", tc.timeout)
 	end := time.Now()
+	cpu := processCPU(c.PID()) - cpu0
+	if cpu0 < 0 || cpu < 0 {
+		cpu = -1
+	}
 	if err != nil {
 		t.Log(TimingLine(tc.label+"_failed", start, end, BootPhases(ctx, l, c, node.UUID, start, end)))
 		t.Fatalf("inspect: %v", err)
@@ -95,7 +100,9 @@ func inspectToManageable(t *testing.T, tc inspectCase) {
 
 	// The VM powers off (agent or castiron) and the BMC agrees.
 	expectPoweredOff(ctx, t, l, "after inspection", 60*time.Second)
-	t.Log(TimingLine(tc.label, start, end, BootPhases(ctx, l, c, node.UUID, start, end)))
+	rec := bootRecord(ctx, l, c, node.UUID)
+	t.Log(TimingLine(tc.label, start, end, bootPhases(l, rec, start, end)))
+	t.Log(CastironShare(tc.label+"_castiron", start, end, rec, cpu))
 
 	checkInspectedProperties(t, n, tc.opts)
 	checkPorts(ctx, t, c, n.UUID, l.MACs[0])

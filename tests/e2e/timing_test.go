@@ -3,8 +3,12 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -24,73 +28,150 @@ type Phase struct {
 // i.e. when the DHCP DISCOVER goes out; EDK2 prints ">>Start PXE over IPv4".
 var (
 	markFirstDHCP = []string{"Configuring (net", ">>Start PXE over IPv4", ">>Start PXE over IPv6"}
-	markKernel    = []string{"Linux version"}
+	// iPXE has started (the NIC ROM, or the binary castiron served).
+	markIPXE   = []string{"iPXE initialising devices"}
+	markKernel = []string{"Linux version"}
 	// The agent's own banner, else the kernel handing over to /init.
 	markAgent = []string{"castiron-agent", "castiron agent", "Run /init as init process"}
 )
 
 // BootPhases measures a network boot that started at start (the provision
-// request) and ended at end (the target state seen): BMC power on, first
-// DHCP, kernel, agent, callback, power off. The boot timeline (when castiron
-// serves it) is preferred for DHCP and the callback; the serial console and
-// the node's history fill in.
+// request) and ended at end (the target state seen), in boot order:
+//
+//	power_on      the BMC starts the VM (chassis program)
+//	first_dhcp    the firmware's first DHCPDISCOVER (timeline)
+//	ipxe_loaded   iPXE runs: the end of its TFTP transfer (UEFI), else its
+//	              banner on the console (qemu's BIOS NIC ROM is iPXE)
+//	ipxe_dhcp     iPXE's own DHCPDISCOVER (the same as first_dhcp for BIOS)
+//	script        the iPXE script served
+//	kernel_fetched, initrd_fetched   the end of each HTTP transfer
+//	kernel        the kernel's first console line (after decompression)
+//	agent         the agent's first console line
+//	agent_dhcp    the agent's DHCPDISCOVER
+//	agent_lookup  GET /v1/lookup ("-": inspection posts without one)
+//	inventory     POST /v1/continue_inspection accepted (else the history)
+//	manageable    castiron leaves inspecting (node history, server side)
+//	done          the test saw the target state (it polls the API)
+//	power_off     the VM is gone
+//
+// The boot timeline is preferred; the serial console and the node's
+// history fill in.
 func BootPhases(ctx context.Context, l *Lab, c *Castiron, nodeUUID string, start, end time.Time) []Phase {
-	console := l.Console()
-	events := l.VMEvents()
-	timeline, _, _ := c.BootTimeline(ctx, nodeUUID)
-	history, _ := c.History(ctx, nodeUUID)
+	return bootPhases(l, bootRecord(ctx, l, c, nodeUUID), start, end)
+}
 
+// bootRecords is what a boot left behind: the boot timeline, the node's
+// history, the VM's console and the chassis program's power events.
+type bootRecords struct {
+	timeline []TimelineEvent
+	history  []HistoryEvent
+	console  []ConsoleLine
+	events   []ConsoleLine
+}
+
+func bootRecord(ctx context.Context, l *Lab, c *Castiron, nodeUUID string) bootRecords {
+	var r bootRecords
+	r.timeline, _, _ = c.BootTimeline(ctx, nodeUUID)
+	r.history, _ = c.History(ctx, nodeUUID)
+	r.console = l.Console()
+	r.events = l.VMEvents()
+	return r
+}
+
+// firstEvent is the first timeline event of kind at or after since whose
+// detail contains every one of subs (and no "incomplete").
+func (r bootRecords) firstEvent(since time.Time, kind string, subs ...string) (TimelineEvent, bool) {
+next:
+	for _, ev := range r.timeline {
+		if ev.Kind != kind || ev.At.Before(since) || strings.Contains(ev.Detail, "incomplete") {
+			continue
+		}
+		for _, s := range subs {
+			if !strings.Contains(ev.Detail, s) {
+				continue next
+			}
+		}
+		return ev, true
+	}
+	return TimelineEvent{}, false
+}
+
+// historyAt is the first history event at or after since containing any
+// of subs.
+func (r bootRecords) historyAt(since time.Time, subs ...string) (time.Time, bool) {
+	for _, h := range r.history {
+		if at := h.Time(); !at.Before(since) {
+			for _, s := range subs {
+				if strings.Contains(h.Event, s) {
+					return at, true
+				}
+			}
+		}
+	}
+	return time.Time{}, false
+}
+
+func bootPhases(_ *Lab, r bootRecords, start, end time.Time) []Phase {
 	var phases []Phase
 	add := func(name string, at time.Time, src string) {
 		phases = append(phases, Phase{Name: name, At: at, Source: src})
 	}
 	fromConsole := func(name string, marks []string) {
-		if l, ok := firstLine(console, start, marks...); ok {
+		if l, ok := firstLine(r.console, start, marks...); ok {
 			add(name, l.At, "console")
 			return
 		}
 		add(name, time.Time{}, "")
 	}
-	fromTimeline := func(kind string) (time.Time, bool) {
-		for _, ev := range timeline {
-			if ev.Kind == kind && !ev.At.Before(start) {
-				return ev.At, true
-			}
+	fromTimeline := func(name, kind string, subs ...string) bool {
+		if ev, ok := r.firstEvent(start, kind, subs...); ok {
+			add(name, ev.At, "timeline")
+			return true
 		}
-		return time.Time{}, false
+		return false
+	}
+	orNone := func(name string, found bool) {
+		if !found {
+			add(name, time.Time{}, "")
+		}
 	}
 
-	if ev, ok := firstLine(events, start, "start bootdev="); ok {
+	if ev, ok := firstLine(r.events, start, "start bootdev="); ok {
 		add("power_on", ev.At, "bmc")
 	} else {
 		add("power_on", time.Time{}, "")
 	}
-	if at, ok := fromTimeline(boot.DHCPDiscover); ok {
-		add("first_dhcp", at, "timeline")
-	} else {
+	if !fromTimeline("first_dhcp", boot.DHCPDiscover) {
 		fromConsole("first_dhcp", markFirstDHCP)
 	}
+	if !fromTimeline("ipxe_loaded", boot.TFTPServed) {
+		fromConsole("ipxe_loaded", markIPXE)
+	}
+	orNone("ipxe_dhcp", fromTimeline("ipxe_dhcp", boot.DHCPDiscover, "ipxe=true"))
+	orNone("script", fromTimeline("script", boot.HTTPScript))
+	orNone("kernel_fetched", fromTimeline("kernel_fetched", boot.HTTPKernel))
+	orNone("initrd_fetched", fromTimeline("initrd_fetched", boot.HTTPInitramfs))
 	fromConsole("kernel", markKernel)
 	fromConsole("agent", markAgent)
-	if at, ok := fromTimeline(boot.AgentInspect); ok {
-		add("callback", at, "timeline")
+	orNone("agent_dhcp", fromTimeline("agent_dhcp", boot.DHCPDiscover, "arch=agent"))
+	orNone("agent_lookup", fromTimeline("agent_lookup", boot.AgentLookup, "token issued"))
+	inventory, ok := r.firstEvent(start, boot.AgentInspect, "inventory accepted")
+	if ok {
+		add("inventory", inventory.At, "timeline")
+	} else if at, ok := r.historyAt(start, "inspect wait -> "); ok {
+		add("inventory", at, "history")
 	} else {
-		found := false
-		for _, h := range history {
-			if at := h.Time(); !at.Before(start) && strings.Contains(h.Event, "inspect wait -> ") {
-				add("callback", at, "history")
-				found = true
-				break
-			}
-		}
-		if !found {
-			add("callback", time.Time{}, "")
-		}
+		add("inventory", time.Time{}, "")
+	}
+	if at, ok := r.historyAt(start, "inspecting -> manageable", "inspecting -> inspect failed"); ok {
+		add("manageable", at, "history")
+	} else {
+		add("manageable", time.Time{}, "")
 	}
 	add("done", end, "api")
-	if ev, ok := firstLine(events, start, "stop ("); ok {
+	if ev, ok := firstLine(r.events, start, "stop ("); ok {
 		add("power_off", ev.At, "bmc")
-	} else if l, ok := firstLine(console, start, "=== disconnect"); ok {
+	} else if l, ok := firstLine(r.console, start, "=== disconnect"); ok {
 		add("power_off", l.At, "console")
 	} else {
 		add("power_off", time.Time{}, "")
@@ -114,4 +195,103 @@ func TimingLine(label string, start, end time.Time, phases []Phase) string {
 		fmt.Fprintf(&b, " %s=%.2fs", p.Name, p.At.Sub(start).Seconds())
 	}
 	return b.String()
+}
+
+// CastironShare is castiron's own part of a boot, from the per-request
+// times castiron records in the boot timeline (took=: packet or request in,
+// answer ready; for a file, until its first byte) plus the conductor's
+// steps, summed, and its share of the whole (end - start):
+//
+//	E2E-TIMING inspect_bios_castiron total=10.00s castiron=0.2500s share=2.50% power_on=0.0300s dhcp=0.0040s/4 tftp=0.0000s/0 script=0.0010s/1 files=0.0020s/2 agent_api=0.0130s/1 apply=0.2000s cpu=0.30s cpu_share=3.00%
+//
+// power_on is the inspect request to the BMC's power-on command (API,
+// state change, IPMI boot device); apply is the inventory accepted to
+// the node leaving inspecting (ports, power off through the BMC,
+// properties). The /n counts are requests. cpu is the castiron process's
+// CPU time over the same span (/proc, 10 ms ticks): everything castiron
+// did, whether on the boot's path or not, as a bound on the per-request sum.
+func CastironShare(label string, start, end time.Time, r bootRecords, cpu time.Duration) string {
+	total := end.Sub(start)
+	var b strings.Builder
+	var sum time.Duration
+	part := func(name string, d time.Duration, n int) {
+		sum += d
+		if n < 0 {
+			fmt.Fprintf(&b, " %s=%.4fs", name, d.Seconds())
+			return
+		}
+		fmt.Fprintf(&b, " %s=%.4fs/%d", name, d.Seconds(), n)
+	}
+	if ev, ok := firstLine(r.events, start, "bmc set power=1"); ok {
+		part("power_on", ev.At.Sub(start), -1)
+	} else {
+		b.WriteString(" power_on=-")
+	}
+	for _, g := range []struct {
+		name  string
+		kinds []string
+	}{
+		{"dhcp", []string{boot.DHCPOffer, boot.DHCPAck, boot.DHCPNak}},
+		{"tftp", []string{boot.TFTPServed}},
+		{"script", []string{boot.HTTPScript}},
+		{"files", []string{boot.HTTPKernel, boot.HTTPInitramfs, boot.HTTPLoader}},
+		{"agent_api", []string{boot.AgentLookup, boot.AgentInspect, boot.AgentBeat}},
+	} {
+		var d time.Duration
+		n := 0
+		for _, ev := range r.timeline {
+			if ev.At.Before(start) || ev.At.After(end) || !slices.Contains(g.kinds, ev.Kind) {
+				continue
+			}
+			if took, ok := boot.ParseTook(ev.Detail); ok {
+				d += took
+				n++
+			}
+		}
+		part(g.name, d, n)
+	}
+	inventory, okInv := r.firstEvent(start, boot.AgentInspect, "inventory accepted")
+	left, okLeft := r.historyAt(start, "inspecting -> manageable", "inspecting -> inspect failed")
+	if okInv && okLeft && left.After(inventory.At) {
+		part("apply", left.Sub(inventory.At), -1)
+	} else {
+		b.WriteString(" apply=-")
+	}
+	head := fmt.Sprintf("E2E-TIMING %s total=%.2fs castiron=%.4fs share=%.2f%%", label, total.Seconds(), sum.Seconds(), pct(sum, total))
+	tail := " cpu=-"
+	if cpu >= 0 {
+		tail = fmt.Sprintf(" cpu=%.2fs cpu_share=%.2f%%", cpu.Seconds(), pct(cpu, total))
+	}
+	return head + b.String() + tail
+}
+
+func pct(part, whole time.Duration) float64 {
+	if whole <= 0 {
+		return 0
+	}
+	return 100 * part.Seconds() / whole.Seconds()
+}
+
+// processCPU is a process's user+system CPU time so far (/proc/PID/stat,
+// in clock ticks of 10 ms: USER_HZ is 100 on Linux); -1 when unreadable.
+func processCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return -1
+	}
+	// The command name (field 2) may hold spaces: count from its ")".
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return -1
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return -1
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return -1
+	}
+	return time.Duration(utime+stime) * 10 * time.Millisecond
 }
