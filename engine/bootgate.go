@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,12 +39,17 @@ type BootDecision struct {
 }
 
 // bootGate caches "is any inspection of a node without ports running", the
-// one question of the gate that needs a scan. It is valid while gen (bumped
-// on every provision state change and port change) has not moved.
+// one question of the gate that needs a scan, and each MAC's last answer
+// (a DHCP exchange asks twice within milliseconds, a boot storm thousands of
+// times a second). Both are valid while gen (bumped on every provision state
+// change and port change) has not moved, and for at most a ring refresh.
 type bootGate struct {
 	gen atomic.Uint64
 
-	mu         sync.Mutex
+	mu sync.Mutex
+	// answers holds the decisions of generation answersAt, by MAC bytes.
+	answers    map[string]gateAnswer
+	answersAt  uint64
 	portless   bool
 	portlessAt uint64
 	// portlessWhen is when portless was read.
@@ -53,9 +59,96 @@ type bootGate struct {
 	enroll   int
 	enrollAt uint64
 	enrollOK bool
+
+	// ports is every port's address as of portGen generation portsAt
+	// (bumped on port writes only: node updates leave it valid), read at
+	// portsWhen, so that a MAC without a port (a storm of unknown machines,
+	// discovery) costs no database read. Re-read at most once a ring
+	// refresh.
+	portGen   atomic.Uint64
+	ports     map[string]struct{}
+	portsAt   uint64
+	portsWhen time.Time
 }
 
 func (g *bootGate) invalidate() { g.gen.Add(1) }
+
+// invalidatePorts is invalidate after a port write.
+func (g *bootGate) invalidatePorts() {
+	g.portGen.Add(1)
+	g.gen.Add(1)
+}
+
+// mayBePort reports whether mac may be a port's address: false only when
+// the cached set of addresses is current and lacks it.
+func (c *Conductor) mayBePort(ctx context.Context, mac string) bool {
+	g := &c.gate
+	gen := g.portGen.Load()
+	ttl := c.ringRefresh()
+	g.mu.Lock()
+	if g.ports != nil && g.portsAt == gen && time.Since(g.portsWhen) < ttl {
+		_, ok := g.ports[mac]
+		g.mu.Unlock()
+		return ok
+	}
+	if time.Since(g.portsWhen) < ttl {
+		// Read less than a refresh ago (ports are being written): the
+		// caller asks for this MAC alone rather than re-reading them all.
+		g.mu.Unlock()
+		return true
+	}
+	g.portsWhen = time.Now()
+	g.mu.Unlock()
+	addrs, err := c.store.PortAddresses(ctx)
+	if err != nil {
+		c.log.WarnContext(ctx, "boot gate: listing port addresses failed", "err", err)
+		return true
+	}
+	set := make(map[string]struct{}, len(addrs))
+	for _, a := range addrs {
+		set[strings.ToLower(a)] = struct{}{}
+	}
+	g.mu.Lock()
+	g.ports, g.portsAt = set, gen
+	g.mu.Unlock()
+	_, ok := set[mac]
+	return ok
+}
+
+// gateAnswer is one MAC's decision and when it was made.
+type gateAnswer struct {
+	d  BootDecision
+	ok bool
+	at time.Time
+}
+
+// maxGateAnswers bounds the per-MAC cache (a flood of random MACs).
+const maxGateAnswers = 1 << 14
+
+// answer returns mac's cached decision of generation gen younger than ttl.
+func (g *bootGate) answer(mac string, gen uint64, ttl time.Duration) (BootDecision, bool, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	a, hit := g.answers[mac]
+	if !hit || g.answersAt != gen || time.Since(a.at) >= ttl {
+		return BootDecision{}, false, false
+	}
+	return a.d, a.ok, true
+}
+
+// remember caches mac's decision, read at generation gen (loaded before the
+// reads, so a write committed meanwhile makes it stale at once).
+func (g *bootGate) remember(mac string, gen uint64, d BootDecision, ok bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.answers == nil || g.answersAt != gen || len(g.answers) >= maxGateAnswers {
+		if g.answersAt > gen {
+			return // a newer generation's cache: this answer is already stale
+		}
+		g.answers, g.answersAt = make(map[string]gateAnswer), gen
+	}
+	g.answers[mac] = gateAnswer{d: d, ok: ok, at: time.Now()}
+}
 
 // BootTarget decides whether castiron network-boots the machine with this
 // MAC (ARCHITECTURE: "pxe serves only whom engine allows"): a node in a
@@ -64,39 +157,60 @@ func (g *bootGate) invalidate() { g.gen.Add(1) }
 // any other state is refused even with discovery on, so castiron never takes
 // over a deployed machine.
 func (c *Conductor) BootTarget(ctx context.Context, mac net.HardwareAddr) (BootDecision, bool) {
-	p, err := c.store.GetPortByAddress(ctx, mac.String())
+	gen := c.gate.gen.Load()
+	if d, ok, hit := c.gate.answer(string(mac), gen, c.ringRefresh()); hit {
+		return d, ok
+	}
+	d, ok, final := c.bootTarget(ctx, mac)
+	if final {
+		c.gate.remember(string(mac), gen, d, ok)
+	}
+	return d, ok
+}
+
+// bootTarget is BootTarget without its cache; final is false when the
+// answer came from a failed read (not to be remembered).
+func (c *Conductor) bootTarget(ctx context.Context, mac net.HardwareAddr) (d BootDecision, ok, final bool) {
+	addr := mac.String()
+	var p *storage.Port
+	var err error
+	known := c.mayBePort(ctx, addr)
+	if known {
+		p, err = c.store.GetPortByAddress(ctx, addr)
+	}
 	switch {
+	case !known:
 	case err == nil:
 		n, err := c.store.GetNode(ctx, p.NodeUUID)
 		if err != nil {
-			return BootDecision{}, false
+			return BootDecision{}, false, false
 		}
 		if c.cfg.Discovery && discovered(n) {
 			// A discovered machine booting again is inspected again.
-			return BootDecision{NodeUUID: n.UUID, Purpose: "inspect"}, true
+			return BootDecision{NodeUUID: n.UUID, Purpose: "inspect"}, true, true
 		}
 		purpose, ok := bootPurpose[State(n.ProvisionState)]
 		// With several conductors on one network, only the node's owner
 		// answers it (the others stay silent, as for any other machine).
 		arch, _ := n.Properties["cpu_arch"].(string)
-		return BootDecision{NodeUUID: n.UUID, Purpose: purpose, CPUArch: arch}, ok && c.Owns(n)
+		return BootDecision{NodeUUID: n.UUID, Purpose: purpose, CPUArch: arch}, ok && c.Owns(n), true
 	case !fault.Is(err, fault.NotFound):
 		c.log.WarnContext(ctx, "boot gate: port lookup failed", "mac", mac.String(), "err", err)
-		return BootDecision{}, false
+		return BootDecision{}, false, false
 	}
 	if c.cfg.Discovery {
 		if waiting, full := c.enrollFull(ctx); full {
 			_ = c.refuse(mac.String(), "cap", fmt.Errorf("%d nodes wait in enroll", waiting))
-			return BootDecision{}, false
+			return BootDecision{}, false, true
 		}
 		// An unknown machine is answered by one conductor of this group:
 		// the one the group's ring maps its MAC to.
-		return BootDecision{Purpose: "inspect"}, c.ownsKey(mac.String())
+		return BootDecision{Purpose: "inspect"}, c.ownsKey(mac.String()), true
 	}
 	if c.portlessInspection(ctx) {
-		return BootDecision{Purpose: "inspect"}, true
+		return BootDecision{Purpose: "inspect"}, true, true
 	}
-	return BootDecision{}, false
+	return BootDecision{}, false, true
 }
 
 // enrollFull reports whether the discovery cap is reached, counting the
@@ -201,19 +315,26 @@ func (s gateStore) UpdateNode(ctx context.Context, ident string, fn storage.Node
 
 func (s gateStore) CreatePort(ctx context.Context, p *storage.Port) error {
 	err := s.Store.CreatePort(ctx, p)
-	s.gate.invalidate()
+	s.gate.invalidatePorts()
 	return err
+}
+
+// UpdatePort invalidates too: a port's address may change.
+func (s gateStore) UpdatePort(ctx context.Context, uuid string, fn func(p *storage.Port) error) (*storage.Port, error) {
+	p, err := s.Store.UpdatePort(ctx, uuid, fn)
+	s.gate.invalidatePorts()
+	return p, err
 }
 
 func (s gateStore) DeletePort(ctx context.Context, uuid string) error {
 	err := s.Store.DeletePort(ctx, uuid)
-	s.gate.invalidate()
+	s.gate.invalidatePorts()
 	return err
 }
 
 func (s gateStore) DeleteNode(ctx context.Context, uuid string) error {
 	err := s.Store.DeleteNode(ctx, uuid)
-	s.gate.invalidate()
+	s.gate.invalidatePorts()
 	if err == nil {
 		s.c.forget(uuid)
 	}

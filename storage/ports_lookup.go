@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -14,6 +15,9 @@ type PortLookupStore interface {
 	// that order of recognition (Ironic's Port.get). Not found gives
 	// PortNotFound naming ident.
 	LookupPort(ctx context.Context, ident string) (*Port, error)
+	// PortAddresses returns every port's MAC address (lower case), in no
+	// particular order: the boot gate's set of known machines.
+	PortAddresses(ctx context.Context) ([]string, error)
 }
 
 // portMACRE is oslo netutils.is_valid_mac (applied to the lower-cased value).
@@ -41,4 +45,25 @@ func (s *DB) LookupPort(ctx context.Context, ident string) (*Port, error) {
 		return s.ports.getOne(ctx, s.reader(), notFound, s.ports.byAddress, strings.ToLower(ident))
 	}
 	return s.ports.getOne(ctx, s.reader(), notFound, s.ports.selectFrom()+" WHERE name = ?", ident)
+}
+
+// PortAddresses implements PortLookupStore.
+func (s *DB) PortAddresses(ctx context.Context) ([]string, error) {
+	rows, err := s.reader().query(ctx, "SELECT address FROM ports")
+	if err != nil {
+		return nil, fmt.Errorf("storage: port addresses: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var a string
+		if err := rows.Scan(&a); err != nil {
+			return nil, fmt.Errorf("storage: port addresses: %w", err)
+		}
+		out = append(out, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("storage: port addresses: %w", err)
+	}
+	return out, nil
 }
