@@ -201,7 +201,7 @@ func (s *DB) DeleteAllocation(ctx context.Context, ident string, check func(a *A
 			return fmt.Errorf("storage: delete allocation %s: %w", a.UUID, err)
 		}
 		if _, err := r.exec(ctx,
-			"UPDATE nodes SET allocation_uuid = NULL, instance_uuid = NULL, updated_at = ? WHERE allocation_uuid = ?",
+			"UPDATE nodes SET allocation_uuid = NULL, instance_uuid = NULL, updated_at = ?, row_version = row_version + 1 WHERE allocation_uuid = ?",
 			formatTime(time.Now()), a.UUID); err != nil {
 			return fmt.Errorf("storage: free the node of allocation %s: %w", a.UUID, err)
 		}

@@ -135,6 +135,20 @@ func (c nullBool) Scan(src any) error {
 	return nil
 }
 
+// integer is a NOT NULL integer.
+type integer struct{ p *int64 }
+
+func (c integer) Value() (driver.Value, error) { return *c.p, nil }
+
+func (c integer) Scan(src any) error {
+	v, ok := src.(int64)
+	if !ok {
+		return fmt.Errorf("storage: cannot read %T as an integer", src)
+	}
+	*c.p = v
+	return nil
+}
+
 // timestamp is a NOT NULL time.
 type timestamp struct{ p *time.Time }
 

@@ -76,6 +76,10 @@ type Node struct {
 
 	CreatedAt time.Time
 	UpdatedAt *time.Time
+	// RowVersion changes with every write of the row (random at insert,
+	// one more per update): a cached view of the node is current while
+	// the stored row version equals the one it was made from.
+	RowVersion int64
 }
 
 // Port is a NIC of a node, identified by its MAC address.
@@ -141,6 +145,7 @@ type Page struct {
 // NodeQuery filters a node list. Nil pointers mean "no filter".
 type NodeQuery struct {
 	Page
+	UUIDs               []string // non-nil: only these nodes (canonical uuids)
 	ProvisionState      *string
 	Maintenance         *bool
 	Driver              *string

@@ -2,6 +2,8 @@ package storage
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -14,6 +16,9 @@ import (
 type nodeSQL struct {
 	table[Node]
 	byInstance string
+	// versionBy{UUID,Name} read what a cached view of the node is checked
+	// against: its row version, and what places it on the hash ring.
+	versionByUUID, versionByName string
 }
 
 func newNodeSQL() nodeSQL {
@@ -77,17 +82,22 @@ func newNodeSQL() nodeSQL {
 		objectCol("target_raid_config", func(n *Node) *JSONObject { return &n.TargetRAIDConfig }),
 		objectCol("network_data", func(n *Node) *JSONObject { return &n.NetworkData }),
 		listCol("traits", func(n *Node) *[]string { return &n.Traits }),
+		intCol("row_version", func(n *Node) *int64 { return &n.RowVersion }),
 	}, record[Node]{
 		normalize: normalizeNode,
 		named:     true,
+		version:   func(n *Node) *int64 { return &n.RowVersion },
 		unique: map[string]func(*Node) []string{
 			"name":          one(func(n *Node) string { return deref(n.Name) }),
 			"instance_uuid": one(func(n *Node) string { return deref(n.InstanceUUID) }),
 		},
 	})
+	versionSelect := "SELECT " + nodeVersionColumns + " FROM nodes WHERE "
 	return nodeSQL{
-		table:      t,
-		byInstance: t.selectFrom() + " WHERE instance_uuid = ?",
+		table:         t,
+		byInstance:    t.selectFrom() + " WHERE instance_uuid = ?",
+		versionByUUID: versionSelect + "uuid = ?",
+		versionByName: versionSelect + "name = ?",
 	}
 }
 
@@ -149,6 +159,30 @@ func (s *DB) GetNode(ctx context.Context, ident string) (*Node, error) {
 	return s.getNode(ctx, s.reader(), ident)
 }
 
+// nodeVersionColumns are what GetNodeVersion reads.
+const nodeVersionColumns = "id, uuid, row_version, conductor_group, driver"
+
+// GetNodeVersion finds a node as GetNode does but reads only its ID, UUID,
+// RowVersion, ConductorGroup and Driver: enough to tell whether a view
+// made from an earlier read is still current.
+func (s *DB) GetNodeVersion(ctx context.Context, ident string) (*Node, error) {
+	query, key := s.nodes.versionByUUID, ident
+	if u, ok := canonicalUUID(ident); ok {
+		key = u
+	} else {
+		query = s.nodes.versionByName
+	}
+	n := &Node{}
+	err := s.reader().queryRow(ctx, query, key).Scan(&n.ID, &n.UUID, &n.RowVersion, &n.ConductorGroup, &n.Driver)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, &NotFoundError{Table: "nodes", Key: ident}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("storage: read nodes: %w", err)
+	}
+	return n, nil
+}
+
 // GetNodeByInstance finds a node by instance_uuid.
 func (s *DB) GetNodeByInstance(ctx context.Context, instanceUUID string) (*Node, error) {
 	return s.nodes.getOne(ctx, s.reader(), &NotFoundError{Table: "nodes", Column: "instance_uuid", Key: instanceUUID},
@@ -168,6 +202,9 @@ func (s *DB) ListNodes(ctx context.Context, q NodeQuery) ([]*Node, error) {
 		if v != nil {
 			f.add(col+" = ?", *v)
 		}
+	}
+	if q.UUIDs != nil {
+		f.in("uuid", q.UUIDs)
 	}
 	eq("provision_state", q.ProvisionState)
 	is("maintenance", q.Maintenance)
@@ -266,7 +303,7 @@ func (s *DB) DeleteNode(ctx context.Context, nodeUUID string) error {
 // the UUIDs of the nodes it held.
 func (s *DB) ReleaseAllReservations(ctx context.Context, host string) ([]string, error) {
 	rows, err := s.writer().query(ctx,
-		"UPDATE nodes SET reservation = NULL, updated_at = ? WHERE reservation = ? RETURNING uuid",
+		"UPDATE nodes SET reservation = NULL, updated_at = ?, row_version = row_version + 1 WHERE reservation = ? RETURNING uuid",
 		formatTime(time.Now()), host)
 	if err != nil {
 		return nil, fmt.Errorf("storage: release reservations of %s: %w", host, err)

@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"time"
 
@@ -27,6 +28,11 @@ type record[T any] struct {
 	parent func(*T) string
 	// named: a row is also found by its name when the ident is no uuid.
 	named bool
+	// version is the row version (nodes): random at insert, so a row
+	// deleted and created again under its uuid does not repeat an old
+	// version, and one more with every rewrite. Statements that update
+	// rows outside rewrite add one to it themselves.
+	version func(*T) *int64
 }
 
 // resourceTable is the table of an API resource: stamps names the row's id,
@@ -132,6 +138,9 @@ func (t *table[T]) prepare(v *T) error {
 			*c = time.Now()
 		}
 	}
+	if t.rec.version != nil {
+		*t.rec.version(v) = rand.Int64N(1 << 62) // far from overflow
+	}
 	t.normalize(v)
 	return nil
 }
@@ -175,6 +184,10 @@ func (t *table[T]) create(ctx context.Context, r runner, v *T) error {
 func (t *table[T]) rewrite(ctx context.Context, r runner, v *T, fn func(*T) error) error {
 	id, u := *t.id(v), t.rowUUID(v)
 	created := *t.rec.created(v)
+	var version int64
+	if t.rec.version != nil {
+		version = *t.rec.version(v)
+	}
 	before, err := t.values(v)
 	if err != nil {
 		return err
@@ -187,6 +200,9 @@ func (t *table[T]) rewrite(ctx context.Context, r runner, v *T, fn func(*T) erro
 		return fmt.Errorf("storage: update %s %s: id and uuid cannot change", t.name, u)
 	}
 	*t.rec.created(v) = created
+	if t.rec.version != nil {
+		*t.rec.version(v) = version + 1
+	}
 	now := time.Now()
 	*t.rec.updated(v) = &now
 	t.normalize(v)

@@ -74,6 +74,7 @@ func fullNode() *Node {
 		Traits:             []string{"CUSTOM_A", "CUSTOM_B"},
 		CreatedAt:          *at(0),
 		UpdatedAt:          at(4),
+		RowVersion:         7, // create replaces it
 	}
 }
 

@@ -21,6 +21,9 @@ type Store interface {
 	CreateNode(ctx context.Context, n *Node) error
 	// GetNode finds a node by UUID, or by name when ident is not a UUID.
 	GetNode(ctx context.Context, ident string) (*Node, error)
+	// GetNodeVersion finds a node as GetNode does, reading only its ID,
+	// UUID, RowVersion, ConductorGroup and Driver.
+	GetNodeVersion(ctx context.Context, ident string) (*Node, error)
 	// GetNodeByInstance finds a node by instance_uuid.
 	GetNodeByInstance(ctx context.Context, instanceUUID string) (*Node, error)
 	ListNodes(ctx context.Context, q NodeQuery) ([]*Node, error)

@@ -39,6 +39,10 @@ func nullBoolCol[T any](name string, f func(*T) **bool) column[T] {
 	return column[T]{name: name, ref: func(v *T) codec { return nullBool{f(v)} }}
 }
 
+func intCol[T any](name string, f func(*T) *int64) column[T] {
+	return column[T]{name: name, ref: func(v *T) codec { return integer{f(v)} }}
+}
+
 func timeCol[T any](name string, f func(*T) *time.Time) column[T] {
 	return column[T]{name: name, ref: func(v *T) codec { return timestamp{f(v)} }}
 }
