@@ -280,16 +280,22 @@ func (res *resource[T]) writeCreated(w http.ResponseWriter, r *http.Request, v *
 }
 
 func (res *resource[T]) writeList(w http.ResponseWriter, v *viewCtx, key string, items []*T, fields []string, next string) {
+	writeItems(w, key, len(items), 256*(len(items)+1), func(buf *bytes.Buffer, i int) { res.render(buf, v, items[i], fields) }, next)
+}
+
+// writeItems answers {"<key>": [...], "next": ...} (200) with n items, item
+// i written by each; size is a guess of the body's length.
+func writeItems(w http.ResponseWriter, key string, n, size int, each func(buf *bytes.Buffer, i int), next string) {
 	var buf bytes.Buffer
-	buf.Grow(256 * (len(items) + 1))
+	buf.Grow(size)
 	buf.WriteByte('{')
 	appendJSONString(&buf, key)
 	buf.WriteString(": [")
-	for i, x := range items {
+	for i := range n {
 		if i > 0 {
 			buf.WriteString(", ")
 		}
-		res.render(&buf, v, x, fields)
+		each(&buf, i)
 	}
 	buf.WriteByte(']')
 	if next != "" {

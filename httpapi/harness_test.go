@@ -25,6 +25,9 @@ type apiHarness struct {
 	srv   *httptest.Server
 	cond  *engine.Conductor
 	store *storage.SQLite
+	// dbPath is the SQLite file, for a second store on it (another
+	// process writing the same database).
+	dbPath string
 }
 
 func newAPI(t testing.TB, opts ...func(*Options)) *apiHarness {
@@ -36,7 +39,8 @@ func newAPI(t testing.TB, opts ...func(*Options)) *apiHarness {
 func newAPIWith(t testing.TB, tweak func(*engine.Config), opts ...func(*Options)) *apiHarness {
 	t.Helper()
 	ctx := context.Background()
-	st, err := storage.Open(ctx, filepath.Join(t.TempDir(), "castiron.db"))
+	dbPath := filepath.Join(t.TempDir(), "castiron.db")
+	st, err := storage.Open(ctx, dbPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +64,7 @@ func newAPIWith(t testing.TB, tweak func(*engine.Config), opts ...func(*Options)
 		}
 		st.Close()
 	})
-	return &apiHarness{t: t, srv: srv, cond: cond, store: st}
+	return &apiHarness{t: t, srv: srv, cond: cond, store: st, dbPath: dbPath}
 }
 
 type resp struct {

@@ -293,7 +293,7 @@ func newNodeTable() *resource[storage.Node] {
 		nodeRead("traits", 37, 0, func(_ *viewCtx, n *storage.Node) any { return n.Traits }),
 		ifaceField("vendor", 31),
 		nodeRead("links", 1, 0, func(v *viewCtx, n *storage.Node) any { return selfLinks(v, "nodes", n.UUID) }),
-		nodeRead("conductor", 49, 0, func(v *viewCtx, n *storage.Node) any { return strOrNil(v.cond.ConductorFor(n)) }),
+		nodeRead("conductor", 49, 0, func(v *viewCtx, n *storage.Node) any { return strOrNil(v.conductorOf(n)) }),
 		nodeStr("allocation_uuid", 52, 0, 0, func(n *storage.Node) **string { return &n.AllocationUUID }),
 		nodeField{"chassis_uuid", 1, cp | fFilter, nil, nil, func(_ *viewCtx, n *storage.Node) any { return strOrNil(n.ChassisUUID) },
 			setUUIDPtr("chassis_uuid", func(n *storage.Node) **string { return &n.ChassisUUID })},

@@ -138,22 +138,34 @@ func (a *API) listNodes(detail bool) handlerFunc {
 		if conductor != "" && q.Columns != nil {
 			q.Columns = append(q.Columns, "conductor_group", "driver")
 		}
+		v := a.view(r)
+		if a.views != nil {
+			if done, err := a.listNodesCached(w, r, v, q, fields, conductor); done || err != nil {
+				return err
+			}
+		}
 		list, err := a.cond.Store().ListNodes(r.Context(), q)
 		if err != nil {
 			return err
 		}
-		if conductor != "" {
-			// The groups narrowed the query; the ring says which of their
-			// nodes are this conductor's. Like Ironic, the filter applies
-			// to the page read, which may then be shorter than the limit.
-			list = slices.DeleteFunc(list, func(n *storage.Node) bool {
-				h := a.cond.ConductorFor(n)
-				return h == nil || *h != conductor
-			})
-		}
-		nodeTable.writePage(w, r, a.view(r), "nodes", "nodes", list, func(n *storage.Node) string { return n.UUID }, fields, page)
+		list = a.onConductor(list, conductor)
+		nodeTable.writePage(w, r, v, "nodes", "nodes", list, func(n *storage.Node) string { return n.UUID }, fields, page)
 		return nil
 	}
+}
+
+// onConductor keeps the nodes of list that the ring gives to conductor
+// (all of them when conductor is ""). The groups of ?conductor= narrowed
+// the query; like Ironic, the filter applies to the page read, which may
+// then be shorter than the limit.
+func (a *API) onConductor(list []*storage.Node, conductor string) []*storage.Node {
+	if conductor == "" {
+		return list
+	}
+	return slices.DeleteFunc(list, func(n *storage.Node) bool {
+		h := a.cond.ConductorFor(n)
+		return h == nil || *h != conductor
+	})
 }
 
 // nodeColumns names the stored columns the given view fields need (nil for
@@ -182,11 +194,29 @@ func (a *API) getNode(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	v := a.view(r)
+	var key string
+	if a.views != nil {
+		// The node's row version first: a view made from it answers.
+		key = viewKey(v, fields)
+		stamp, err := lookupWithSuffix(r, r.PathValue("ident"), a.cond.Store().GetNodeVersion)
+		if err != nil {
+			return err
+		}
+		if body := a.views.get(key, stamp.UUID, stamp.RowVersion, a.shownConductor(v, fields, stamp)); body != nil {
+			writeRaw(w, http.StatusOK, body)
+			return nil
+		}
+	}
 	n, err := lookupWithSuffix(r, r.PathValue("ident"), a.cond.Store().GetNode)
 	if err != nil {
 		return err
 	}
-	return nodeTable.writeOK(w, a.view(r), n, fields)
+	if a.views == nil {
+		return nodeTable.writeOK(w, v, n, fields)
+	}
+	writeRaw(w, http.StatusOK, a.renderNodeView(v, key, fields, n))
+	return nil
 }
 
 // createNode is POST /v1/nodes.

@@ -15,6 +15,19 @@ type viewCtx struct {
 	ver  Version
 	cond *engine.Conductor
 	base string
+	// conductor, when pinned, is what a node view shows as its conductor
+	// instead of asking the ring again (a cached view records the answer
+	// it was rendered with).
+	conductor *string
+	pinned    bool
+}
+
+// conductorOf is what n's view shows as its conductor.
+func (v *viewCtx) conductorOf(n *storage.Node) *string {
+	if v.pinned {
+		return v.conductor
+	}
+	return v.cond.ConductorFor(n)
 }
 
 func strOrNil(s *string) any {

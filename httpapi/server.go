@@ -49,6 +49,9 @@ type Options struct {
 	// the package's MaxMinor. Tests of resources above it (inspection
 	// rules, 1.96) raise it for their server.
 	MaxMinor int
+	// ViewCacheBytes bounds the rendered node views kept for reads
+	// (viewcache.go): 0 is 32 MiB, negative keeps none.
+	ViewCacheBytes int
 }
 
 // RequestObserver is told of each request once it is answered: the route
@@ -66,6 +69,8 @@ type API struct {
 	opts Options
 	log  *slog.Logger
 	mux  *http.ServeMux
+	// views holds rendered node views (nil: none kept).
+	views *viewCache
 }
 
 // New builds the API over cond.
@@ -76,7 +81,7 @@ func New(cond *engine.Conductor, opts Options) *API {
 	if opts.MaxMinor == 0 {
 		opts.MaxMinor = MaxMinor
 	}
-	a := &API{cond: cond, opts: opts, log: opts.Logger, mux: http.NewServeMux()}
+	a := &API{cond: cond, opts: opts, log: opts.Logger, mux: http.NewServeMux(), views: newViewCache(opts.ViewCacheBytes)}
 	a.routes()
 	for pattern, h := range opts.Extra {
 		a.mux.Handle(pattern, h)

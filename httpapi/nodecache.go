@@ -1,0 +1,112 @@
+package httpapi
+
+import (
+	"bytes"
+	"net/http"
+	"slices"
+
+	"castiron/storage"
+)
+
+// The node reads that answer from the view cache (viewcache.go).
+
+// conductorShown reports whether a node view with fields at v shows the
+// node's conductor.
+func conductorShown(v *viewCtx, fields []string) bool {
+	if fields == nil {
+		return nodeTable.shown(nodeTable.field("conductor"), v.ver)
+	}
+	return slices.Contains(fields, "conductor")
+}
+
+// shownConductor is the conductor n's view shows ("" for none, or when the
+// view has no conductor field): part of what a cached view is checked
+// against, as it changes with the ring and not with the row.
+func (a *API) shownConductor(v *viewCtx, fields []string, n *storage.Node) string {
+	if !conductorShown(v, fields) {
+		return ""
+	}
+	if h := a.cond.ConductorFor(n); h != nil {
+		return *h
+	}
+	return ""
+}
+
+// renderNodeView renders n's view, keeps it under key and returns it. The
+// conductor is asked once and the view shows that answer, so the view
+// and the conductor it is kept with agree.
+func (a *API) renderNodeView(v *viewCtx, key string, fields []string, n *storage.Node) []byte {
+	pv := *v
+	pv.pinned = true
+	shown := ""
+	if conductorShown(v, fields) {
+		pv.conductor = a.cond.ConductorFor(n)
+		if pv.conductor != nil {
+			shown = *pv.conductor
+		}
+	}
+	var buf bytes.Buffer
+	nodeTable.render(&buf, &pv, n, fields)
+	body := buf.Bytes()
+	a.views.put(key, n.UUID, n.RowVersion, shown, body)
+	return body
+}
+
+// listNodesCached answers a node list from cached views: it reads the
+// page's uuids and row versions (the same query, four columns), takes the
+// views it has for those versions, and reads and renders the others in one
+// query by uuid. When one of those was written between the two queries it
+// answers nothing (false): the caller's one-query path does.
+func (a *API) listNodesCached(w http.ResponseWriter, r *http.Request, v *viewCtx, q storage.NodeQuery, fields []string, conductor string) (bool, error) {
+	store := a.cond.Store()
+	key := viewKey(v, fields)
+	withCond := conductorShown(v, fields)
+	sq := q
+	sq.Columns = []string{"uuid", "row_version"}
+	if withCond || conductor != "" {
+		sq.Columns = append(sq.Columns, "conductor_group", "driver")
+	}
+	stamps, err := store.ListNodes(r.Context(), sq)
+	if err != nil {
+		return true, err
+	}
+	stamps = a.onConductor(stamps, conductor)
+	bodies := make([][]byte, len(stamps))
+	misses := a.views.getAll(key, stamps, func(n *storage.Node) string { return a.shownConductor(v, fields, n) }, bodies)
+	if len(misses) > 0 {
+		uuids := make([]string, len(misses))
+		for j, i := range misses {
+			uuids[j] = stamps[i].UUID
+		}
+		fq := storage.NodeQuery{UUIDs: uuids, IncludeChildren: true}
+		if q.Columns != nil {
+			fq.Columns = append(slices.Clip(q.Columns), "row_version")
+		}
+		got, err := store.ListNodes(r.Context(), fq)
+		if err != nil {
+			return true, err
+		}
+		byUUID := make(map[string]*storage.Node, len(got))
+		for _, n := range got {
+			byUUID[n.UUID] = n
+		}
+		for _, i := range misses {
+			n := byUUID[stamps[i].UUID]
+			if n == nil || n.RowVersion != stamps[i].RowVersion {
+				return false, nil
+			}
+			bodies[i] = a.renderNodeView(v, key, fields, n)
+		}
+	}
+	size := 64
+	for _, b := range bodies {
+		size += len(b) + 2
+	}
+	next := ""
+	if len(stamps) > 0 {
+		next = nextLink(r, "nodes", q.Page, len(stamps), stamps[len(stamps)-1].UUID)
+		size += len(next)
+	}
+	writeItems(w, "nodes", len(bodies), size, func(buf *bytes.Buffer, i int) { buf.Write(bodies[i]) }, next)
+	return true, nil
+}

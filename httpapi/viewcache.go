@@ -1,0 +1,151 @@
+package httpapi
+
+import (
+	"strconv"
+	"strings"
+	"sync"
+
+	"castiron/storage"
+)
+
+// defaultViewCacheBytes bounds the rendered node views kept in memory: a
+// full node view is 2-3 KB, a list summary 0.3 KB, so 10,000 nodes seen
+// both ways fit.
+const defaultViewCacheBytes = 32 << 20
+
+// maxViewKeys bounds the kinds of view kept (microversion x base URL x
+// fields): real clients use a handful, and the Host header is the client's.
+const maxViewKeys = 16
+
+// viewCache keeps rendered node views: the JSON of one node as one kind of
+// request shows it. A read first asks the store for the node's row version
+// (storage.GetNodeVersion, or a list of versions), which costs a fraction
+// of reading and decoding the 60 columns, and answers from here when the
+// view was made from that very version; a row written since, by this
+// process or by another conductor on the same database, has another
+// version and is read and rendered again. Besides the row, a view depends
+// on the request (the view key: microversion, base URL of its links,
+// ?fields=) and on the conductor the hash ring names for the node, which
+// changes without the row: that is part of the check too.
+type viewCache struct {
+	mu    sync.RWMutex
+	views map[string]map[string]*cachedView // view key -> node uuid -> view
+	size  int                               // bytes of all bodies
+	max   int
+}
+
+type cachedView struct {
+	version   int64
+	conductor string // ConductorFor the node when rendered ("" = none or not shown)
+	body      []byte
+}
+
+// newViewCache returns a cache of up to max bytes of views; nil (no cache)
+// when max is negative.
+func newViewCache(max int) *viewCache {
+	if max < 0 {
+		return nil
+	}
+	if max == 0 {
+		max = defaultViewCacheBytes
+	}
+	return &viewCache{views: map[string]map[string]*cachedView{}, max: max}
+}
+
+// viewKey names what shapes a node's view besides its row.
+func viewKey(v *viewCtx, fields []string) string {
+	var b strings.Builder
+	b.WriteString(strconv.Itoa(v.ver.Minor))
+	b.WriteByte(' ')
+	b.WriteString(v.base)
+	b.WriteByte(' ')
+	if fields == nil {
+		b.WriteByte('*')
+	}
+	b.WriteString(strings.Join(fields, ","))
+	return b.String()
+}
+
+// get returns the view of node under key if it was made from version with
+// conductor, else nil.
+func (c *viewCache) get(key, node string, version int64, conductor string) []byte {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.lookup(key, node, version, conductor)
+}
+
+func (c *viewCache) lookup(key, node string, version int64, conductor string) []byte {
+	if e := c.views[key][node]; e != nil && e.version == version && e.conductor == conductor {
+		return e.body
+	}
+	return nil
+}
+
+// getAll fills bodies[i] with the view of nodes[i] (their UUID and
+// RowVersion; conductor says what the ring names for each) and returns
+// the indexes it found none for.
+func (c *viewCache) getAll(key string, nodes []*storage.Node, conductor func(*storage.Node) string, bodies [][]byte) []int {
+	var misses []int
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for i, n := range nodes {
+		if bodies[i] = c.lookup(key, n.UUID, n.RowVersion, conductor(n)); bodies[i] == nil {
+			misses = append(misses, i)
+		}
+	}
+	return misses
+}
+
+// put keeps body as the view of node under key, made from version with
+// conductor. The body must not change afterwards.
+func (c *viewCache) put(key, node string, version int64, conductor string, body []byte) {
+	if len(body) > c.max/64 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := c.views[key]
+	if m == nil {
+		if len(c.views) >= maxViewKeys {
+			c.dropKey()
+		}
+		m = map[string]*cachedView{}
+		c.views[key] = m
+	}
+	if old := m[node]; old != nil {
+		c.size -= len(old.body)
+	}
+	m[node] = &cachedView{version: version, conductor: conductor, body: body}
+	c.size += len(body)
+	if c.size > c.max {
+		c.shrink()
+	}
+}
+
+// dropKey forgets every view of one key (an arbitrary one: map order).
+func (c *viewCache) dropKey() {
+	for k, m := range c.views {
+		for _, e := range m {
+			c.size -= len(e.body)
+		}
+		delete(c.views, k)
+		return
+	}
+}
+
+// shrink forgets views, in map order (which Go randomises), until a
+// quarter of the budget is free again.
+func (c *viewCache) shrink() {
+	for k, m := range c.views {
+		for node, e := range m {
+			if c.size <= c.max*3/4 {
+				return
+			}
+			c.size -= len(e.body)
+			delete(m, node)
+		}
+		if len(m) == 0 {
+			delete(c.views, k)
+		}
+	}
+}

@@ -1,0 +1,142 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"castiron/storage"
+)
+
+// serveWith answers one request through handler as the harness's client
+// would send it (same Host, so the same links).
+func serveWith(h *apiHarness, handler http.Handler, method, path, ver string) (int, []byte) {
+	h.t.Helper()
+	req := httptest.NewRequest(method, h.srv.URL+path, nil)
+	if ver != "" {
+		req.Header.Set(hdrVersion, ver)
+	}
+	rec := httptest.NewRecorder()
+	handler.ServeHTTP(rec, req)
+	return rec.Code, rec.Body.Bytes()
+}
+
+// TestNodeViewCacheSameBytes: node reads answered from the view cache, on
+// the miss that fills it and on the hits after, are byte for byte what the
+// API without a cache answers, for every kind of node read and version.
+func TestNodeViewCacheSameBytes(t *testing.T) {
+	h := newAPI(t)
+	quiet := Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), ViewCacheBytes: -1}
+	plain := New(h.cond, quiet)
+	cached := h.srv.Config.Handler
+	var ids []string
+	for _, name := range []string{"vc-a", "vc-b", "vc-c", "vc-d"} {
+		n := h.createNode(map[string]any{"name": name, "properties": map[string]any{"cpus": 4},
+			"driver_info": map[string]any{"ipmi_password": "secret", "ipmi_address": "192.0.2.9"}})
+		ids = append(ids, n["uuid"].(string))
+	}
+	h.expect(http.StatusOK, "PATCH", "/v1/nodes/"+ids[1], latest, []map[string]any{{"op": "add", "path": "/extra/k", "value": "v"}})
+	paths := []string{
+		"/v1/nodes/" + ids[0], "/v1/nodes/vc-b", "/v1/nodes/" + ids[2] + "?fields=uuid,name,conductor,driver_info",
+		"/v1/nodes/no-such-node", "/v1/nodes/" + ids[3] + "?fields=nope",
+		"/v1/nodes", "/v1/nodes?limit=2", "/v1/nodes?limit=2&marker=" + ids[1], "/v1/nodes/detail",
+		"/v1/nodes?detail=true&limit=3", "/v1/nodes?fields=uuid,extra,conductor", "/v1/nodes?conductor=test-conductor",
+		"/v1/nodes?conductor=test-conductor&fields=uuid,name", "/v1/nodes?sort_key=name&sort_dir=desc&limit=3",
+		"/v1/nodes?provision_state=enroll&fields=name,provision_state",
+	}
+	for _, ver := range []string{"", "1.1", "1.48", "1.49", "1.78", latest} {
+		for _, p := range paths {
+			wantCode, want := serveWith(h, plain, "GET", p, ver)
+			for try := range 3 {
+				code, got := serveWith(h, cached, "GET", p, ver)
+				if code != wantCode || !bytes.Equal(got, want) {
+					t.Fatalf("GET %s (version %q, try %d): %d\n%s\nwithout the cache: %d\n%s", p, ver, try, code, got, wantCode, want)
+				}
+			}
+		}
+	}
+}
+
+// TestNodeViewCacheNeverStale: a node written after its view was cached is
+// read again, whoever wrote it: this API, or another process writing the
+// same database (another conductor), including a node deleted and created
+// again under its uuid.
+func TestNodeViewCacheNeverStale(t *testing.T) {
+	h := newAPI(t)
+	ctx := context.Background()
+	other, err := storage.Open(ctx, h.dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	n := h.createNode(map[string]any{"name": "fresh"})
+	id := n["uuid"].(string)
+	get := func() map[string]any { return h.expect(http.StatusOK, "GET", "/v1/nodes/"+id, latest, nil).json(t) }
+	list := func() map[string]any {
+		l := h.expect(http.StatusOK, "GET", "/v1/nodes?fields=uuid,name,extra", latest, nil).json(t)
+		return l["nodes"].([]any)[0].(map[string]any)
+	}
+	get()
+	list()
+
+	h.expect(http.StatusOK, "PATCH", "/v1/nodes/"+id, latest, []map[string]any{{"op": "add", "path": "/extra/by", "value": "api"}})
+	if got := get()["extra"]; got.(map[string]any)["by"] != "api" {
+		t.Fatalf("after PATCH: extra %v", got)
+	}
+	if got := list()["extra"]; got.(map[string]any)["by"] != "api" {
+		t.Fatalf("list after PATCH: extra %v", got)
+	}
+
+	if _, err := other.UpdateNode(ctx, id, func(n *storage.Node) (*storage.Event, error) {
+		n.Extra = storage.JSONObject{"by": "other process"}
+		return nil, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got := get()["extra"]; got.(map[string]any)["by"] != "other process" {
+		t.Fatalf("after another process's write: extra %v", got)
+	}
+	if got := list()["extra"]; got.(map[string]any)["by"] != "other process" {
+		t.Fatalf("list after another process's write: extra %v", got)
+	}
+
+	if err := other.DeleteNode(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	h.expect(http.StatusNotFound, "GET", "/v1/nodes/"+id, latest, nil)
+	again := &storage.Node{UUID: id, Name: ptr("reborn"), Driver: "fake-hardware", ProvisionState: "enroll"}
+	if err := other.CreateNode(ctx, again); err != nil {
+		t.Fatal(err)
+	}
+	if got := get()["name"]; got != "reborn" {
+		t.Fatalf("node created again: name %v", got)
+	}
+	if got := list()["name"]; got != "reborn" {
+		t.Fatalf("list of node created again: name %v", got)
+	}
+}
+
+// TestViewCacheBounded: the cache keeps no more than its budget.
+func TestViewCacheBounded(t *testing.T) {
+	c := newViewCache(64 << 10)
+	body := bytes.Repeat([]byte("x"), 1000)
+	for i := range 1000 {
+		c.put("k", string(rune('a'+i%26))+string(rune(i)), int64(i), "", body)
+		if c.size > c.max {
+			t.Fatalf("after %d puts: %d bytes, budget %d", i+1, c.size, c.max)
+		}
+	}
+	for i := range 40 {
+		c.put(string(rune('A'+i)), "n", 1, "", body)
+	}
+	if len(c.views) > maxViewKeys || c.size > c.max {
+		t.Fatalf("%d view keys, %d bytes", len(c.views), c.size)
+	}
+	if got := c.get("k", "x", 1, ""); got != nil {
+		t.Fatal("a view found for a version it was not made from")
+	}
+}
