@@ -62,7 +62,7 @@ func TestNodeRowVersion(t *testing.T) {
 	}
 	current("release reservations")
 
-	a := mustCreateAllocation(t, s, &Allocation{State: "allocating"})
+	a := mustCreate(t, s.CreateAllocation, &Allocation{State: "allocating"})
 	if _, _, err := s.UpdateAllocationAndNode(ctx, a.UUID, n.UUID, func(a *Allocation, n *Node) error {
 		a.NodeUUID, n.AllocationUUID, n.InstanceUUID = &n.UUID, &a.UUID, ptr("6a2c1a5e-7d0b-4c5e-9d7e-0f4d3c2b1a00")
 		return nil
