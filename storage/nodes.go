@@ -198,9 +198,15 @@ func (s *DB) ListNodes(ctx context.Context, q NodeQuery) ([]*Node, error) {
 			f.add(col+" = ?", *v)
 		}
 	}
+	// A literal, not a parameter: the flags' partial indexes (migration
+	// 0012) cover "col = TRUE", which SQLite cannot prove of "col = ?".
 	is := func(col string, v *bool) {
-		if v != nil {
-			f.add(col+" = ?", *v)
+		switch {
+		case v == nil:
+		case *v:
+			f.add(col + " = TRUE")
+		default:
+			f.add(col + " = FALSE")
 		}
 	}
 	if q.UUIDs != nil {
@@ -216,6 +222,10 @@ func (s *DB) ListNodes(ctx context.Context, q NodeQuery) ([]*Node, error) {
 	eq("chassis_uuid", q.ChassisUUID)
 	if q.ConductorGroups != nil {
 		f.in("conductor_group", q.ConductorGroups)
+		if len(q.ConductorGroups) > 0 && !slices.Contains(q.ConductorGroups, "") {
+			// Lets the partial index (migration 0012) serve the filter.
+			f.add("conductor_group <> ''")
+		}
 	}
 	eq("fault", q.Fault)
 	eq("resource_class", q.ResourceClass)
