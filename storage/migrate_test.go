@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// TestPartialNodeIndexesMigration: a database made before migration 0012
+// TestPartialNodeIndexesMigration: a database made before migration 0013
 // (full indexes on the flags and on owner/lessee/resource_class), holding
 // nodes, gets the partial indexes on its next open, and every filter they
 // serve still finds the same nodes.
@@ -17,9 +17,9 @@ func TestPartialNodeIndexesMigration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Back to the schema before 0012.
+	// Back to the schema before 0013.
 	for _, q := range []string{
-		"DELETE FROM schema_migrations WHERE version = 12",
+		"DELETE FROM schema_migrations WHERE version = 13",
 		"DROP INDEX nodes_maintenance_idx", "DROP INDEX nodes_retired_idx", "DROP INDEX nodes_resource_class_idx",
 		"DROP INDEX nodes_owner_idx", "DROP INDEX nodes_lessee_idx", "DROP INDEX nodes_conductor_group_idx",
 		"CREATE INDEX nodes_maintenance_idx ON nodes (maintenance)", "CREATE INDEX nodes_retired_idx ON nodes (retired)",

@@ -199,7 +199,7 @@ func (s *DB) ListNodes(ctx context.Context, q NodeQuery) ([]*Node, error) {
 		}
 	}
 	// A literal, not a parameter: the flags' partial indexes (migration
-	// 0012) cover "col = TRUE", which SQLite cannot prove of "col = ?".
+	// 0013) cover "col = TRUE", which SQLite cannot prove of "col = ?".
 	is := func(col string, v *bool) {
 		switch {
 		case v == nil:
@@ -223,7 +223,7 @@ func (s *DB) ListNodes(ctx context.Context, q NodeQuery) ([]*Node, error) {
 	if q.ConductorGroups != nil {
 		f.in("conductor_group", q.ConductorGroups)
 		if len(q.ConductorGroups) > 0 && !slices.Contains(q.ConductorGroups, "") {
-			// Lets the partial index (migration 0012) serve the filter.
+			// Lets the partial index (migration 0013) serve the filter.
 			f.add("conductor_group <> ''")
 		}
 	}
