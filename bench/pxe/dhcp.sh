@@ -256,6 +256,14 @@ sweep_refine() {
 	fi
 }
 
+# lease_kind NAME -> "none" for a server that keeps its leases in memory only
+lease_kind() {
+	case "$1" in
+	dnsmasq-noleases) echo none ;;
+	*) echo disk ;;
+	esac
+}
+
 # lease_count NAME -> number of leases the server has on disk in $WORKDIR
 # (call after the server is gone), or "none" when it keeps none.
 lease_count() {
@@ -264,7 +272,7 @@ lease_count() {
 	dnsmasq-noleases) echo none ;;
 	kea) # memfile CSV: header + one line per lease change; count distinct addresses
 		awk -F, 'NR>1 && $1!="" {a[$1]=1} END{print length(a)}' "$WORKDIR/leases4.csv" 2>/dev/null || echo 0 ;;
-	castiron)
+	castiron | castiron-base)
 		local db=$WORKDIR/data/castiron.db t sum=0 n
 		[ -f "$db" ] || {
 			echo 0
@@ -282,6 +290,28 @@ lease_count() {
 		;;
 	*) echo none ;;
 	esac
+}
+
+# dhcp_crash NAME RATE -> "acks leases_on_disk": a fresh server, DHCP_DURATION
+# seconds of perfdhcp at RATE (the server's best rate from the sweep) without
+# strace, SIGKILL the moment perfdhcp ends, then the leases on disk against
+# the ACKs perfdhcp received. Client MACs are drawn from 4e9 (a MAC drawn
+# twice would make one lease of two ACKs: expected < 0.1 here).
+dhcp_crash() {
+	local name=$1 rate=$2 out=$RAW/crash-$1.out
+	start_server "$name" || {
+		echo "0 0"
+		return
+	}
+	timeout $((DHCP_DURATION + 30)) ip netns exec "$CLI_NS" $(cli_taskset) \
+		perfdhcp -4 -l "$CLI_IP" "${PXE_OPTS[@]}" -s "$DHCP_SEED" -r "$rate" -p "$DHCP_DURATION" \
+		-R 4000000000 -W 500000 "$SRV_IP" >"$out" 2>&1
+	stop_server 1
+	local dos dor ras rar doa raa leases
+	read -r dos dor ras rar doa raa < <(parse_perfdhcp "$out")
+	leases=$(lease_count "$name")
+	log "crash $name at $rate/s: acks=$rar leases_on_disk_after_SIGKILL=$leases"
+	echo "$rar $leases"
 }
 
 # dhcp_durability NAME -> "acks leases_on_disk fsyncs" after a SIGKILL

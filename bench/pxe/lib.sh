@@ -107,6 +107,7 @@ net_down() {
 server_parts() {
 	case "$1" in
 	castiron) echo "dhcp tftp http" ;;
+	castiron-base) echo "dhcp" ;; # CASTIRON_BASE_BIN: an older castiron, A/B in the same run
 	kea) echo "dhcp" ;;
 	dnsmasq | dnsmasq-noleases) echo "dhcp tftp" ;;
 	busybox-httpd | python-http) echo "http" ;;
@@ -117,9 +118,11 @@ server_parts() {
 # server_cmd NAME -> command line (writes config into $WORKDIR)
 server_cmd() {
 	case "$1" in
-	castiron)
+	castiron | castiron-base)
+		local bin=$CASTIRON_BIN
+		[ "$1" = castiron-base ] && bin=$CASTIRON_BASE_BIN
 		# log level warn: dnsmasq and Kea run with per-packet logging off too
-		echo "$CASTIRON_BIN serve --listen $SRV_IP:$HTTP_PORT --data-dir $WORKDIR/data" \
+		echo "$bin serve --listen $SRV_IP:$HTTP_PORT --data-dir $WORKDIR/data" \
 			"--insecure-noauth --public-url http://$SRV_IP:$HTTP_PORT --log-level ${CASTIRON_LOG_LEVEL:-warn}" \
 			"--pxe-interface $SRV_IF --dhcp-mode full --dhcp-range $POOL_START,$POOL_END --pxe-discovery" \
 			"--ipxe-dir $IPXE_DIR ${CASTIRON_BOOT_ARGS:-} ${CASTIRON_ARGS:-}"

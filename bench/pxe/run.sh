@@ -11,6 +11,9 @@
 #   HTTP_BASELINES="busybox-httpd python-http"
 #   PARTS="dhcp durability tftp http"
 #   CASTIRON_BIN=<path>     default: go build -o <tmp>/castiron from the repo
+#   CASTIRON_BASE_BIN=<path> with server castiron-base in SERVERS: an older castiron
+#                           measured in the same rounds (DHCP and durability only)
+#   CRASH_RATE=2000         kill -9 test rate when the DHCP sweep did not run
 #   CASTIRON_ARGS=          extra `castiron serve` flags
 #   CASTIRON_BOOT_ARGS=     flags that make castiron serve HTTP_KERNEL/HTTP_INITRAMFS
 #                           (default: guessed from `castiron serve -h`)
@@ -126,7 +129,7 @@ for s in $SERVERS $HTTP_BASELINES; do
 done
 [ -n "$SKIPPED" ] && log "skipped: $SKIPPED"
 
-declare -A DHCP DUR TFTP HTTP
+declare -A DHCP DUR CRASH TFTP HTTP
 with_part() { # PART -> the servers (SERVERS, and HTTP_BASELINES for http) that serve it
 	local s
 	for s in $SERVERS; do has_part "$s" "$1" && echo "$s"; done
@@ -145,6 +148,17 @@ if want durability; then
 	for s in $DHCP_SERVERS; do
 		log "== $s: lease durability ($DUR_N clients at $DUR_RATE/s, then SIGKILL)"
 		DUR[$s]=$(dhcp_durability "$s")
+		# and at full speed: kill -9 the moment a run at the server's best
+		# rate ends (CRASH_RATE when the sweep did not run)
+		[ "$(lease_kind "$s")" = none ] && continue
+		r=${CRASH_RATE:-2000}
+		if [ -n "${DHCP[$s]:-}" ]; then
+			read -r best _ <<<"${DHCP[$s]}"
+			[ "$best" -gt 0 ] && r=$best
+		fi
+		log "== $s: kill -9 right after ${DHCP_DURATION}s at $r/s"
+		CRASH[$s]=$(dhcp_crash "$s" "$r")
+		CRASH[$s]+=" $r"
 	done
 fi
 if want tftp && [ -n "$TFTP_SERVERS" ]; then
@@ -199,6 +213,35 @@ durable_text() { # acks leases fsyncs server
 		if (per >= 0.9) printf "yes: %d/%d after kill -9, fsync per lease (%.2f/ACK)\n", l, a, per
 		else printf "crash-safe, not power-safe: %d/%d after kill -9, %.2f fsync/ACK\n", l, a, per }'
 }
+crash_text() { # acks leases
+	awk -v a="$1" -v l="$2" 'BEGIN{ if (a == 0) print "? (no ACKs)"; else if (l + 0 >= a) printf "all %d/%d kept", l, a; else printf "%d of %d ACKed LOST", a - l, a }'
+}
+# goal_lines: issue 15's DHCP goal, from the figures of this run
+goal_lines() {
+	local c k b r
+	read -r _ c _ <<<"${DHCP[castiron]:-0 0 nan}"
+	read -r _ k _ <<<"${DHCP[kea]:-0 0 nan}"
+	if [ -n "${DHCP[castiron]:-}" ] && [ -n "${DHCP[kea]:-}" ]; then
+		r=$(awk -v c="$c" -v k="$k" 'BEGIN{ if (k > 0) printf "%.2f", c / k; else print "nan" }')
+		echo "- DHCP DORA/s at ≤${DHCP_DROP_OK}% failed, same run: castiron $(fmt_int "$c"), kea-dhcp4 memfile $(fmt_int "$k"): castiron/kea = ×$r;" \
+			"goal (castiron ≥ kea): $(awk -v c="$c" -v k="$k" 'BEGIN{ print (c >= k && c > 0) ? "met" : "not met" }')"
+	fi
+	if [ -n "${DHCP[castiron-base]:-}" ] && [ -n "${DHCP[castiron]:-}" ]; then
+		read -r _ b _ <<<"${DHCP[castiron-base]}"
+		echo "- castiron before/after: base ($CASTIRON_BASE_BIN) $(fmt_int "$b"), this castiron $(fmt_int "$c") DORA/s:" \
+			"×$(awk -v c="$c" -v b="$b" 'BEGIN{ if (b > 0) printf "%.2f", c / b; else print "nan" }')"
+	fi
+	for s in $DHCP_SERVERS; do
+		[ -n "${CRASH[$s]:-}" ] || continue
+		read -r a l r <<<"${CRASH[$s]}"
+		[ "$(lease_kind "$s")" = none ] && continue
+		echo "- $s, kill -9 right after ${DHCP_DURATION}s of perfdhcp at $r/s: $(crash_text "$a" "$l") (leases on disk after kill -9 / ACKs perfdhcp got)"
+	done
+	if [ -n "${CRASH[castiron]:-}" ]; then
+		read -r a l r <<<"${CRASH[castiron]}"
+		echo "- goal (every ACKed lease present after kill -9 of castiron): $(awk -v a="$a" -v l="$l" 'BEGIN{ print (a > 0 && l >= a) ? "met" : "not met" }')"
+	fi
+}
 fmt_int() { awk -v x="$1" 'BEGIN{ if (x ~ /^[0-9.]+$/) { s=sprintf("%d", x); while (s ~ /[0-9][0-9][0-9][0-9]/) sub(/[0-9][0-9][0-9]$/, ",&", s); print s } else print x }'; }
 
 {
@@ -210,6 +253,8 @@ fmt_int() { awk -v x="$1" 'BEGIN{ if (x ~ /^[0-9.]+$/) { s=sprintf("%d", x); whi
 	echo "perfdhcp $(perfdhcp -v 2>&1 | head -1), castiron ${CASTIRON_VERSION:-not measured}, kernel $(uname -r)."
 	[ -n "$CASTIRON_NOTE" ] && { echo; echo "**$CASTIRON_NOTE.**"; }
 	[ -n "$SKIPPED" ] && { echo; echo "**Skipped (did not start): $SKIPPED**"; }
+	echo
+	goal_lines
 	echo
 	echo "| server | DORA/s at ≤${DHCP_DROP_OK}% failed (offered) | failed % | leases durable | TFTP ${TFTP_N}× $TFTP_FILE: ok, total s, p50 / p99 s | HTTP MB/s sequential / ${HTTP_PAR} parallel |"
 	echo "|---|---:|---:|---|---|---:|"
@@ -228,6 +273,10 @@ fmt_int() { awk -v x="$1" 'BEGIN{ if (x ~ /^[0-9.]+$/) { s=sprintf("%d", x); whi
 			read -r a l f <<<"${DUR[$s]}"
 			du=$(durable_text "$a" "$l" "$f" "$s")
 		fi
+		if [ -n "${CRASH[$s]:-}" ] && [ "$(lease_kind "$s")" != none ]; then
+			read -r a l r <<<"${CRASH[$s]}"
+			du="$du; at $r/s: $(crash_text "$a" "$l")"
+		fi
 		if [ -n "${TFTP[$s]:-}" ]; then
 			read -r ok fails wall p50 p99 tmax mbs <<<"${TFTP[$s]}"
 			tf="$ok, $(printf '%.2f, %.3f / %.3f' "$wall" "$p50" "$p99")"
@@ -244,6 +293,7 @@ fmt_int() { awk -v x="$1" 'BEGIN{ if (x ~ /^[0-9.]+$/) { s=sprintf("%d", x); whi
 		dnsmasq-noleases) label="dnsmasq, leasefile-ro" ;;
 		kea) label="kea-dhcp4, memfile" ;;
 		castiron) label="**castiron**" ;;
+		castiron-base) label="castiron base ($(basename "$CASTIRON_BASE_BIN"))" ;;
 		busybox-httpd) label="busybox httpd (HTTP baseline)" ;;
 		python-http) label="python3 -m http.server (HTTP baseline)" ;;
 		esac
@@ -312,4 +362,5 @@ fmt_int() { awk -v x="$1" 'BEGIN{ if (x ~ /^[0-9.]+$/) { s=sprintf("%d", x); whi
 	done
 } >"$RES"
 cat "$RES"
+goal_lines >&2
 log "wrote $RES (${ELAPSED}s)"

@@ -30,15 +30,17 @@ type leaseJob struct {
 const (
 	// maxLeaseBatch bounds one transaction.
 	maxLeaseBatch = 512
-	// Under sustained load (a drain ended less than busyGap ago) a drain
-	// waits gather before its first batch: a commit costs ~30 µs of fixed
-	// work (locks, WAL header) however few leases it carries, and at a few
-	// thousand ACKs/s the queue would otherwise hold one or two. An idle
-	// server's ACK is not delayed.
-	busyGap = 2 * time.Millisecond
-	gather  = time.Millisecond
+	// Under sustained load (a drain ended less than busyGap ago, or this
+	// drain already committed a batch) batches are gather apart: a commit
+	// costs fixed work (begin, locks, WAL frames written, the sync of the
+	// write-ahead log's index) however few leases it carries, and at
+	// thousands of ACKs/s it would otherwise carry one or two. Waiting a
+	// few milliseconds makes it carry tens; a DHCP client waits seconds
+	// before it retransmits. An idle server's ACK is not delayed.
+	busyGap = 10 * time.Millisecond
+	gather  = 4 * time.Millisecond
 	// A drain that already has this many leases does not wait.
-	fullEnough = 32
+	fullEnough = 64
 )
 
 // put returns once l is durable, or failed, or ctx ended (the lease may
@@ -76,12 +78,20 @@ func (w *leaseWriter) wait() { w.drains.Wait() }
 func (w *leaseWriter) drain(ctx context.Context) {
 	defer w.drains.Done()
 	w.mu.Lock()
-	if time.Since(w.lastEnd) < busyGap && len(w.pending) < fullEnough {
-		w.mu.Unlock()
-		time.Sleep(gather)
-		w.mu.Lock()
+	busy := time.Since(w.lastEnd) < busyGap
+	var last time.Time // when the previous batch of this drain started
+	if busy {
+		last = time.Now()
 	}
 	for len(w.pending) > 0 {
+		if busy && len(w.pending) < fullEnough {
+			if wait := gather - time.Since(last); wait > 0 {
+				w.mu.Unlock()
+				time.Sleep(wait)
+				w.mu.Lock()
+			}
+		}
+		busy, last = true, time.Now()
 		n := min(len(w.pending), maxLeaseBatch)
 		batch := append([]leaseJob(nil), w.pending[:n]...)
 		w.pending = append(w.pending[:0], w.pending[n:]...)
