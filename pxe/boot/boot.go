@@ -132,7 +132,8 @@ func (Discard) Record(context.Context, Event) {}
 type Meter interface {
 	// DHCPPacket is one DHCP packet received and castiron's answer to it
 	// (offer, ack, nak, none, error); msgType is "malformed" for a packet
-	// that did not parse.
+	// that did not parse, "stale" for one dropped unread because it waited
+	// too long in the receive queue.
 	DHCPPacket(msgType, answer string)
 	// Transfer is one boot file sent (server "tftp" or "http"; result ok,
 	// incomplete, refused, or error when castiron could not read it) and the

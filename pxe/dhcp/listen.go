@@ -39,6 +39,9 @@ func listenOn(ctx context.Context, iface, network, address string) (*net.UDPConn
 					return
 				}
 			}
+			// The kernel's receive time of each packet, to skip stale ones
+			// (maxQueueWait); best effort.
+			unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1)
 			// Beyond net.core.rmem_max as root; else up to it (best effort).
 			if unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, receiveQueue) != nil {
 				unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF, receiveQueue)

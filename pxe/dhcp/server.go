@@ -141,21 +141,28 @@ func (s *Server) Run(ctx context.Context) error {
 // socket is closed. Readers share the socket; an ACK waiting for its commit
 // holds no reader (see handle).
 func (s *Server) serve(ctx context.Context, conn *net.UDPConn, port int) {
-	readLoop(ctx, conn, s.log, func(pkt []byte, peer netip.AddrPort) { s.handle(ctx, conn, port, pkt, peer) })
+	readLoop(ctx, conn, s.log, s.cfg.Meter, func(pkt []byte, peer netip.AddrPort) { s.handle(ctx, conn, port, pkt, peer) })
 }
 
 // readLoop hands each packet read from conn to handle until the socket is
-// closed (or ctx ends and reads fail). pkt is reused by the next read.
-func readLoop(ctx context.Context, conn *net.UDPConn, log *slog.Logger, handle func(pkt []byte, peer netip.AddrPort)) {
+// closed (or ctx ends and reads fail). pkt is reused by the next read. A
+// packet that waited in the receive queue longer than maxQueueWait is
+// dropped unanswered (counted as "stale").
+func readLoop(ctx context.Context, conn *net.UDPConn, log *slog.Logger, meter boot.Meter, handle func(pkt []byte, peer netip.AddrPort)) {
 	buf := make([]byte, 4096)
+	oob := make([]byte, oobSpace)
 	for {
-		n, peer, err := conn.ReadFromUDPAddrPort(buf)
+		n, oobn, _, peer, err := conn.ReadMsgUDPAddrPort(buf, oob)
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) || ctx.Err() != nil {
 				return
 			}
 			log.Warn("dhcp: read", "err", err)
 			time.Sleep(10 * time.Millisecond) // don't spin on a persistent error
+			continue
+		}
+		if at := receivedAt(oob[:oobn]); !at.IsZero() && time.Since(at) > maxQueueWait {
+			meter.DHCPPacket("stale", "none")
 			continue
 		}
 		handle(buf[:n], peer)

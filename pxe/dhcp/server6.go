@@ -209,7 +209,7 @@ func (s *Server6) Run(ctx context.Context) error {
 }
 
 func (s *Server6) serve(ctx context.Context, conn *net.UDPConn) {
-	readLoop(ctx, conn, s.log, func(pkt []byte, peer netip.AddrPort) { s.handle(ctx, conn, pkt, peer) })
+	readLoop(ctx, conn, s.log, s.cfg.Meter, func(pkt []byte, peer netip.AddrPort) { s.handle(ctx, conn, pkt, peer) })
 }
 
 func (s *Server6) handle(ctx context.Context, conn *net.UDPConn, pkt []byte, peer netip.AddrPort) {
