@@ -121,22 +121,11 @@ func (s *DB) GetAllocation(ctx context.Context, ident string) (*Allocation, erro
 // q.Limit is set.
 func (s *DB) ListAllocations(ctx context.Context, q AllocationQuery) ([]*Allocation, error) {
 	f := &filter{}
-	if q.NodeUUID != nil {
-		f.add("node_uuid = ?", uuidKey(*q.NodeUUID))
-	}
-	for _, c := range []struct {
-		col string
-		v   *string
-	}{
-		{"resource_class", q.ResourceClass},
-		{"state", q.State},
-		{"owner", q.Owner},
-		{"conductor_affinity", q.ConductorAffinity},
-	} {
-		if c.v != nil {
-			f.add(c.col+" = ?", *c.v)
-		}
-	}
+	f.eq("node_uuid", q.NodeUUID, uuidKey)
+	f.eq("resource_class", q.ResourceClass, nil)
+	f.eq("state", q.State, nil)
+	f.eq("owner", q.Owner, nil)
+	f.eq("conductor_affinity", q.ConductorAffinity, nil)
 	return allocs.list(ctx, s.reader(), f, q.Page)
 }
 

@@ -69,118 +69,92 @@ func boolOf(src any) (bool, error) {
 	return false, fmt.Errorf("storage: cannot read %T as a boolean", src)
 }
 
-// str is a NOT NULL text column.
-type str struct{ p *string }
+// scalarKind is what one kind of scalar column adds to scalar and
+// nullable: how a value is bound and how a driver's value is read.
+type scalarKind[V any] interface {
+	value(V) driver.Value
+	read(src any) (V, error)
+}
 
-func (c str) Value() (driver.Value, error) { return *c.p, nil }
+// scalar is a NOT NULL column of a V. Its one field keeps it
+// allocation-free as a codec.
+type scalar[V any, K scalarKind[V]] struct{ p *V }
 
-func (c str) Scan(src any) (err error) {
-	*c.p, err = textOf(src)
+func (c scalar[V, K]) Value() (driver.Value, error) {
+	var k K
+	return k.value(*c.p), nil
+}
+
+func (c scalar[V, K]) Scan(src any) (err error) {
+	var k K
+	*c.p, err = k.read(src)
 	return err
 }
 
-// nullStr is a nullable text column.
-type nullStr struct{ p **string }
+// nullable is a nullable column of a V; NULL is a nil pointer.
+type nullable[V any, K scalarKind[V]] struct{ p **V }
 
-func (c nullStr) Value() (driver.Value, error) {
+func (c nullable[V, K]) Value() (driver.Value, error) {
 	if *c.p == nil {
 		return nil, nil
 	}
-	return **c.p, nil
+	var k K
+	return k.value(**c.p), nil
 }
 
-func (c nullStr) Scan(src any) error {
+func (c nullable[V, K]) Scan(src any) error {
 	if src == nil {
 		*c.p = nil
 		return nil
 	}
-	s, err := textOf(src)
+	var k K
+	v, err := k.read(src)
 	if err != nil {
 		return err
 	}
-	*c.p = &s
+	*c.p = &v
 	return nil
 }
 
-// boolean is a NOT NULL BOOLEAN (0/1 in SQLite).
-type boolean struct{ p *bool }
+type textKind struct{}
 
-func (c boolean) Value() (driver.Value, error) { return *c.p, nil }
+func (textKind) value(s string) driver.Value  { return s }
+func (textKind) read(src any) (string, error) { return textOf(src) }
 
-func (c boolean) Scan(src any) (err error) {
-	*c.p, err = boolOf(src)
-	return err
+// boolKind is a BOOLEAN (0/1 in SQLite).
+type boolKind struct{}
+
+func (boolKind) value(b bool) driver.Value  { return b }
+func (boolKind) read(src any) (bool, error) { return boolOf(src) }
+
+type timeKind struct{}
+
+func (timeKind) value(t time.Time) driver.Value  { return formatTime(t) }
+func (timeKind) read(src any) (time.Time, error) { return parseTime(src) }
+
+// intKind is an INTEGER (PostgreSQL's may come back as a float).
+type intKind struct{}
+
+func (intKind) value(i int64) driver.Value { return i }
+func (intKind) read(src any) (int64, error) {
+	switch v := src.(type) {
+	case int64:
+		return v, nil
+	case float64:
+		return int64(v), nil
+	}
+	return 0, fmt.Errorf("storage: cannot read %T as an integer", src)
 }
 
-// nullBool is a nullable BOOLEAN.
-type nullBool struct{ p **bool }
-
-func (c nullBool) Value() (driver.Value, error) {
-	if *c.p == nil {
-		return nil, nil
-	}
-	return **c.p, nil
-}
-
-func (c nullBool) Scan(src any) error {
-	if src == nil {
-		*c.p = nil
-		return nil
-	}
-	b, err := boolOf(src)
-	if err != nil {
-		return err
-	}
-	*c.p = &b
-	return nil
-}
-
-// integer is a NOT NULL integer.
-type integer struct{ p *int64 }
-
-func (c integer) Value() (driver.Value, error) { return *c.p, nil }
-
-func (c integer) Scan(src any) error {
-	v, ok := src.(int64)
-	if !ok {
-		return fmt.Errorf("storage: cannot read %T as an integer", src)
-	}
-	*c.p = v
-	return nil
-}
-
-// timestamp is a NOT NULL time.
-type timestamp struct{ p *time.Time }
-
-func (c timestamp) Value() (driver.Value, error) { return formatTime(*c.p), nil }
-
-func (c timestamp) Scan(src any) (err error) {
-	*c.p, err = parseTime(src)
-	return err
-}
-
-// nullTimestamp is a nullable time.
-type nullTimestamp struct{ p **time.Time }
-
-func (c nullTimestamp) Value() (driver.Value, error) {
-	if *c.p == nil {
-		return nil, nil
-	}
-	return formatTime(**c.p), nil
-}
-
-func (c nullTimestamp) Scan(src any) error {
-	if src == nil {
-		*c.p = nil
-		return nil
-	}
-	t, err := parseTime(src)
-	if err != nil {
-		return err
-	}
-	*c.p = &t
-	return nil
-}
+type (
+	str           = scalar[string, textKind]
+	nullStr       = nullable[string, textKind]
+	boolean       = scalar[bool, boolKind]
+	nullBool      = nullable[bool, boolKind]
+	timestamp     = scalar[time.Time, timeKind]
+	nullTimestamp = nullable[time.Time, timeKind]
+	integer       = scalar[int64, intKind]
+)
 
 // jsonKind is what one kind of JSON column adds to jsonCol: its name in
 // errors, the text of its empty value, and how a document loads (b nil: an
@@ -246,26 +220,35 @@ func (objectKind) load(b []byte) (JSONObject, error) {
 	return m, nil
 }
 
-// list is a JSON array of strings (traits, drivers).
-type list = jsonCol[[]string, listKind]
+// arrayKind is what every JSON array kind shares: "[]" is its empty text,
+// and an empty slice is empty.
+type arrayKind[E any] struct{}
 
-type listKind struct{}
+func (arrayKind[E]) emptyText() driver.Value { return "[]" }
+func (arrayKind[E]) empty(l []E) bool        { return len(l) == 0 }
 
-func (listKind) what() string            { return "JSON list" }
-func (listKind) emptyText() driver.Value { return "[]" }
-func (listKind) empty(l []string) bool   { return len(l) == 0 }
-func (listKind) load(b []byte) ([]string, error) {
-	l := []string{}
+// loadArray decodes the JSON array b (nil: none) with unmarshal, never
+// returning a nil slice.
+func loadArray[E any](b []byte, unmarshal func([]byte, any) error) ([]E, error) {
+	l := []E{}
 	if b != nil {
-		if err := json.Unmarshal(b, &l); err != nil {
+		if err := unmarshal(b, &l); err != nil {
 			return nil, err
 		}
 		if l == nil {
-			l = []string{}
+			l = []E{}
 		}
 	}
 	return l, nil
 }
+
+// list is a JSON array of strings (traits, drivers).
+type list = jsonCol[[]string, listKind]
+
+type listKind struct{ arrayKind[string] }
+
+func (listKind) what() string                    { return "JSON list" }
+func (listKind) load(b []byte) ([]string, error) { return loadArray[string](b, json.Unmarshal) }
 
 // orEmpty gives each nil object an empty map, as a read of it would.
 func orEmpty(objs ...*JSONObject) {

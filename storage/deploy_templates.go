@@ -2,7 +2,6 @@ package storage
 
 import (
 	"context"
-	"database/sql/driver"
 	"encoding/json"
 	"time"
 )
@@ -45,24 +44,17 @@ type DeployTemplateStore interface {
 // deploySteps is the JSON array column of a template's steps.
 type deploySteps = jsonCol[[]DeployStep, stepsKind]
 
-type stepsKind struct{}
+type stepsKind struct{ arrayKind[DeployStep] }
 
-func (stepsKind) what() string              { return "deploy steps" }
-func (stepsKind) emptyText() driver.Value   { return "[]" }
-func (stepsKind) empty(s []DeployStep) bool { return len(s) == 0 }
+func (stepsKind) what() string { return "deploy steps" }
 func (stepsKind) load(b []byte) ([]DeployStep, error) {
-	steps := []DeployStep{}
-	if b != nil {
-		if err := json.Unmarshal(b, &steps); err != nil {
-			return nil, err
-		}
-	}
+	steps, err := loadArray[DeployStep](b, json.Unmarshal)
 	for i := range steps {
 		if steps[i].Args == nil {
 			steps[i].Args = JSONObject{}
 		}
 	}
-	return steps, nil
+	return steps, err
 }
 
 var templateTable = resourceTable("deploy_templates", func(t *DeployTemplate) (*int64, *string, *time.Time, **time.Time) {

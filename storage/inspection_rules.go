@@ -3,7 +3,6 @@ package storage
 import (
 	"bytes"
 	"context"
-	"database/sql/driver"
 	"encoding/json"
 	"time"
 )
@@ -46,28 +45,22 @@ type InspectionRuleStore interface {
 // json.Number.
 type ruleOps = jsonCol[[]map[string]any, opsKind]
 
-type opsKind struct{}
+type opsKind struct{ arrayKind[map[string]any] }
 
-func (opsKind) what() string                  { return "rule operations" }
-func (opsKind) emptyText() driver.Value       { return "[]" }
-func (opsKind) empty(o []map[string]any) bool { return len(o) == 0 }
+func (opsKind) what() string { return "rule operations" }
 func (opsKind) load(b []byte) ([]map[string]any, error) {
-	ops := []map[string]any{}
-	if b != nil {
+	return loadArray[map[string]any](b, func(b []byte, v any) error {
 		dec := json.NewDecoder(bytes.NewReader(b))
 		dec.UseNumber()
-		if err := dec.Decode(&ops); err != nil {
-			return nil, err
-		}
-	}
-	return ops, nil
+		return dec.Decode(v)
+	})
 }
 
 var ruleTable = resourceTable("inspection_rules", func(r *InspectionRule) (*int64, *string, *time.Time, **time.Time) {
 	return &r.ID, &r.UUID, &r.CreatedAt, &r.UpdatedAt
 }, []column[InspectionRule]{
 	nullStrCol("description", func(r *InspectionRule) **string { return &r.Description }),
-	volumeIntCol("priority", func(r *InspectionRule) *int64 { return &r.Priority }),
+	intCol("priority", func(r *InspectionRule) *int64 { return &r.Priority }),
 	boolCol("sensitive", func(r *InspectionRule) *bool { return &r.Sensitive }),
 	strCol("phase", func(r *InspectionRule) *string { return &r.Phase }),
 	{name: "conditions", ref: func(r *InspectionRule) codec { return ruleOps{&r.Conditions} }, unsortable: true},
@@ -102,9 +95,7 @@ func (s *DB) GetInspectionRule(ctx context.Context, uuid string) (*InspectionRul
 // ListInspectionRules returns one page of rules.
 func (s *DB) ListInspectionRules(ctx context.Context, q InspectionRuleQuery) ([]*InspectionRule, error) {
 	f := &filter{}
-	if q.Phase != nil {
-		f.add("phase = ?", *q.Phase)
-	}
+	f.eq("phase", q.Phase, nil)
 	return ruleTable.list(ctx, s.reader(), f, q.Page)
 }
 

@@ -20,6 +20,18 @@ func (f *filter) add(cond string, args ...any) {
 	f.args = append(f.args, args...)
 }
 
+// eq adds "col = ?" when v is set, with the value key gives (key nil: the
+// value as it is).
+func (f *filter) eq(col string, v *string, key func(string) string) {
+	switch {
+	case v == nil:
+	case key == nil:
+		f.add(col+" = ?", *v)
+	default:
+		f.add(col+" = ?", key(*v))
+	}
+}
+
 // in adds "col IN (?, ...)"; an empty (non-nil) set matches nothing.
 func (f *filter) in(col string, values []string) {
 	if len(values) == 0 {

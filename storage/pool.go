@@ -111,40 +111,49 @@ func (r runner) stmt(ctx context.Context, query string) *sql.Stmt {
 	return nil
 }
 
-func (r runner) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
+// conn runs unprepared statements: the transaction, or else the pool.
+type conn interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// prepared returns the context to run query with and its prepared
+// statement, or (st nil) the conn to run it on, with query in the
+// dialect's placeholders.
+func (r runner) prepared(ctx context.Context, query string) (_ context.Context, st *sql.Stmt, c conn, bound string) {
 	ctx = r.txCtx(ctx)
 	if st := r.stmt(ctx, query); st != nil {
+		return ctx, st, nil, ""
+	}
+	if r.tx != nil {
+		return ctx, nil, r.tx, r.p.d.bind(query)
+	}
+	return ctx, nil, r.p.db, r.p.d.bind(query)
+}
+
+func (r runner) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
+	ctx, st, c, query := r.prepared(ctx, query)
+	if st != nil {
 		return st.QueryRowContext(ctx, args...)
 	}
-	query = r.p.d.bind(query)
-	if r.tx != nil {
-		return r.tx.QueryRowContext(ctx, query, args...)
-	}
-	return r.p.db.QueryRowContext(ctx, query, args...)
+	return c.QueryRowContext(ctx, query, args...)
 }
 
 func (r runner) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	ctx = r.txCtx(ctx)
-	if st := r.stmt(ctx, query); st != nil {
+	ctx, st, c, query := r.prepared(ctx, query)
+	if st != nil {
 		return st.QueryContext(ctx, args...)
 	}
-	query = r.p.d.bind(query)
-	if r.tx != nil {
-		return r.tx.QueryContext(ctx, query, args...)
-	}
-	return r.p.db.QueryContext(ctx, query, args...)
+	return c.QueryContext(ctx, query, args...)
 }
 
 func (r runner) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	ctx = r.txCtx(ctx)
-	if st := r.stmt(ctx, query); st != nil {
+	ctx, st, c, query := r.prepared(ctx, query)
+	if st != nil {
 		return st.ExecContext(ctx, args...)
 	}
-	query = r.p.d.bind(query)
-	if r.tx != nil {
-		return r.tx.ExecContext(ctx, query, args...)
-	}
-	return r.p.db.ExecContext(ctx, query, args...)
+	return c.ExecContext(ctx, query, args...)
 }
 
 // reader runs on the query_only pool, writer on the one write connection

@@ -96,12 +96,8 @@ func (s *DB) GetPortgroup(ctx context.Context, ident string) (*Portgroup, error)
 // q.Limit is set.
 func (s *DB) ListPortgroups(ctx context.Context, q PortgroupQuery) ([]*Portgroup, error) {
 	f := &filter{}
-	if q.NodeUUID != nil {
-		f.add("node_uuid = ?", uuidKey(*q.NodeUUID))
-	}
-	if q.Address != nil {
-		f.add("address = ?", strings.ToLower(*q.Address))
-	}
+	f.eq("node_uuid", q.NodeUUID, uuidKey)
+	f.eq("address", q.Address, strings.ToLower)
 	return portgroupTable.list(ctx, s.reader(), f, q.Page)
 }
 

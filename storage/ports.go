@@ -69,15 +69,9 @@ func (s *DB) GetPortByAddress(ctx context.Context, address string) (*Port, error
 // ListPorts returns the ports matching q, one page of them when q.Limit is set.
 func (s *DB) ListPorts(ctx context.Context, q PortQuery) ([]*Port, error) {
 	f := &filter{}
-	if q.NodeUUID != nil {
-		f.add("node_uuid = ?", uuidKey(*q.NodeUUID))
-	}
-	if q.Address != nil {
-		f.add("address = ?", strings.ToLower(*q.Address))
-	}
-	if q.PortgroupUUID != nil {
-		f.add("portgroup_uuid = ?", uuidKey(*q.PortgroupUUID))
-	}
+	f.eq("node_uuid", q.NodeUUID, uuidKey)
+	f.eq("address", q.Address, strings.ToLower)
+	f.eq("portgroup_uuid", q.PortgroupUUID, uuidKey)
 	if q.Shards != nil {
 		sub := &filter{}
 		sub.in("shard", q.Shards)

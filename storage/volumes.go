@@ -2,8 +2,6 @@ package storage
 
 import (
 	"context"
-	"database/sql/driver"
-	"fmt"
 	"strconv"
 	"time"
 )
@@ -62,27 +60,6 @@ type VolumeStore interface {
 	DeleteVolumeTarget(ctx context.Context, uuid string) error
 }
 
-// volumeInt is a NOT NULL INTEGER column (boot_index).
-type volumeInt struct{ p *int64 }
-
-func (c volumeInt) Value() (driver.Value, error) { return *c.p, nil }
-
-func (c volumeInt) Scan(src any) error {
-	switch v := src.(type) {
-	case int64:
-		*c.p = v
-	case float64:
-		*c.p = int64(v)
-	default:
-		return fmt.Errorf("storage: cannot read %T as an integer", src)
-	}
-	return nil
-}
-
-func volumeIntCol[T any](name string, f func(*T) *int64) column[T] {
-	return column[T]{name: name, ref: func(v *T) codec { return volumeInt{f(v)} }}
-}
-
 var (
 	connectorTable = resourceTable("volume_connectors", func(c *VolumeConnector) (*int64, *string, *time.Time, **time.Time) {
 		return &c.ID, &c.UUID, &c.CreatedAt, &c.UpdatedAt
@@ -104,7 +81,7 @@ var (
 		strCol("node_uuid", func(t *VolumeTarget) *string { return &t.NodeUUID }),
 		strCol("volume_type", func(t *VolumeTarget) *string { return &t.VolumeType }),
 		objectCol("properties", func(t *VolumeTarget) *JSONObject { return &t.Properties }),
-		volumeIntCol("boot_index", func(t *VolumeTarget) *int64 { return &t.BootIndex }),
+		intCol("boot_index", func(t *VolumeTarget) *int64 { return &t.BootIndex }),
 		strCol("volume_id", func(t *VolumeTarget) *string { return &t.VolumeID }),
 		objectCol("extra", func(t *VolumeTarget) *JSONObject { return &t.Extra }),
 	}, record[VolumeTarget]{
@@ -187,8 +164,6 @@ func (s *DB) DeleteVolumeTarget(ctx context.Context, targetUUID string) error {
 // filter selects the rows of q's node.
 func (q VolumeQuery) filter() *filter {
 	f := &filter{}
-	if q.NodeUUID != nil {
-		f.add("node_uuid = ?", uuidKey(*q.NodeUUID))
-	}
+	f.eq("node_uuid", q.NodeUUID, uuidKey)
 	return f
 }
