@@ -84,7 +84,7 @@ func normalizeInspectionRule(r *InspectionRule) {
 // CreateInspectionRule inserts r and fills r.ID (and UUID and CreatedAt
 // when empty).
 func (s *DB) CreateInspectionRule(ctx context.Context, r *InspectionRule) error {
-	return s.writeTx(ctx, func(rn runner) error { return ruleTable.create(ctx, rn, r) })
+	return ruleTable.create(ctx, s.writer(), r)
 }
 
 // GetInspectionRule finds a rule by UUID.
@@ -107,5 +107,5 @@ func (s *DB) UpdateInspectionRule(ctx context.Context, uuid string, fn func(r *I
 
 // DeleteInspectionRule removes a rule.
 func (s *DB) DeleteInspectionRule(ctx context.Context, uuid string) error {
-	return s.writeTx(ctx, func(r runner) error { return ruleTable.remove(ctx, r, uuid) })
+	return ruleTable.remove(ctx, s.writer(), uuid)
 }
