@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strings"
 	"time"
@@ -105,24 +106,9 @@ func (s *DB) ListBootEvents(ctx context.Context, q BootEventQuery) ([]BootEvent,
 	args = append(args, limit)
 	query := "SELECT id, at, mac, node_uuid, kind, detail FROM (SELECT * FROM boot_events WHERE " + cond +
 		" ORDER BY id DESC LIMIT ?) AS recent ORDER BY id"
-	rows, err := s.reader().query(ctx, query, args...)
-	if err != nil {
-		return nil, fmt.Errorf("storage: list boot events: %w", err)
-	}
-	defer rows.Close()
-	var out []BootEvent
-	for rows.Next() {
-		var e BootEvent
-		var at string
-		if err := rows.Scan(&e.ID, &at, &e.MAC, &e.NodeUUID, &e.Kind, &e.Detail); err != nil {
-			return nil, fmt.Errorf("storage: list boot events: %w", err)
-		}
-		if e.At, err = parseTime(at); err != nil {
-			return nil, err
-		}
-		out = append(out, e)
-	}
-	return out, rows.Err()
+	return queryAll(ctx, s.reader(), nil, "list boot events", func(rows *sql.Rows, e *BootEvent) error {
+		return rows.Scan(&e.ID, timestamp{&e.At}, &e.MAC, &e.NodeUUID, &e.Kind, &e.Detail)
+	}, query, args...)
 }
 
 // PruneBootEvents implements BootEventStore.

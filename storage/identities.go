@@ -64,19 +64,7 @@ func (s *SQLite) SetIdentities(ctx context.Context, nodeUUID string, ids []Ident
 
 // NodesWithIdentity implements IdentityStore.
 func (s *SQLite) NodesWithIdentity(ctx context.Context, id Identity) ([]string, error) {
-	rows, err := s.reader().query(ctx, `SELECT i.node_uuid FROM hardware_identities i JOIN nodes n ON n.uuid = i.node_uuid
+	return queryAll(ctx, s.reader(), nil, "nodes with "+id.Kind+" "+id.Value, scanOne[string],
+		`SELECT i.node_uuid FROM hardware_identities i JOIN nodes n ON n.uuid = i.node_uuid
 		WHERE i.kind = ? AND i.value = ? ORDER BY n.id`, id.Kind, id.Value)
-	if err != nil {
-		return nil, fmt.Errorf("storage: nodes with %s %s: %w", id.Kind, id.Value, err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var u string
-		if err := rows.Scan(&u); err != nil {
-			return nil, err
-		}
-		out = append(out, u)
-	}
-	return out, rows.Err()
 }

@@ -223,11 +223,7 @@ func (t *leaseTable) GetLease(ctx context.Context, mac string) (Lease, error) {
 	if err != nil {
 		return Lease{}, &NotFoundError{Table: t.name, Key: mac}
 	}
-	rows, err := t.s.reader().query(ctx, t.columns()+" WHERE mac = ?", hw.String())
-	if err != nil {
-		return Lease{}, fmt.Errorf("storage: get lease: %w", err)
-	}
-	ls, err := scanLeases(rows)
+	ls, err := queryAll(ctx, t.s.reader(), nil, "get lease", scanLease, t.columns()+" WHERE mac = ?", hw.String())
 	if err != nil {
 		return Lease{}, err
 	}
@@ -239,11 +235,7 @@ func (t *leaseTable) GetLease(ctx context.Context, mac string) (Lease, error) {
 
 // ListLeases implements LeaseStore.
 func (t *leaseTable) ListLeases(ctx context.Context) ([]Lease, error) {
-	rows, err := t.s.reader().query(ctx, t.columns()+" ORDER BY mac")
-	if err != nil {
-		return nil, fmt.Errorf("storage: list leases: %w", err)
-	}
-	return scanLeases(rows)
+	return queryAll(ctx, t.s.reader(), nil, "list leases", scanLease, t.columns()+" ORDER BY mac")
 }
 
 // DeleteLease implements LeaseStore.
@@ -274,29 +266,14 @@ func (t *leaseTable) PruneLeases(ctx context.Context, before time.Time) (int64, 
 	return n, err
 }
 
-func scanLeases(rows *sql.Rows) ([]Lease, error) {
-	defer rows.Close()
-	var out []Lease
-	for rows.Next() {
-		var l Lease
-		var ip, exp, upd string
-		if err := rows.Scan(&l.MAC, &ip, &exp, &l.NodeUUID, &upd); err != nil {
-			return nil, fmt.Errorf("storage: scan lease: %w", err)
-		}
-		var err error
-		if l.IP, err = netip.ParseAddr(ip); err != nil {
-			return nil, fmt.Errorf("storage: lease of %s: %w", l.MAC, err)
-		}
-		if l.Expires, err = parseTime(exp); err != nil {
-			return nil, err
-		}
-		if l.UpdatedAt, err = parseTime(upd); err != nil {
-			return nil, err
-		}
-		out = append(out, l)
+func scanLease(rows *sql.Rows, l *Lease) error {
+	var ip string
+	if err := rows.Scan(&l.MAC, &ip, timestamp{&l.Expires}, &l.NodeUUID, timestamp{&l.UpdatedAt}); err != nil {
+		return err
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("storage: list leases: %w", err)
+	var err error
+	if l.IP, err = netip.ParseAddr(ip); err != nil {
+		return fmt.Errorf("lease of %s: %w", l.MAC, err)
 	}
-	return out, nil
+	return nil
 }

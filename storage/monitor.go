@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"time"
 )
@@ -35,22 +36,8 @@ type NodeStateCount struct {
 
 // CountNodes groups the nodes by state (for metrics).
 func (s *DB) CountNodes(ctx context.Context) ([]NodeStateCount, error) {
-	rows, err := s.reader().query(ctx, `SELECT provision_state, COALESCE(power_state, ''), maintenance, COUNT(*)
+	return queryAll(ctx, s.reader(), nil, "count nodes", func(rows *sql.Rows, c *NodeStateCount) error {
+		return rows.Scan(&c.ProvisionState, &c.PowerState, &c.Maintenance, &c.Count)
+	}, `SELECT provision_state, COALESCE(power_state, ''), maintenance, COUNT(*)
 		FROM nodes GROUP BY provision_state, COALESCE(power_state, ''), maintenance`)
-	if err != nil {
-		return nil, fmt.Errorf("storage: count nodes: %w", err)
-	}
-	defer rows.Close()
-	var out []NodeStateCount
-	for rows.Next() {
-		var c NodeStateCount
-		if err := rows.Scan(&c.ProvisionState, &c.PowerState, &c.Maintenance, &c.Count); err != nil {
-			return nil, fmt.Errorf("storage: count nodes: %w", err)
-		}
-		out = append(out, c)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("storage: count nodes: %w", err)
-	}
-	return out, nil
 }

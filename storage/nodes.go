@@ -312,23 +312,7 @@ func (s *DB) DeleteNode(ctx context.Context, nodeUUID string) error {
 // ReleaseAllReservations clears every reservation held by host and returns
 // the UUIDs of the nodes it held.
 func (s *DB) ReleaseAllReservations(ctx context.Context, host string) ([]string, error) {
-	rows, err := s.writer().query(ctx,
+	return queryAll(ctx, s.writer(), []string{}, "release reservations of "+host, scanOne[string],
 		"UPDATE nodes SET reservation = NULL, updated_at = ?, row_version = row_version + 1 WHERE reservation = ? RETURNING uuid",
 		formatTime(time.Now()), host)
-	if err != nil {
-		return nil, fmt.Errorf("storage: release reservations of %s: %w", host, err)
-	}
-	defer rows.Close()
-	uuids := []string{}
-	for rows.Next() {
-		var u string
-		if err := rows.Scan(&u); err != nil {
-			return nil, fmt.Errorf("storage: release reservations of %s: %w", host, err)
-		}
-		uuids = append(uuids, u)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("storage: release reservations of %s: %w", host, err)
-	}
-	return uuids, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"sync"
 )
 
@@ -160,6 +161,31 @@ func (r runner) exec(ctx context.Context, query string, args ...any) (sql.Result
 // (outside any transaction: each statement commits on its own).
 func (s *DB) reader() runner { return runner{p: s.r} }
 func (s *DB) writer() runner { return runner{p: s.w} }
+
+// queryAll runs query through r and appends each row, as scan reads it,
+// to out; errors say what was being read ("list shards").
+func queryAll[T any](ctx context.Context, r runner, out []T, what string, scan func(*sql.Rows, *T) error,
+	query string, args ...any) ([]T, error) {
+	rows, err := r.query(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("storage: %s: %w", what, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var v T
+		if err := scan(rows, &v); err != nil {
+			return nil, fmt.Errorf("storage: %s: %w", what, err)
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("storage: %s: %w", what, err)
+	}
+	return out, nil
+}
+
+// scanOne reads a row of one column.
+func scanOne[T any](rows *sql.Rows, v *T) error { return rows.Scan(v) }
 
 // execOne runs a statement meant to change one row; when it changes none
 // the row did not exist and notFound is returned.

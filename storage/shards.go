@@ -2,7 +2,7 @@ package storage
 
 import (
 	"context"
-	"fmt"
+	"database/sql"
 )
 
 // Shard is one value of the nodes' shard field with the number of nodes
@@ -21,22 +21,7 @@ type ShardStore interface {
 
 // ListShards groups every node (children included) by shard.
 func (s *DB) ListShards(ctx context.Context) ([]Shard, error) {
-	rows, err := s.reader().query(ctx,
-		"SELECT shard, COUNT(*) FROM nodes GROUP BY shard ORDER BY COUNT(*) DESC, shard"+s.r.d.nulls(false))
-	if err != nil {
-		return nil, fmt.Errorf("storage: list shards: %w", err)
-	}
-	defer rows.Close()
-	out := []Shard{}
-	for rows.Next() {
-		var sh Shard
-		if err := rows.Scan(nullStr{&sh.Name}, &sh.Count); err != nil {
-			return nil, fmt.Errorf("storage: list shards: %w", err)
-		}
-		out = append(out, sh)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("storage: list shards: %w", err)
-	}
-	return out, nil
+	return queryAll(ctx, s.reader(), []Shard{}, "list shards", func(rows *sql.Rows, sh *Shard) error {
+		return rows.Scan(nullStr{&sh.Name}, &sh.Count)
+	}, "SELECT shard, COUNT(*) FROM nodes GROUP BY shard ORDER BY COUNT(*) DESC, shard"+s.r.d.nulls(false))
 }
