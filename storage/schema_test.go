@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"database/sql"
 	"path/filepath"
 	"reflect"
 	"testing"
@@ -26,20 +27,7 @@ func TestSchemaSameOnBothDialects(t *testing.T) {
 		NotNull     bool
 	}
 	columns := func(s *DB, q string) []col {
-		rows, err := s.reader().query(ctx, q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer rows.Close()
-		var out []col
-		for rows.Next() {
-			var c col
-			if err := rows.Scan(&c.Table, &c.Name, &c.NotNull); err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, c)
-		}
-		return out
+		return mustQueryAll(t, s, func(rows *sql.Rows, c *col) error { return rows.Scan(&c.Table, &c.Name, &c.NotNull) }, q)
 	}
 	liteCols := columns(lite, `SELECT m.name, p.name, p."notnull" OR p.pk FROM sqlite_master m, pragma_table_info(m.name) p
 		WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite_%' ORDER BY m.name, p.name`)
@@ -49,22 +37,7 @@ func TestSchemaSameOnBothDialects(t *testing.T) {
 		t.Fatalf("columns differ:\nsqlite   %v\npostgres %v", liteCols, pgCols)
 	}
 
-	names := func(s *DB, q string) []string {
-		rows, err := s.reader().query(ctx, q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer rows.Close()
-		var out []string
-		for rows.Next() {
-			var n string
-			if err := rows.Scan(&n); err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, n)
-		}
-		return out
-	}
+	names := func(s *DB, q string) []string { return mustQueryAll(t, s, scanOne[string], q) }
 	// Indexes made by CREATE INDEX (the ones UNIQUE makes are named by each
 	// database its own way; the unique constraints are tested by the suite).
 	liteIdx := names(lite, `SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL ORDER BY name`)
@@ -78,4 +51,14 @@ func TestSchemaSameOnBothDialects(t *testing.T) {
 	if len(partial) == 0 || !reflect.DeepEqual(partial, litePartial) {
 		t.Fatalf("partial indexes differ:\nsqlite   %v\npostgres %v", litePartial, partial)
 	}
+}
+
+// mustQueryAll reads every row of q on s's readers through scan.
+func mustQueryAll[T any](t *testing.T, s *DB, scan func(*sql.Rows, *T) error, q string) []T {
+	t.Helper()
+	out, err := queryAll(context.Background(), s.reader(), nil, "query", scan, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
