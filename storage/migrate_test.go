@@ -13,10 +13,7 @@ import (
 func TestPartialNodeIndexesMigration(t *testing.T) {
 	ctx := context.Background()
 	dsn := testDatabase(t)
-	s, err := OpenDatabase(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openAt(t, dsn)
 	// Back to the schema before 0013.
 	for _, q := range []string{
 		"DELETE FROM schema_migrations WHERE version = 13",
@@ -33,13 +30,7 @@ func TestPartialNodeIndexesMigration(t *testing.T) {
 	for i := range 100 {
 		mustCreateNode(t, s, filterNode(i))
 	}
-	s.Close()
-
-	s, err = OpenDatabase(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s = reopen(t, s, dsn)
 	defQuery := "SELECT sql FROM sqlite_master WHERE name = ?"
 	if s.w.d.postgres {
 		defQuery = "SELECT indexdef FROM pg_indexes WHERE indexname = ?"

@@ -13,8 +13,8 @@ import (
 // (the API's view cache relies on both).
 func TestNodeRowVersion(t *testing.T) {
 	ctx := context.Background()
-	s := openTest(t)
-	n := mustCreateNode(t, s, newNode("rv"))
+	s, nodes := openWithNodes(t, "rv")
+	n := nodes[0]
 	seen := map[int64]bool{}
 	// current checks that GetNodeVersion (by uuid and by name) and GetNode
 	// agree on a version not seen before, and returns it.
