@@ -145,7 +145,11 @@ func (g *bootGate) remember(mac string, gen uint64, d BootDecision, ok bool) {
 		if g.answersAt > gen {
 			return // a newer generation's cache: this answer is already stale
 		}
-		g.answers, g.answersAt = make(map[string]gateAnswer), gen
+		if g.answers == nil {
+			g.answers = make(map[string]gateAnswer)
+		}
+		clear(g.answers) // keeps its memory: a storm refills it at once
+		g.answersAt = gen
 	}
 	g.answers[mac] = gateAnswer{d: d, ok: ok, at: time.Now()}
 }
