@@ -40,6 +40,7 @@ var (
 //
 //	power_on      the BMC starts the VM (chassis program)
 //	first_dhcp    the firmware's first DHCPDISCOVER (timeline)
+//	first_ack     its DHCPACK (EDK2 collects offers ~4 s before it asks)
 //	ipxe_loaded   iPXE runs: the end of its TFTP transfer (UEFI), else its
 //	              banner on the console (qemu's BIOS NIC ROM is iPXE)
 //	ipxe_dhcp     iPXE's own DHCPDISCOVER (the same as first_dhcp for BIOS)
@@ -144,6 +145,7 @@ func bootPhases(_ *Lab, r bootRecords, start, end time.Time) []Phase {
 	if !fromTimeline("first_dhcp", boot.DHCPDiscover) {
 		fromConsole("first_dhcp", markFirstDHCP)
 	}
+	orNone("first_ack", fromTimeline("first_ack", boot.DHCPAck))
 	if !fromTimeline("ipxe_loaded", boot.TFTPServed) {
 		fromConsole("ipxe_loaded", markIPXE)
 	}
