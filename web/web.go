@@ -15,11 +15,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"io/fs"
-	"mime"
 	"net/http"
 	"path"
 	"slices"
 	"strings"
+	"sync"
 
 	"castiron/engine"
 	"castiron/httpapi"
@@ -42,11 +42,15 @@ type Options struct {
 	Auth httpapi.Authenticator
 }
 
-// asset is one embedded file, with its ETag and a gzipped copy.
+// asset is one embedded file, with its ETag and, once a client asked for
+// it, a gzipped copy.
 type asset struct {
-	body, gz []byte
-	ctype    string
-	etag     string
+	body  []byte
+	ctype string
+	etag  string
+
+	gzOnce sync.Once
+	gz     []byte // nil when gzip does not make it smaller
 }
 
 type handler struct {
@@ -86,25 +90,45 @@ func Handler(opts Options) http.Handler {
 
 func newAsset(name string, b []byte) *asset {
 	sum := sha256.Sum256(b)
-	a := &asset{body: b, etag: `"` + hex.EncodeToString(sum[:8]) + `"`}
-	a.ctype = mime.TypeByExtension(path.Ext(name))
+	return &asset{body: b, etag: `"` + hex.EncodeToString(sum[:8]) + `"`, ctype: contentType(name)}
+}
+
+// contentType is the type of an embedded file by its extension. A fixed
+// table, not mime.TypeByExtension: that loads the host's whole MIME
+// database (about 400 KB of heap kept for the process's life) for the few
+// kinds of file the UI has.
+func contentType(name string) string {
 	switch path.Ext(name) {
+	case ".html":
+		return "text/html; charset=utf-8"
+	case ".css":
+		return "text/css; charset=utf-8"
 	case ".js":
-		a.ctype = "text/javascript; charset=utf-8"
+		return "text/javascript; charset=utf-8"
 	case ".svg":
-		a.ctype = "image/svg+xml"
+		return "image/svg+xml"
+	case ".json":
+		return "application/json"
+	case ".png":
+		return "image/png"
 	}
-	if a.ctype == "" {
-		a.ctype = "application/octet-stream"
-	}
-	var buf bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
-	zw.Write(b)
-	zw.Close()
-	if buf.Len() < len(b) {
-		a.gz = buf.Bytes()
-	}
-	return a
+	return "application/octet-stream"
+}
+
+// gzipped is the gzipped body, or nil when gzip does not make it smaller.
+// Compressed on first use rather than at start-up: compress/flate's state
+// and code are then only paged in when a browser loads the UI.
+func (a *asset) gzipped() []byte {
+	a.gzOnce.Do(func() {
+		var buf bytes.Buffer
+		zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+		zw.Write(a.body)
+		zw.Close()
+		if buf.Len() < len(a.body) {
+			a.gz = buf.Bytes()
+		}
+	})
+	return a.gz
 }
 
 // csp allows only the UI's own origin: no inline script, no CDN.
@@ -157,9 +181,11 @@ func (h *handler) serveAsset(w http.ResponseWriter, r *http.Request, a *asset) {
 		return
 	}
 	body := a.body
-	if a.gz != nil && strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
-		hdr.Set("Content-Encoding", "gzip")
-		body = a.gz
+	if strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
+		if gz := a.gzipped(); gz != nil {
+			hdr.Set("Content-Encoding", "gzip")
+			body = gz
+		}
 	}
 	if r.Method == http.MethodHead {
 		return

@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"io"
@@ -230,10 +231,23 @@ func TestAssets(t *testing.T) {
 			t.Errorf("GET %s: Content-Type %q, want %q", tc.path, r.header.Get("Content-Type"), tc.ctype)
 		}
 	}
+	// Every embedded file has a type of its own (a new kind of file needs
+	// its line in contentType).
+	h := Handler(Options{}).(*handler)
+	for name, a := range h.assets {
+		if a.ctype == "application/octet-stream" {
+			t.Errorf("%s: no content type for its extension", name)
+		}
+	}
 	// ETag revalidation and gzip.
 	r := s.do("GET", "/ui/js/fleet.js", nil, map[string]string{"Accept-Encoding": "gzip"})
 	if r.header.Get("Content-Encoding") != "gzip" || r.header.Get("ETag") == "" {
 		t.Fatalf("fleet.js: encoding %q etag %q", r.header.Get("Content-Encoding"), r.header.Get("ETag"))
+	}
+	if zr, err := gzip.NewReader(bytes.NewReader(r.body)); err != nil {
+		t.Errorf("fleet.js: %v", err)
+	} else if got, err := io.ReadAll(zr); err != nil || !bytes.Equal(got, s.do("GET", "/ui/js/fleet.js", nil, nil).body) {
+		t.Errorf("fleet.js: gzipped body is not the file (%v)", err)
 	}
 	if r := s.do("GET", "/ui/js/fleet.js", nil, map[string]string{"If-None-Match": r.header.Get("ETag")}); r.status != http.StatusNotModified {
 		t.Errorf("revalidation: %d, want 304", r.status)
