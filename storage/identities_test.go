@@ -10,9 +10,8 @@ import (
 
 func TestIdentities(t *testing.T) {
 	ctx := context.Background()
-	s := openTest(t)
-	a := mustCreateNode(t, s, &Node{Driver: "fake-hardware", ProvisionState: "enroll"}).UUID
-	b := mustCreateNode(t, s, &Node{Driver: "fake-hardware", ProvisionState: "enroll"}).UUID
+	s, nodes := openWithNodes(t, "", "")
+	a, b := nodes[0].UUID, nodes[1].UUID
 	serial := Identity{IdentitySystemSerial, "S1"}
 	if err := s.SetIdentities(ctx, a, []Identity{{IdentityBMCAddress, "10.0.0.5"}, serial, serial}); err != nil {
 		t.Fatal(err)
