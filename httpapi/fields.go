@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	"castiron/engine/jsonschema"
@@ -284,26 +285,57 @@ func (res *resource[T]) writeList(w http.ResponseWriter, v *viewCtx, key string,
 }
 
 // writeItems answers {"<key>": [...], "next": ...} (200) with n items, item
-// i written by each; size is a guess of the body's length.
+// i written by each; size is a guess of the items' length.
 func writeItems(w http.ResponseWriter, key string, n, size int, each func(buf *bytes.Buffer, i int), next string) {
 	var buf bytes.Buffer
 	buf.Grow(size)
-	buf.WriteByte('{')
-	appendJSONString(&buf, key)
-	buf.WriteString(": [")
+	ends := make([]int, n)
 	for i := range n {
-		if i > 0 {
-			buf.WriteString(", ")
-		}
 		each(&buf, i)
+		ends[i] = buf.Len()
 	}
-	buf.WriteByte(']')
+	items := make([][]byte, n)
+	start := 0
+	for i, end := range ends {
+		items[i] = buf.Bytes()[start:end]
+		start = end
+	}
+	writeBodies(w, key, items, next)
+}
+
+// writeBodies answers {"<key>": [...], "next": ...} (200) with the items'
+// JSON, written to w as they are (a page of cached node views is not
+// copied into one buffer first).
+func writeBodies(w http.ResponseWriter, key string, items [][]byte, next string) {
+	var head, tail bytes.Buffer
+	head.WriteByte('{')
+	appendJSONString(&head, key)
+	head.WriteString(": [")
+	tail.WriteByte(']')
 	if next != "" {
-		buf.WriteString(`, "next": `)
-		appendJSONString(&buf, next)
+		tail.WriteString(`, "next": `)
+		appendJSONString(&tail, next)
 	}
-	buf.WriteByte('}')
-	writeRaw(w, http.StatusOK, buf.Bytes())
+	tail.WriteByte('}')
+	size := head.Len() + tail.Len()
+	for i, b := range items {
+		if i > 0 {
+			size += len(", ")
+		}
+		size += len(b)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(size))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(head.Bytes())
+	sep := []byte(", ")
+	for i, b := range items {
+		if i > 0 {
+			_, _ = w.Write(sep)
+		}
+		_, _ = w.Write(b)
+	}
+	_, _ = w.Write(tail.Bytes())
 }
 
 // writePage answers a page of items with Ironic's "next" link on

@@ -19,17 +19,23 @@ func conductorShown(v *viewCtx, fields []string) bool {
 	return slices.Contains(fields, "conductor")
 }
 
-// shownConductor is the conductor n's view shows ("" for none, or when the
-// view has no conductor field): part of what a cached view is checked
-// against, as it changes with the ring and not with the row.
-func (a *API) shownConductor(v *viewCtx, fields []string, n *storage.Node) string {
+// shownConductor is the conductor the view of the node v versions shows
+// ("" for none, or when the view has no conductor field): part of what a
+// cached view is checked against, as it changes with the ring and not
+// with the row.
+func (a *API) shownConductor(v *viewCtx, fields []string, nv *storage.NodeVersion) string {
 	if !conductorShown(v, fields) {
 		return ""
 	}
-	if h := a.cond.ConductorFor(n); h != nil {
-		return *h
+	return hostOrNone(a.cond.ConductorFor(nv.Node()))
+}
+
+// hostOrNone is a conductor's hostname, "" for none.
+func hostOrNone(h *string) string {
+	if h == nil {
+		return ""
 	}
-	return ""
+	return *h
 }
 
 // renderNodeView renders n's view, keeps it under key and returns it. The
@@ -38,13 +44,10 @@ func (a *API) shownConductor(v *viewCtx, fields []string, n *storage.Node) strin
 func (a *API) renderNodeView(v *viewCtx, key string, fields []string, n *storage.Node) []byte {
 	pv := *v
 	pv.pinned = true
-	shown := ""
 	if conductorShown(v, fields) {
 		pv.conductor = a.cond.ConductorFor(n)
-		if pv.conductor != nil {
-			shown = *pv.conductor
-		}
 	}
+	shown := hostOrNone(pv.conductor)
 	var buf bytes.Buffer
 	nodeTable.render(&buf, &pv, n, fields)
 	body := buf.Bytes()
@@ -60,19 +63,18 @@ func (a *API) renderNodeView(v *viewCtx, key string, fields []string, n *storage
 func (a *API) listNodesCached(w http.ResponseWriter, r *http.Request, v *viewCtx, q storage.NodeQuery, fields []string, conductor string) (bool, error) {
 	store := a.cond.Store()
 	key := viewKey(v, fields)
-	withCond := conductorShown(v, fields)
 	sq := q
-	sq.Columns = []string{"uuid", "row_version"}
-	if withCond || conductor != "" {
-		sq.Columns = append(sq.Columns, "conductor_group", "driver")
+	sq.Columns = []string{"row_version"}
+	if conductorShown(v, fields) || conductor != "" {
+		sq.Columns = nil // and what places the nodes on the ring
 	}
-	stamps, err := store.ListNodes(r.Context(), sq)
+	stamps, err := store.ListNodeVersions(r.Context(), sq)
 	if err != nil {
 		return true, err
 	}
-	stamps = a.onConductor(stamps, conductor)
+	stamps = onConductor(a, stamps, conductor, (*storage.NodeVersion).Node)
 	bodies := make([][]byte, len(stamps))
-	misses := a.views.getAll(key, stamps, func(n *storage.Node) string { return a.shownConductor(v, fields, n) }, bodies)
+	misses := a.views.getAll(key, stamps, func(nv *storage.NodeVersion) string { return a.shownConductor(v, fields, nv) }, bodies)
 	if len(misses) > 0 {
 		uuids := make([]string, len(misses))
 		for j, i := range misses {
@@ -98,15 +100,10 @@ func (a *API) listNodesCached(w http.ResponseWriter, r *http.Request, v *viewCtx
 			bodies[i] = a.renderNodeView(v, key, fields, n)
 		}
 	}
-	size := 64
-	for _, b := range bodies {
-		size += len(b) + 2
-	}
 	next := ""
 	if len(stamps) > 0 {
 		next = nextLink(r, "nodes", q.Page, len(stamps), stamps[len(stamps)-1].UUID)
-		size += len(next)
 	}
-	writeItems(w, "nodes", len(bodies), size, func(buf *bytes.Buffer, i int) { buf.Write(bodies[i]) }, next)
+	writeBodies(w, "nodes", bodies, next)
 	return true, nil
 }

@@ -148,7 +148,7 @@ func (a *API) listNodes(detail bool) handlerFunc {
 		if err != nil {
 			return err
 		}
-		list = a.onConductor(list, conductor)
+		list = onConductor(a, list, conductor, func(n *storage.Node) *storage.Node { return n })
 		nodeTable.writePage(w, r, v, "nodes", "nodes", list, func(n *storage.Node) string { return n.UUID }, fields, page)
 		return nil
 	}
@@ -158,12 +158,12 @@ func (a *API) listNodes(detail bool) handlerFunc {
 // (all of them when conductor is ""). The groups of ?conductor= narrowed
 // the query; like Ironic, the filter applies to the page read, which may
 // then be shorter than the limit.
-func (a *API) onConductor(list []*storage.Node, conductor string) []*storage.Node {
+func onConductor[T any](a *API, list []*T, conductor string, node func(*T) *storage.Node) []*T {
 	if conductor == "" {
 		return list
 	}
-	return slices.DeleteFunc(list, func(n *storage.Node) bool {
-		h := a.cond.ConductorFor(n)
+	return slices.DeleteFunc(list, func(x *T) bool {
+		h := a.cond.ConductorFor(node(x))
 		return h == nil || *h != conductor
 	})
 }

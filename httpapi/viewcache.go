@@ -84,7 +84,7 @@ func (c *viewCache) lookup(key, node string, version int64, conductor string) []
 // getAll fills bodies[i] with the view of nodes[i] (their UUID and
 // RowVersion; conductor says what the ring names for each) and returns
 // the indexes it found none for.
-func (c *viewCache) getAll(key string, nodes []*storage.Node, conductor func(*storage.Node) string, bodies [][]byte) []int {
+func (c *viewCache) getAll(key string, nodes []*storage.NodeVersion, conductor func(*storage.NodeVersion) string, bodies [][]byte) []int {
 	var misses []int
 	c.mu.RLock()
 	defer c.mu.RUnlock()

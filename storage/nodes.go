@@ -2,9 +2,6 @@ package storage
 
 import (
 	"context"
-	"database/sql"
-	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -16,9 +13,26 @@ import (
 type nodeSQL struct {
 	table[Node]
 	byInstance string
-	// versionBy{UUID,Name} read what a cached view of the node is checked
-	// against: its row version, and what places it on the hash ring.
+	// versions reads nodes as NodeVersions, versionBy{UUID,Name} one.
+	versions                     table[NodeVersion]
 	versionByUUID, versionByName string
+}
+
+// NodeVersion is a node as GetNodeVersion and ListNodeVersions read it:
+// what a cached view of the node is checked against (its row version) and
+// what places it on the hash ring.
+type NodeVersion struct {
+	id             int64
+	UUID           string
+	RowVersion     int64
+	ConductorGroup string
+	Driver         string
+}
+
+// Node is v as a Node with only those fields set (what the hash ring
+// needs to place it).
+func (v *NodeVersion) Node() *Node {
+	return &Node{ID: v.id, UUID: v.UUID, RowVersion: v.RowVersion, ConductorGroup: v.ConductorGroup, Driver: v.Driver}
 }
 
 func newNodeSQL() nodeSQL {
@@ -92,12 +106,19 @@ func newNodeSQL() nodeSQL {
 			"instance_uuid": one(func(n *Node) string { return deref(n.InstanceUUID) }),
 		},
 	})
-	versionSelect := "SELECT " + nodeVersionColumns + " FROM nodes WHERE "
+	versions := newTable("nodes", "id", func(v *NodeVersion) *int64 { return &v.id }, []column[NodeVersion]{
+		strCol("uuid", func(v *NodeVersion) *string { return &v.UUID }),
+		intCol("row_version", func(v *NodeVersion) *int64 { return &v.RowVersion }),
+		strCol("conductor_group", func(v *NodeVersion) *string { return &v.ConductorGroup }),
+		strCol("driver", func(v *NodeVersion) *string { return &v.Driver }),
+	})
+	versions.sortable = t.sortable // it pages as the node list does
 	return nodeSQL{
+		versions:      versions,
 		table:         t,
 		byInstance:    t.selectFrom() + " WHERE instance_uuid = ?",
-		versionByUUID: versionSelect + "uuid = ?",
-		versionByName: versionSelect + "name = ?",
+		versionByUUID: versions.selectFrom() + " WHERE uuid = ?",
+		versionByName: versions.selectFrom() + " WHERE name = ?",
 	}
 }
 
@@ -159,28 +180,17 @@ func (s *DB) GetNode(ctx context.Context, ident string) (*Node, error) {
 	return s.getNode(ctx, s.reader(), ident)
 }
 
-// nodeVersionColumns are what GetNodeVersion reads.
-const nodeVersionColumns = "id, uuid, row_version, conductor_group, driver"
-
-// GetNodeVersion finds a node as GetNode does but reads only its ID, UUID,
-// RowVersion, ConductorGroup and Driver: enough to tell whether a view
-// made from an earlier read is still current.
-func (s *DB) GetNodeVersion(ctx context.Context, ident string) (*Node, error) {
+// GetNodeVersion finds a node as GetNode does but reads only what a view
+// made from an earlier read is checked against: its row version, and what
+// places it on the hash ring.
+func (s *DB) GetNodeVersion(ctx context.Context, ident string) (*NodeVersion, error) {
 	query, key := s.nodes.versionByUUID, ident
 	if u, ok := canonicalUUID(ident); ok {
 		key = u
 	} else {
 		query = s.nodes.versionByName
 	}
-	n := &Node{}
-	err := s.reader().queryRow(ctx, query, key).Scan(&n.ID, &n.UUID, &n.RowVersion, &n.ConductorGroup, &n.Driver)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, &NotFoundError{Table: "nodes", Key: ident}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("storage: read nodes: %w", err)
-	}
-	return n, nil
+	return s.nodes.versions.getOne(ctx, s.reader(), &NotFoundError{Table: "nodes", Key: ident}, query, key)
 }
 
 // GetNodeByInstance finds a node by instance_uuid.
@@ -192,6 +202,26 @@ func (s *DB) GetNodeByInstance(ctx context.Context, instanceUUID string) (*Node,
 // ListNodes returns the nodes matching q, one page of them when q.Limit is
 // set. The filters follow Ironic's node list filters.
 func (s *DB) ListNodes(ctx context.Context, q NodeQuery) ([]*Node, error) {
+	return s.nodes.paged(ctx, s.reader(), s.nodeFilter(q), q.Page, pageSpec{
+		defaultSort: "id",
+		markerCol:   "uuid",
+		columns:     withUUID(q.Columns),
+	})
+}
+
+// ListNodeVersions is ListNodes reading only what GetNodeVersion reads,
+// into small values; when q.Columns is set, only those of its columns
+// (uuid is always read).
+func (s *DB) ListNodeVersions(ctx context.Context, q NodeQuery) ([]*NodeVersion, error) {
+	return s.nodes.versions.paged(ctx, s.reader(), s.nodeFilter(q), q.Page, pageSpec{
+		defaultSort: "id",
+		markerCol:   "uuid",
+		columns:     withUUID(q.Columns),
+	})
+}
+
+// nodeFilter is the WHERE of a node list: Ironic's node list filters.
+func (s *DB) nodeFilter(q NodeQuery) *filter {
 	f := &filter{}
 	eq := func(col string, v *string) {
 		if v != nil {
@@ -254,11 +284,7 @@ func (s *DB) ListNodes(ctx context.Context, q NodeQuery) ([]*Node, error) {
 	if q.Reserved != nil {
 		f.nullness("reservation", *q.Reserved)
 	}
-	return s.nodes.paged(ctx, s.reader(), f, q.Page, pageSpec{
-		defaultSort: "id",
-		markerCol:   "uuid",
-		columns:     withUUID(q.Columns),
-	})
+	return f
 }
 
 // withUUID adds uuid to a projection: NodeQuery promises it is always read.

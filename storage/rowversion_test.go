@@ -29,7 +29,7 @@ func TestNodeRowVersion(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: GetNodeVersion(%s): %v", what, ident, err)
 			}
-			want := &Node{ID: full.ID, UUID: full.UUID, RowVersion: full.RowVersion, ConductorGroup: full.ConductorGroup, Driver: full.Driver}
+			want := &NodeVersion{id: full.ID, UUID: full.UUID, RowVersion: full.RowVersion, ConductorGroup: full.ConductorGroup, Driver: full.Driver}
 			if !reflect.DeepEqual(v, want) {
 				t.Fatalf("%s: GetNodeVersion(%s) = %+v, want %+v", what, ident, v, want)
 			}
@@ -100,19 +100,60 @@ func TestNodeRowVersion(t *testing.T) {
 // empty set matches none.
 func TestListNodesByUUIDs(t *testing.T) {
 	ctx := context.Background()
-	s := openTest(t)
-	var ids []string
-	for _, name := range []string{"a", "b", "c"} {
-		ids = append(ids, mustCreateNode(t, s, newNode(name)).UUID)
-	}
-	got, err := s.ListNodes(ctx, NodeQuery{UUIDs: []string{ids[2], ids[0]}, Columns: []string{"uuid", "row_version"}})
+	s, nodes := openWithNodes(t, "a", "b", "c")
+	got, err := s.ListNodes(ctx, NodeQuery{UUIDs: []string{nodes[2].UUID, nodes[0].UUID}, Columns: []string{"uuid", "row_version"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 2 || got[0].UUID != ids[0] || got[1].UUID != ids[2] || got[0].RowVersion == 0 || got[0].Name != nil {
+	if len(got) != 2 || got[0].UUID != nodes[0].UUID || got[1].UUID != nodes[2].UUID || got[0].RowVersion == 0 || got[0].Name != nil {
 		t.Fatalf("got %+v %+v", got[0], got[1])
 	}
 	if none, err := s.ListNodes(ctx, NodeQuery{UUIDs: []string{}}); err != nil || len(none) != 0 {
 		t.Fatalf("empty set: %v, %v", none, err)
+	}
+}
+
+// TestListNodeVersions: the versions list pages, sorts and filters as the
+// node list does.
+func TestListNodeVersions(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openWithNodes(t, "d", "b", "e", "a", "c")
+	if _, err := s.UpdateNode(ctx, "e", func(n *Node) (*Event, error) { n.Maintenance = true; return nil, nil }); err != nil {
+		t.Fatal(err)
+	}
+	all, _ := s.ListNodes(ctx, NodeQuery{})
+	for _, q := range []NodeQuery{
+		{},
+		{Page: Page{Limit: 2}},
+		{Page: Page{Limit: 2, Marker: all[1].UUID}},
+		{Page: Page{SortKey: "name", SortDir: Desc, Limit: 3, Marker: all[0].UUID}},
+		{Maintenance: ptr(false)},
+		{UUIDs: []string{all[4].UUID, all[2].UUID}},
+	} {
+		nodes, err := s.ListNodes(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		vs, err := s.ListNodeVersions(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want, got []NodeVersion
+		for _, n := range nodes {
+			want = append(want, NodeVersion{id: n.ID, UUID: n.UUID, RowVersion: n.RowVersion, ConductorGroup: n.ConductorGroup, Driver: n.Driver})
+		}
+		for _, v := range vs {
+			got = append(got, *v)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%+v: versions %+v, nodes %+v", q, got, want)
+		}
+	}
+	some, err := s.ListNodeVersions(ctx, NodeQuery{Columns: []string{"row_version"}})
+	if err != nil || len(some) != 5 || some[0].UUID != all[0].UUID || some[0].RowVersion != all[0].RowVersion || some[0].Driver != "" {
+		t.Fatalf("only row_version: %+v, %v", some[0], err)
+	}
+	if _, err := s.ListNodeVersions(ctx, NodeQuery{Page: Page{SortKey: "properties"}}); err == nil {
+		t.Fatal("sorted by a JSON column")
 	}
 }

@@ -21,12 +21,15 @@ type Store interface {
 	CreateNode(ctx context.Context, n *Node) error
 	// GetNode finds a node by UUID, or by name when ident is not a UUID.
 	GetNode(ctx context.Context, ident string) (*Node, error)
-	// GetNodeVersion finds a node as GetNode does, reading only its ID,
-	// UUID, RowVersion, ConductorGroup and Driver.
-	GetNodeVersion(ctx context.Context, ident string) (*Node, error)
+	// GetNodeVersion finds a node as GetNode does, reading only its row
+	// version and what places it on the hash ring.
+	GetNodeVersion(ctx context.Context, ident string) (*NodeVersion, error)
 	// GetNodeByInstance finds a node by instance_uuid.
 	GetNodeByInstance(ctx context.Context, instanceUUID string) (*Node, error)
 	ListNodes(ctx context.Context, q NodeQuery) ([]*Node, error)
+	// ListNodeVersions is ListNodes reading what GetNodeVersion reads (of
+	// it only q.Columns when they are set).
+	ListNodeVersions(ctx context.Context, q NodeQuery) ([]*NodeVersion, error)
 	// UpdateNode reads the node, applies fn and writes it back atomically,
 	// setting UpdatedAt. It returns the node as written.
 	UpdateNode(ctx context.Context, ident string, fn NodeUpdate) (*Node, error)
