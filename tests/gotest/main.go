@@ -1,6 +1,7 @@
 // Command gotest reads `go test -json` on stdin and prints what plain
 // `go test` prints (the ok/FAIL line of every package, the full output of
-// every failed test, build errors), then closing lines with the counts:
+// every failed test, build errors), plus the E2E-TIMING lines of passed
+// tests, then closing lines with the counts:
 //
 //	go test -json ./... | go run ./tests/gotest
 //
@@ -92,6 +93,7 @@ func (s *summary) event(e event) {
 		if !strings.Contains(e.Test, "/") {
 			s.topPassed++
 		}
+		s.measurements(k)
 		delete(s.buf, k)
 	case "skip":
 		if e.Test == "" {
@@ -113,6 +115,17 @@ func (s *summary) event(e event) {
 			s.topFailed++
 		}
 		s.flush(k)
+	}
+}
+
+// measurements prints a passed test's E2E-TIMING lines (the end-to-end
+// suite's figures, which make e2e is run for); the rest of its output is
+// dropped, as plain go test does.
+func (s *summary) measurements(k key) {
+	for _, l := range s.buf[k] {
+		if strings.Contains(l, "E2E-TIMING ") {
+			fmt.Fprint(s.out, l)
+		}
 	}
 }
 
