@@ -268,7 +268,11 @@ lease_kind() {
 # (call after the server is gone), or "none" when it keeps none.
 lease_count() {
 	case "$1" in
-	dnsmasq) grep -c . "$WORKDIR/dnsmasq.leases" 2>/dev/null || echo 0 ;;
+	dnsmasq) # (grep -c prints 0 and fails on an empty file)
+		local n
+		n=$(grep -c . "$WORKDIR/dnsmasq.leases" 2>/dev/null)
+		echo "${n:-0}"
+		;;
 	dnsmasq-noleases) echo none ;;
 	kea) # memfile CSV: header + one line per lease change; count distinct addresses
 		awk -F, 'NR>1 && $1!="" {a[$1]=1} END{print length(a)}' "$WORKDIR/leases4.csv" 2>/dev/null || echo 0 ;;
@@ -292,26 +296,65 @@ lease_count() {
 	esac
 }
 
-# dhcp_crash NAME RATE -> "acks leases_on_disk": a fresh server, DHCP_DURATION
-# seconds of perfdhcp at RATE (the server's best rate from the sweep) without
-# strace, SIGKILL the moment perfdhcp ends, then the leases on disk against
-# the ACKs perfdhcp received. Client MACs are drawn from 4e9 (a MAC drawn
-# twice would make one lease of two ACKs: expected < 0.1 here).
+# dhcp_crash NAME RATE -> "acks leases_on_disk acked_missing": a fresh
+# server, DHCP_DURATION seconds of perfdhcp at RATE (the server's best rate
+# from the sweep) without strace, SIGKILL the moment perfdhcp ends, then the
+# leases on disk against the ACKs perfdhcp received. Client MACs are drawn
+# from 4e9. With tcpdump, every ACK the clients' side saw is captured and
+# each ACKed (MAC, address) must be a lease on disk: acked_missing counts
+# those that are not ("-" without tcpdump or a lease list for NAME).
 dhcp_crash() {
-	local name=$1 rate=$2 out=$RAW/crash-$1.out
+	local name=$1 rate=$2 out=$RAW/crash-$1.out pcap=$RAW/crash-$1.pcap tpid=""
 	start_server "$name" || {
-		echo "0 0"
+		echo "0 0 -"
 		return
 	}
+	if command -v tcpdump >/dev/null; then
+		ip netns exec "$CLI_NS" tcpdump -i "$CLI_IF" -n -s 600 -U -w "$pcap" "udp and src host $SRV_IP and src port 67" 2>/dev/null &
+		tpid=$!
+		sleep 0.5
+	fi
 	timeout $((DHCP_DURATION + 30)) ip netns exec "$CLI_NS" $(cli_taskset) \
 		perfdhcp -4 -l "$CLI_IP" "${PXE_OPTS[@]}" -s "$DHCP_SEED" -r "$rate" -p "$DHCP_DURATION" \
 		-R 4000000000 -W 500000 "$SRV_IP" >"$out" 2>&1
 	stop_server 1
-	local dos dor ras rar doa raa leases
+	local dos dor ras rar doa raa leases missing=-
 	read -r dos dor ras rar doa raa < <(parse_perfdhcp "$out")
 	leases=$(lease_count "$name")
-	log "crash $name at $rate/s: acks=$rar leases_on_disk_after_SIGKILL=$leases"
-	echo "$rar $leases"
+	if [ -n "$tpid" ]; then
+		sleep 0.3
+		kill -INT "$tpid" 2>/dev/null
+		wait "$tpid" 2>/dev/null
+		acked_pairs "$pcap" >"$RAW/crash-$name.acked"
+		if lease_pairs "$name" >"$RAW/crash-$name.leases"; then
+			missing=$(sort -u "$RAW/crash-$name.acked" | comm -23 - <(sort -u "$RAW/crash-$name.leases") | wc -l)
+		fi
+	fi
+	log "crash $name at $rate/s: acks=$rar leases_on_disk_after_SIGKILL=$leases acked_not_on_disk=$missing (captured ACKs: $(wc -l <"$RAW/crash-$name.acked" 2>/dev/null))"
+	echo "$rar $leases $missing"
+}
+
+# acked_pairs PCAP -> "mac ip" of every DHCPACK in the capture
+acked_pairs() {
+	tcpdump -r "$1" -n -vv 2>/dev/null | awk '
+	/^[0-9][0-9]:[0-9][0-9]:/ { if (ack && mac != "" && ip != "") print mac, ip; mac = ""; ip = ""; ack = 0 }
+	/Client-Ethernet-Address/ { mac = tolower($2) }
+	/Your-IP/ { ip = $2 }
+	/DHCP-Message/ && / ACK/ { ack = 1 }
+	END { if (ack && mac != "" && ip != "") print mac, ip }'
+}
+
+# lease_pairs NAME -> "mac ip" of every lease NAME has on disk in $WORKDIR
+# (after it is gone); fails for a server without a lease list here.
+lease_pairs() {
+	case "$1" in
+	castiron | castiron-base)
+		sqlite3 "$WORKDIR/data/castiron.db" "SELECT lower(mac) || ' ' || ip FROM dhcp_leases" ;;
+	kea) # address,hwaddr,...
+		awk -F, 'NR>1 && $1!="" {print tolower($2), $1}' "$WORKDIR/leases4.csv" ;;
+	dnsmasq) awk '{print tolower($2), $3}' "$WORKDIR/dnsmasq.leases" ;;
+	*) return 1 ;;
+	esac
 }
 
 # dhcp_durability NAME -> "acks leases_on_disk fsyncs" after a SIGKILL
