@@ -43,6 +43,12 @@ func Build(ctx context.Context, opts Options) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	if o.Compression == "" {
+		o.Compression = Gzip
+		if k.checkCompression(DefaultCompression) == nil {
+			o.Compression = DefaultCompression
+		}
+	}
 	if err := k.checkCompression(o.Compression); err != nil {
 		return Result{}, err
 	}

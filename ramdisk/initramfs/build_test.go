@@ -39,7 +39,7 @@ func TestBuildLayout(t *testing.T) {
 	if !reflect.DeepEqual(res.Builtin, []string{"virtio"}) || !reflect.DeepEqual(res.Missing, []string{"nosuch"}) {
 		t.Errorf("Builtin %q Missing %q", res.Builtin, res.Missing)
 	}
-	if res.KernelVersion != "6.0.0-test" || res.AgentVersion != testInitVersion || res.Compression != Gzip {
+	if res.KernelVersion != "6.0.0-test" || res.AgentVersion != testInitVersion || res.Compression != DefaultCompression {
 		t.Errorf("Result %+v", res)
 	}
 	if fi, err := os.Stat(res.InitramfsPath); err != nil || fi.Size() != res.Size {
@@ -96,7 +96,7 @@ func TestBuildLayout(t *testing.T) {
 		{name: "etc/ssl/certs/ca.pem", mode: cpio.S_IFREG | 0o640, data: []byte("CERT\n")},
 		{name: "etc/castiron-ramdisk", mode: cpio.S_IFREG | 0o644, dataContains: `KERNEL_VERSION="6.0.0-test"` + "\n" +
 			`AGENT_VERSION="` + testInitVersion + `"` + "\n" + `AGENT_SHA256="` + res.AgentSHA256 + `"` + "\n" +
-			`BUILD_TIME="2025-01-02T03:04:05Z"` + "\n" + `COMPRESSION="gzip"` + "\n" + `MODULES="8"`},
+			`BUILD_TIME="2025-01-02T03:04:05Z"` + "\n" + `COMPRESSION="` + string(DefaultCompression) + `"` + "\n" + `MODULES="8"`},
 		{name: "tmp", mode: cpio.S_IFDIR | 0o1777},
 		{name: "etc/ssl/certs", mode: cpio.S_IFDIR | 0o755},
 		{name: "lib/modules/kernel/drivers/block", mode: cpio.S_IFDIR | 0o755},
@@ -137,7 +137,7 @@ type wantFile struct {
 }
 
 func TestBuildReproducible(t *testing.T) {
-	for _, c := range []Compression{Gzip, Zstd} {
+	for _, c := range []Compression{Gzip, Zstd, LZ4, None} {
 		t.Run(string(c), func(t *testing.T) {
 			build := func(at time.Time) []byte {
 				opts := fakeOptions(t)
@@ -181,7 +181,8 @@ func TestBuildErrors(t *testing.T) {
 		wantErr error
 	}{
 		{"zstd on a kernel without CONFIG_RD_ZSTD", func(o *Options) { o.BootDir, o.Compression = gzipOnlyBoot, Zstd }, ErrCompressionUnsupported},
-		{"unknown compression", func(o *Options) { o.Compression = "lz4" }, ErrCompressionUnsupported},
+		{"lz4 on a kernel without CONFIG_RD_LZ4", func(o *Options) { o.BootDir, o.Compression = gzipOnlyBoot, LZ4 }, ErrCompressionUnsupported},
+		{"unknown compression", func(o *Options) { o.Compression = "xz" }, ErrCompressionUnsupported},
 		{"agent is a script", func(o *Options) { o.AgentPath = script }, ErrBadAgent},
 		{"no agent", func(o *Options) { o.AgentPath = "" }, ErrBadAgent},
 		{"unknown kernel version", func(o *Options) { o.KernelVersion = "9.9.9" }, ErrNoKernel},
@@ -204,6 +205,28 @@ func TestBuildErrors(t *testing.T) {
 				t.Errorf("a failed build left %q", names)
 			}
 		})
+	}
+}
+
+// The default compression is the kernel's best: lz4 where its config has
+// CONFIG_RD_LZ4=y, gzip (which every kernel has) otherwise.
+func TestBuildDefaultCompression(t *testing.T) {
+	gzipOnlyBoot := t.TempDir()
+	copyFile(t, "testdata/boot/vmlinuz-6.0.0-test", filepath.Join(gzipOnlyBoot, "vmlinuz-6.0.0-test"))
+	if err := os.WriteFile(filepath.Join(gzipOnlyBoot, "config-6.0.0-test"), []byte("CONFIG_RD_GZIP=y\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for bootDir, want := range map[string]Compression{"testdata/boot": LZ4, gzipOnlyBoot: Gzip} {
+		opts := fakeOptions(t)
+		opts.BootDir = bootDir
+		res, err := Build(context.Background(), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Compression != want {
+			t.Errorf("%s: compression %q, want %q", bootDir, res.Compression, want)
+		}
+		readArchive(t, res.InitramfsPath) // decompresses as it says
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
+	"github.com/pierrec/lz4/v4"
 	"github.com/u-root/u-root/pkg/cpio"
 )
 
@@ -109,8 +110,12 @@ func readArchive(t *testing.T, path string) []archiveFile {
 		}
 		defer zr.Close()
 		r = zr
+	case bytes.HasPrefix(raw, []byte{0x02, 0x21, 0x4c, 0x18}): // lz4 legacy frame
+		r = lz4.NewReader(bytes.NewReader(raw))
+	case bytes.HasPrefix(raw, []byte("070701")): // newc, uncompressed
+		r = bytes.NewReader(raw)
 	default:
-		t.Fatalf("%s: neither gzip nor zstd (% x)", path, raw[:4])
+		t.Fatalf("%s: not gzip, zstd, lz4 or a newc archive (% x)", path, raw[:4])
 	}
 	plain, err := io.ReadAll(r)
 	if err != nil {

@@ -76,6 +76,9 @@ func (k kernel) check() error {
 // (every distribution kernel has it) and anything else is refused.
 func (k kernel) checkCompression(c Compression) error {
 	key := c.kernelConfigKey()
+	if key == "" {
+		return nil
+	}
 	val, found, err := kernelConfigValue(k.configPath, key)
 	switch {
 	case err != nil && !errors.Is(err, fs.ErrNotExist):

@@ -90,7 +90,7 @@ func TestCheckCompression(t *testing.T) {
 		}
 		return p
 	}
-	both := write("both", "CONFIG_RD_GZIP=y\nCONFIG_RD_ZSTD=y\n")
+	both := write("both", "CONFIG_RD_GZIP=y\nCONFIG_RD_ZSTD=y\nCONFIG_RD_LZ4=y\n")
 	gzipOnly := write("gzip", "CONFIG_RD_GZIP=y\n# CONFIG_RD_ZSTD is not set\n")
 	tests := []struct {
 		config string
@@ -99,10 +99,14 @@ func TestCheckCompression(t *testing.T) {
 	}{
 		{both, Gzip, true},
 		{both, Zstd, true},
+		{both, LZ4, true},
 		{gzipOnly, Gzip, true},
 		{gzipOnly, Zstd, false},
+		{gzipOnly, LZ4, false},
+		{gzipOnly, None, true}, // nothing to decompress
 		{filepath.Join(dir, "absent"), Gzip, true}, // every kernel has gzip
 		{filepath.Join(dir, "absent"), Zstd, false},
+		{filepath.Join(dir, "absent"), None, true},
 	}
 	for _, tt := range tests {
 		err := kernel{version: "v", configPath: tt.config}.checkCompression(tt.c)
@@ -113,12 +117,14 @@ func TestCheckCompression(t *testing.T) {
 }
 
 func TestParseCompression(t *testing.T) {
-	for in, want := range map[string]Compression{"": Gzip, "gzip": Gzip, "zstd": Zstd} {
+	for in, want := range map[string]Compression{"": "", "gzip": Gzip, "zstd": Zstd, "lz4": LZ4, "none": None} {
 		if got, err := ParseCompression(in); err != nil || got != want {
 			t.Errorf("ParseCompression(%q) = %q, %v", in, got, err)
 		}
 	}
-	if _, err := ParseCompression("lz4"); !errors.Is(err, ErrCompressionUnsupported) {
-		t.Errorf("lz4: err = %v", err)
+	for _, bad := range []string{"xz", "GZIP", "lzo"} {
+		if _, err := ParseCompression(bad); !errors.Is(err, ErrCompressionUnsupported) {
+			t.Errorf("%s: err = %v", bad, err)
+		}
 	}
 }

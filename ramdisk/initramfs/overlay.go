@@ -22,5 +22,5 @@ func WriteOverlay(ctx context.Context, w io.Writer, files map[string][]byte) err
 	for _, name := range names {
 		l.file(name, 0o644, files[name])
 	}
-	return l.writeCPIO(ctx, w, uncompressed)
+	return l.writeCPIO(ctx, w, None)
 }

@@ -55,9 +55,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&opts.KernelVersion, "kver", "", "kernel version (default: newest with /boot/vmlinuz-<ver> and /lib/modules/<ver>)")
 	fs.StringVar(&opts.ModulesRoot, "modules-root", "/lib/modules", "directory holding <kver>/modules.dep")
 	fs.StringVar(&opts.BootDir, "boot-dir", "/boot", "directory holding vmlinuz-<kver> and config-<kver>")
-	fs.StringVar(&modules, "modules", "", "comma-separated modules (default: "+strings.Join(initramfs.DefaultModules(), ",")+
+	fs.StringVar(&modules, "modules", "", "comma-separated modules or sets (default: "+strings.Join(initramfs.DefaultModules(), ",")+
+		"; full: those and the NICs and disk controllers of physical servers, "+strings.Join(initramfs.FullModules()[len(initramfs.DefaultModules()):], ",")+
 		"); a leading + adds to the defaults")
-	fs.StringVar(&compress, "compress", "gzip", "gzip or zstd")
+	fs.StringVar(&compress, "compress", "", "gzip, zstd, lz4 or none (default: "+string(initramfs.DefaultCompression)+" when the kernel has it, else gzip)")
 	fs.StringVar(&opts.OutDir, "out", "castiron-data/ramdisk", "output directory (vmlinuz, initramfs)")
 	fs.Var(extra, "extra", "extra file `/archive/path=hostfile` (repeatable)")
 	fs.BoolVar(&loaders, "iso-loaders", true, "copy the host's isolinux and CD GRUB next to the ramdisk (castiron builds virtual media ISOs with them)")
@@ -110,7 +111,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// parseModules: "" -> defaults (nil), "a,b" -> those, "+a,b" -> defaults and those.
+// parseModules: "" -> defaults (nil), "a,b" -> those, "+a,b" -> defaults
+// and those; a set's name ("default", "full") stands for its modules.
 func parseModules(s string) []string {
 	s = strings.TrimSpace(s)
 	if s == "" {
@@ -121,7 +123,10 @@ func parseModules(s string) []string {
 		list, s = initramfs.DefaultModules(), rest
 	}
 	for _, m := range strings.Split(s, ",") {
-		if m = strings.TrimSpace(m); m != "" {
+		m = strings.TrimSpace(m)
+		if set, ok := initramfs.ModuleSet(m); ok {
+			list = append(list, set...)
+		} else if m != "" {
 			list = append(list, m)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 
 func TestParseModules(t *testing.T) {
 	defaults := initramfs.DefaultModules()
+	full := initramfs.FullModules()
 	tests := []struct {
 		in   string
 		want []string
@@ -23,6 +24,9 @@ func TestParseModules(t *testing.T) {
 		{"", nil},
 		{"virtio_net, virtio_blk,", []string{"virtio_net", "virtio_blk"}},
 		{"+hv_netvsc", append(defaults, "hv_netvsc")},
+		{"full", full},
+		{"full,hv_netvsc", append(full, "hv_netvsc")},
+		{"default", defaults},
 	}
 	for _, tt := range tests {
 		if got := parseModules(tt.in); !reflect.DeepEqual(got, tt.want) {
