@@ -103,7 +103,7 @@ func TestCheckCompression(t *testing.T) {
 		{gzipOnly, Gzip, true},
 		{gzipOnly, Zstd, false},
 		{gzipOnly, LZ4, false},
-		{gzipOnly, None, true}, // nothing to decompress
+		{gzipOnly, None, true},                     // nothing to decompress
 		{filepath.Join(dir, "absent"), Gzip, true}, // every kernel has gzip
 		{filepath.Join(dir, "absent"), Zstd, false},
 		{filepath.Join(dir, "absent"), None, true},
