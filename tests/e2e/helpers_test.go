@@ -138,6 +138,25 @@ func TestCastironShare(t *testing.T) {
 	}
 }
 
+func TestKernelFromAgentUptime(t *testing.T) {
+	start := time.Unix(1000, 0)
+	console := []ConsoleLine{
+		{At: start.Add(-time.Second), Text: "castiron-agent[1.00]: an earlier boot"},
+		{At: start.Add(3 * time.Second), Text: "iPXE initialising devices...ok"},
+		{At: start.Add(9500 * time.Millisecond), Text: "castiron-agent[2.25]: starting version=dev pid1=true"},
+		{At: start.Add(10 * time.Second), Text: "castiron-agent[2.75]: kernel command line"},
+	}
+	at, ok := kernelFromAgentUptime(console, start)
+	if want := start.Add(7250 * time.Millisecond); !ok || !at.Equal(want) {
+		t.Errorf("kernelFromAgentUptime = %v, %v; want %v", at, ok, want)
+	}
+	for _, bad := range []string{"castiron-agent[x]: starting", "castiron-agent[1.0: starting", "no agent here"} {
+		if at, ok := kernelFromAgentUptime([]ConsoleLine{{At: start.Add(time.Second), Text: bad}}, start); ok {
+			t.Errorf("%q: %v, want not found", bad, at)
+		}
+	}
+}
+
 func TestLabOptionsDefaults(t *testing.T) {
 	var o LabOptions
 	if err := o.defaults(); err != nil {

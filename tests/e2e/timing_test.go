@@ -153,7 +153,13 @@ func bootPhases(_ *Lab, r bootRecords, start, end time.Time) []Phase {
 	orNone("script", fromTimeline("script", boot.HTTPScript))
 	orNone("kernel_fetched", fromTimeline("kernel_fetched", boot.HTTPKernel))
 	orNone("initrd_fetched", fromTimeline("initrd_fetched", boot.HTTPInitramfs))
-	fromConsole("kernel", markKernel)
+	if l, ok := firstLine(r.console, start, markKernel...); ok {
+		add("kernel", l.At, "console")
+	} else if at, ok := kernelFromAgentUptime(r.console, start); ok {
+		add("kernel", at, "agent uptime")
+	} else {
+		add("kernel", time.Time{}, "")
+	}
 	fromConsole("agent", markAgent)
 	orNone("agent_dhcp", fromTimeline("agent_dhcp", boot.DHCPDiscover, "arch=agent"))
 	orNone("agent_lookup", fromTimeline("agent_lookup", boot.AgentLookup, "token issued"))
@@ -179,6 +185,25 @@ func bootPhases(_ *Lab, r bootRecords, start, end time.Time) []Phase {
 		add("power_off", time.Time{}, "")
 	}
 	return phases
+}
+
+// kernelFromAgentUptime is when the kernel started, from the agent's
+// first console line: a quiet kernel (the ramdisk's command line says
+// quiet) prints no banner, but every agent line carries the kernel's
+// uptime ("castiron-agent[2.91]: starting ..."), so the kernel started
+// that long before the line.
+func kernelFromAgentUptime(console []ConsoleLine, since time.Time) (time.Time, bool) {
+	l, ok := firstLine(console, since, "castiron-agent[")
+	if !ok {
+		return time.Time{}, false
+	}
+	_, rest, _ := strings.Cut(l.Text, "castiron-agent[")
+	up, _, ok := strings.Cut(rest, "]")
+	secs, err := strconv.ParseFloat(up, 64)
+	if !ok || err != nil || secs < 0 {
+		return time.Time{}, false
+	}
+	return l.At.Add(-time.Duration(secs * float64(time.Second))), true
 }
 
 // TimingLine is the parseable summary the issue notes quote:
