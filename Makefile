@@ -87,8 +87,12 @@ clean:
 #
 # RAMDISK_DIR       output directory (default castiron-data/ramdisk)
 # RAMDISK_KVER      kernel version (default: newest /boot/vmlinuz-<ver> that has /lib/modules/<ver>)
-# RAMDISK_COMPRESS  gzip (default) or zstd
-# RAMDISK_MODULES   comma-separated modules; a leading + adds to the defaults (e.g. +hv_netvsc)
+# RAMDISK_COMPRESS  lz4 (default when the kernel has CONFIG_RD_LZ4, else gzip), gzip, zstd or none
+#                   (boot times of each: ramdisk/BOOT-SPEED.md)
+# RAMDISK_MODULES   comma-separated modules or sets; a leading + adds to the defaults (e.g. +hv_netvsc).
+#                   Default: the drivers of virtual machines (virtio, AHCI) and the agent's own;
+#                   full: also the NICs and disk controllers of physical servers (Intel, Broadcom,
+#                   Mellanox, Realtek, NVMe, LSI/Broadcom SAS/RAID): make ramdisk RAMDISK_MODULES=full
 # RAMDISK_FLAGS     more mkinitramfs flags, e.g. -extra /etc/ssl/certs/ca.pem=ca.pem -v
 # SOURCE_DATE_EPOCH if set, the recorded build time: the initramfs is then reproducible byte for byte
 # ARCH              amd64 (default: the host's kernel) or arm64: an arm64 agent, Debian's
@@ -99,13 +103,13 @@ clean:
 
 RAMDISK_DIR      ?= castiron-data/ramdisk
 RAMDISK_KVER     ?=
-RAMDISK_COMPRESS ?= gzip
+RAMDISK_COMPRESS ?=
 RAMDISK_MODULES  ?=
 RAMDISK_FLAGS    ?=
 AGENT_BIN        ?= build/castiron-agent
 MKINITRAMFS      ?= build/mkinitramfs
 ARCH             ?= amd64
-ramdisk_args      = $(strip -compress $(RAMDISK_COMPRESS) $(if $(RAMDISK_KVER),-kver $(RAMDISK_KVER)) \
+ramdisk_args      = $(strip $(if $(RAMDISK_COMPRESS),-compress $(RAMDISK_COMPRESS)) $(if $(RAMDISK_KVER),-kver $(RAMDISK_KVER)) \
                     $(if $(RAMDISK_MODULES),-modules '$(RAMDISK_MODULES)') $(RAMDISK_FLAGS))
 
 .PHONY: ramdisk ramdisk-amd64 ramdisk-arm64 ramdisk-agent ramdisk-kernel ramdisk-mkinitramfs

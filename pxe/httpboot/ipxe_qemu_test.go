@@ -78,6 +78,10 @@ func TestIPXEInQEMU(t *testing.T) {
 				Gate:          testGate,
 				Recorder:      rec,
 				Logger:        slog.New(slog.NewTextHandler(io.Discard, nil)),
+				// The ramdisk's arguments say quiet: an extra argument comes
+				// after them and wins, so the kernel prints the command line
+				// this test reads.
+				ExtraKernelArgs: []string{"loglevel=7"},
 			})
 			h.attempts, h.retrySecs = 2, 1
 			srv := &http.Server{Handler: h}

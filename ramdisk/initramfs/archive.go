@@ -172,13 +172,49 @@ func newCompressor(w io.Writer, c Compression) (io.WriteCloser, error) {
 			zstd.WithEncoderLevel(zstd.SpeedBestCompression),
 			zstd.WithEncoderConcurrency(1))
 	case LZ4:
-		zw := lz4.NewWriter(w)
+		out := &countingWriter{w: w}
+		zw := lz4.NewWriter(out)
 		if err := zw.Apply(lz4.LegacyOption(true), lz4.CompressionLevelOption(lz4.Level9), lz4.ConcurrencyOption(1)); err != nil {
 			return nil, err
 		}
-		return zw, nil
+		return lz4EndMark{zw, out}, nil
 	}
 	return nil, fmt.Errorf("%w: %q", ErrCompressionUnsupported, c)
+}
+
+// lz4EndMark ends the legacy lz4 stream with a zero block size. The format
+// has no end of its own: the kernel's unlz4 reads blocks until its input
+// ends, so an archive a boot loader appends after ours (castiron's CA
+// overlay, a virtual media ISO's network_data) is taken for one more lz4
+// block and fails ("Initramfs unpacking failed: Decoding failed", its
+// files missing; seen under qemu with Debian's 6.1). unlz4 stops at a zero
+// block size and the unpacker skips zeros up to the next archive, which
+// it takes for a cpio archive only at a multiple of 4 bytes: the zeros
+// also pad the file to that, whether or not the boot loader aligns initrds.
+type lz4EndMark struct {
+	zw  *lz4.Writer
+	out *countingWriter
+}
+
+func (e lz4EndMark) Write(p []byte) (int, error) { return e.zw.Write(p) }
+
+func (e lz4EndMark) Close() error {
+	if err := e.zw.Close(); err != nil {
+		return err
+	}
+	_, err := e.out.Write(make([]byte, 4+(4-e.out.n%4)%4))
+	return err
+}
+
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 type nopCloser struct{ io.Writer }

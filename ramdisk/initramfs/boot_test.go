@@ -40,9 +40,11 @@ func hostKernel(t testing.TB) kernel {
 }
 
 // TestBootQEMU builds an initramfs for the host kernel with the default
-// modules and a test /init, boots it in qemu with a virtio NIC (on a hub
-// with no host side: no traffic leaves the VM) and a virtio disk, and checks
-// that init ran with a console, saw eth0 and vda, and powered the VM off.
+// modules and a test /init, per compression, appends an overlay archive as
+// a boot loader does (castiron's CA, a virtual media ISO's network_data),
+// boots it in qemu with a virtio NIC (on a hub with no host side: no
+// traffic leaves the VM) and a virtio disk, and checks that init ran with
+// a console, saw eth0 and vda and the overlay's file, and powered the VM off.
 func TestBootQEMU(t *testing.T) {
 	qemu, err := exec.LookPath("qemu-system-x86_64")
 	if err != nil {
@@ -51,10 +53,11 @@ func TestBootQEMU(t *testing.T) {
 	k := hostKernel(t)
 	agent := testInit(t)
 
-	for _, c := range []Compression{Gzip, Zstd} {
+	// none is left out: an uncompressed archive is what the overlay is.
+	for _, c := range []Compression{LZ4, Gzip, Zstd} {
 		t.Run(string(c), func(t *testing.T) {
-			if testing.Short() && c != Gzip {
-				t.Skip("-short: one boot (gzip) is enough")
+			if testing.Short() && c != DefaultCompression {
+				t.Skipf("-short: one boot (%s) is enough", DefaultCompression)
 			}
 			if err := k.checkCompression(c); err != nil {
 				t.Skipf("kernel %s: %v", k.version, err)
@@ -66,7 +69,8 @@ func TestBootQEMU(t *testing.T) {
 			}
 			t.Logf("built %s initramfs: %d bytes, %d modules, in %v", c, res.Size, len(res.Modules), time.Since(start).Round(time.Millisecond))
 
-			out, markerAfter, err := bootVM(t, qemu, res.KernelPath, res.InitramfsPath)
+			initrd := withOverlay(t, res.InitramfsPath, map[string][]byte{"etc/overlay": []byte("yes\n")})
+			out, markerAfter, err := bootVM(t, qemu, res.KernelPath, initrd)
 			if err != nil {
 				t.Fatalf("qemu: %v\n%s", err, tail(out, 40))
 			}
@@ -85,11 +89,34 @@ func TestBootQEMU(t *testing.T) {
 			if !slices.Contains(strings.Split(fields["disks"], ","), "vda") {
 				t.Errorf("disks %q lack vda (virtio_blk not loaded?)", fields["disks"])
 			}
+			if fields["overlay"] != "yes" {
+				t.Errorf("the overlay appended to the %s archive was not unpacked (overlay=%q)", c, fields["overlay"])
+			}
 			if fields["failed"] != "" {
 				t.Errorf("modules failed to load: %s", fields["failed"])
 			}
 		})
 	}
+}
+
+// withOverlay writes the initramfs followed by an overlay archive of files,
+// each padded to 4 bytes as iPXE and GRUB place initrds one after another.
+func withOverlay(t *testing.T, initramfs string, files map[string][]byte) string {
+	t.Helper()
+	b, err := os.ReadFile(initramfs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := bytes.NewBuffer(b)
+	buf.Write(make([]byte, (4-len(b)%4)%4))
+	if err := WriteOverlay(context.Background(), buf, files); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "initrd")
+	if err := os.WriteFile(p, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // bootVM runs qemu until it exits by itself (init powers off) and returns
@@ -180,7 +207,7 @@ func BenchmarkBuildHostKernel(b *testing.B) {
 	if p := os.Getenv("INITRAMFS_BENCH_AGENT"); p != "" {
 		agent = p // e.g. the real agent: build/castiron-agent
 	}
-	for _, c := range []Compression{Gzip, Zstd} {
+	for _, c := range []Compression{LZ4, Gzip, Zstd, None} {
 		b.Run(string(c), func(b *testing.B) {
 			out := b.TempDir()
 			var size int64

@@ -227,6 +227,12 @@ func TestBuildDefaultCompression(t *testing.T) {
 			t.Errorf("%s: compression %q, want %q", bootDir, res.Compression, want)
 		}
 		readArchive(t, res.InitramfsPath) // decompresses as it says
+		if want == LZ4 {
+			b, _ := os.ReadFile(res.InitramfsPath)
+			if len(b)%4 != 0 || !bytes.HasSuffix(b, make([]byte, 4)) {
+				t.Errorf("lz4 archive of %d bytes ends % x: want a zero block size, padded to 4 bytes", len(b), b[max(0, len(b)-8):])
+			}
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package initramfs
 
 import (
 	"bytes"
+	"encoding/binary"
 	"io"
 	"os"
 	"os/exec"
@@ -89,6 +90,24 @@ type archiveFile struct {
 
 // readArchive decompresses (gzip or zstd, by magic) and parses an initramfs
 // with the same cpio library that wrote it, in archive order.
+// lz4Stream returns the legacy lz4 stream up to its zero block size (the
+// end mark the kernel stops at), checking that only zeros follow it.
+func lz4Stream(t *testing.T, raw []byte) []byte {
+	t.Helper()
+	for pos := 4; pos+4 <= len(raw); {
+		size := int(binary.LittleEndian.Uint32(raw[pos:]))
+		if size == 0 {
+			if rest := raw[pos:]; len(bytes.Trim(rest, "\x00")) != 0 {
+				t.Fatalf("lz4: % x after the end mark", rest)
+			}
+			return raw[:pos]
+		}
+		pos += 4 + size
+	}
+	t.Fatal("lz4: no zero block size at the end")
+	return nil
+}
+
 func readArchive(t *testing.T, path string) []archiveFile {
 	t.Helper()
 	raw, err := os.ReadFile(path)
@@ -111,7 +130,7 @@ func readArchive(t *testing.T, path string) []archiveFile {
 		defer zr.Close()
 		r = zr
 	case bytes.HasPrefix(raw, []byte{0x02, 0x21, 0x4c, 0x18}): // lz4 legacy frame
-		r = lz4.NewReader(bytes.NewReader(raw))
+		r = lz4.NewReader(bytes.NewReader(lz4Stream(t, raw)))
 	case bytes.HasPrefix(raw, []byte("070701")): // newc, uncompressed
 		r = bytes.NewReader(raw)
 	default:

@@ -1,9 +1,11 @@
 // Command testinit is the /init of the initramfs the boot test builds: it
 // mounts proc, sysfs and devtmpfs, loads /etc/modules.order with
 // finit_module, prints one marker line naming the network interfaces and
-// block devices the kernel now shows, and powers the machine off.
+// block devices the kernel now shows, and whether a second archive the
+// test appended was unpacked too (its file /etc/overlay), and powers the
+// machine off.
 //
-//	TESTINIT-OK console=c5:1 ifaces=eth0 disks=vda loaded=54 skipped=1 uptime=6.31 failed=
+//	TESTINIT-OK console=c5:1 ifaces=eth0 disks=vda loaded=54 skipped=1 uptime=6.31 overlay=yes failed=
 package main
 
 import (
@@ -42,9 +44,13 @@ func main() {
 		}
 	}
 	uptime, _ := os.ReadFile("/proc/uptime")
-	fmt.Printf("TESTINIT-OK console=%s ifaces=%s disks=%s loaded=%d skipped=%d uptime=%s failed=%s\n",
+	overlay := "no"
+	if _, err := os.Stat("/etc/overlay"); err == nil {
+		overlay = "yes"
+	}
+	fmt.Printf("TESTINIT-OK console=%s ifaces=%s disks=%s loaded=%d skipped=%d uptime=%s overlay=%s failed=%s\n",
 		console, strings.Join(ifaces, ","), strings.Join(disks, ","), loaded, skipped,
-		strings.Fields(string(uptime) + " ?")[0], strings.Join(failed, ","))
+		strings.Fields(string(uptime) + " ?")[0], overlay, strings.Join(failed, ","))
 	unix.Sync()
 	if err := unix.Reboot(unix.LINUX_REBOOT_CMD_POWER_OFF); err != nil {
 		fmt.Println("TESTINIT-ERROR poweroff", err)
