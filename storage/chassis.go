@@ -2,7 +2,6 @@ package storage
 
 import (
 	"context"
-	"fmt"
 	"time"
 )
 
@@ -72,13 +71,8 @@ func (s *DB) UpdateChassis(ctx context.Context, chassisUUID string, fn func(c *C
 func (s *DB) DeleteChassis(ctx context.Context, chassisUUID string) error {
 	key := uuidKey(chassisUUID)
 	return s.writeTx(ctx, func(r runner) error {
-		var one int
-		err := r.queryRow(ctx, "SELECT COUNT(*) FROM (SELECT 1 FROM nodes WHERE chassis_uuid = ? LIMIT 1) AS used", key).Scan(&one)
-		if err != nil {
-			return fmt.Errorf("storage: delete chassis %s: %w", chassisUUID, err)
-		}
-		if one > 0 {
-			return &InUseError{Table: "chassis", Key: chassisUUID, By: "nodes"}
+		if err := refuseInUse(ctx, r, "nodes", "chassis_uuid", key, &InUseError{Table: "chassis", Key: chassisUUID, By: "nodes"}); err != nil {
+			return err
 		}
 		return chassisTable.remove(ctx, r, chassisUUID)
 	})

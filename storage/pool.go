@@ -184,6 +184,20 @@ func queryAll[T any](ctx context.Context, r runner, out []T, what string, scan f
 	return out, nil
 }
 
+// refuseInUse returns inUse when a row of table has key in col (the
+// check before deleting what those rows name), nil when none has.
+func refuseInUse(ctx context.Context, r runner, table, col, key string, inUse *InUseError) error {
+	var one int
+	err := r.queryRow(ctx, "SELECT COUNT(*) FROM (SELECT 1 FROM "+table+" WHERE "+col+" = ? LIMIT 1) AS used", key).Scan(&one)
+	if err != nil {
+		return fmt.Errorf("storage: delete %s %s: %w", inUse.Table, inUse.Key, err)
+	}
+	if one > 0 {
+		return inUse
+	}
+	return nil
+}
+
 // scanOne reads a row of one column.
 func scanOne[T any](rows *sql.Rows, v *T) error { return rows.Scan(v) }
 

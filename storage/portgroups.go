@@ -115,14 +115,10 @@ func (s *DB) DeletePortgroup(ctx context.Context, pgUUID string) error {
 		if err != nil {
 			return err
 		}
-		var one int
-		err = r.queryRow(ctx, "SELECT COUNT(*) FROM (SELECT 1 FROM ports WHERE portgroup_uuid = ? LIMIT 1) AS used", pg.UUID).Scan(&one)
-		if err != nil {
-			return fmt.Errorf("storage: delete portgroup %s: %w", pg.UUID, err)
-		}
-		if one > 0 {
-			// Ironic names the portgroup by its database id here.
-			return &InUseError{Table: "portgroups", Key: strconv.FormatInt(pg.ID, 10), By: "ports"}
+		// Ironic names the portgroup by its database id here.
+		inUse := &InUseError{Table: "portgroups", Key: strconv.FormatInt(pg.ID, 10), By: "ports"}
+		if err := refuseInUse(ctx, r, "ports", "portgroup_uuid", pg.UUID, inUse); err != nil {
+			return err
 		}
 		if _, err := r.exec(ctx, "DELETE FROM portgroups WHERE id = ?", pg.ID); err != nil {
 			return fmt.Errorf("storage: delete portgroup %s: %w", pg.UUID, err)
