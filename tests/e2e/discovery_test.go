@@ -108,7 +108,7 @@ func discoverToManageable(t *testing.T, tc discoveryCase) {
 	enrolledAt, managedAt := checkDiscoveredNode(ctx, t, c, l, n, tc)
 	// enroll and manageable as the node's history stamps them (the polls
 	// above see them up to 250 ms late).
-	t.Log(TimingLine(tc.label, start, manageableAt, append(BootPhases(ctx, l, c, nodeUUID, start, manageableAt),
+	t.Log(TimingLine(tc.label, start, manageableAt, withPhases(BootPhases(ctx, l, c, nodeUUID, start, manageableAt),
 		Phase{Name: "enroll", At: enrolledAt, Source: "history"}, Phase{Name: "manageable", At: managedAt, Source: "history"})))
 
 	if tc.bmcUser != "" {

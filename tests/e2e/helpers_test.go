@@ -157,6 +157,17 @@ func TestKernelFromAgentUptime(t *testing.T) {
 	}
 }
 
+func TestWithPhases(t *testing.T) {
+	start := time.Unix(1000, 0)
+	got := TimingLine("discovery_bios", start, start.Add(5*time.Second), withPhases(
+		[]Phase{{Name: "inventory", At: start.Add(time.Second)}, {Name: "manageable"}},
+		Phase{Name: "enroll", At: start.Add(2 * time.Second)}, Phase{Name: "manageable", At: start.Add(3 * time.Second)}))
+	want := "E2E-TIMING discovery_bios total=5.00s inventory=1.00s manageable=3.00s enroll=2.00s"
+	if got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+}
+
 func TestLabOptionsDefaults(t *testing.T) {
 	var o LabOptions
 	if err := o.defaults(); err != nil {

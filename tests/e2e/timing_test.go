@@ -206,6 +206,22 @@ func kernelFromAgentUptime(console []ConsoleLine, since time.Time) (time.Time, b
 	return l.At.Add(-time.Duration(secs * float64(time.Second))), true
 }
 
+// withPhases sets each of more in phases: in place of the phase of the
+// same name, else at the end.
+func withPhases(phases []Phase, more ...Phase) []Phase {
+next:
+	for _, m := range more {
+		for i := range phases {
+			if phases[i].Name == m.Name {
+				phases[i] = m
+				continue next
+			}
+		}
+		phases = append(phases, m)
+	}
+	return phases
+}
+
 // TimingLine is the parseable summary the issue notes quote:
 //
 //	E2E-TIMING inspect_bios total=41.20s power_on=0.61s first_dhcp=3.10s kernel=5.52s agent=8.03s callback=9.90s done=10.12s power_off=10.40s
