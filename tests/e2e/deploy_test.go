@@ -280,7 +280,8 @@ func (r *deployRig) deployPhases(run *deployRun, marker time.Time) []Phase {
 	}
 	fromLines("power_on", events, "bmc", "start bootdev=pxe")
 	fromLines("first_dhcp", console, "console", markFirstDHCP...)
-	fromLines("kernel", console, "console", markKernel...)
+	kernelAt, kernelSrc := kernelStart(console, run.Start)
+	add("kernel", kernelAt, kernelSrc)
 	fromLines("agent", console, "console", markAgent...)
 	add("write_image", run.StepSeen, "api")
 	add("active", run.Active, "api")

@@ -150,6 +150,13 @@ func TestKernelFromAgentUptime(t *testing.T) {
 	if want := start.Add(7250 * time.Millisecond); !ok || !at.Equal(want) {
 		t.Errorf("kernelFromAgentUptime = %v, %v; want %v", at, ok, want)
 	}
+	if at, src := kernelStart(console, start); src != "agent uptime" || !at.Equal(start.Add(7250*time.Millisecond)) {
+		t.Errorf("kernelStart without a banner = %v, %q", at, src)
+	}
+	banner := append([]ConsoleLine{{At: start.Add(6 * time.Second), Text: "[    0.000000] Linux version 6.1.0-56-amd64"}}, console...)
+	if at, src := kernelStart(banner, start); src != "console" || !at.Equal(start.Add(6*time.Second)) {
+		t.Errorf("kernelStart with the banner = %v, %q", at, src)
+	}
 	for _, bad := range []string{"castiron-agent[x]: starting", "castiron-agent[1.0: starting", "no agent here"} {
 		if at, ok := kernelFromAgentUptime([]ConsoleLine{{At: start.Add(time.Second), Text: bad}}, start); ok {
 			t.Errorf("%q: %v, want not found", bad, at)

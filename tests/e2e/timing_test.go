@@ -153,13 +153,8 @@ func bootPhases(_ *Lab, r bootRecords, start, end time.Time) []Phase {
 	orNone("script", fromTimeline("script", boot.HTTPScript))
 	orNone("kernel_fetched", fromTimeline("kernel_fetched", boot.HTTPKernel))
 	orNone("initrd_fetched", fromTimeline("initrd_fetched", boot.HTTPInitramfs))
-	if l, ok := firstLine(r.console, start, markKernel...); ok {
-		add("kernel", l.At, "console")
-	} else if at, ok := kernelFromAgentUptime(r.console, start); ok {
-		add("kernel", at, "agent uptime")
-	} else {
-		add("kernel", time.Time{}, "")
-	}
+	at, src := kernelStart(r.console, start)
+	add("kernel", at, src)
 	fromConsole("agent", markAgent)
 	orNone("agent_dhcp", fromTimeline("agent_dhcp", boot.DHCPDiscover, "arch=agent"))
 	orNone("agent_lookup", fromTimeline("agent_lookup", boot.AgentLookup, "token issued"))
@@ -185,6 +180,18 @@ func bootPhases(_ *Lab, r bootRecords, start, end time.Time) []Phase {
 		add("power_off", time.Time{}, "")
 	}
 	return phases
+}
+
+// kernelStart is when the kernel started (zero if not seen): its banner on
+// the console, else the agent's uptime (kernelFromAgentUptime). src says which.
+func kernelStart(console []ConsoleLine, since time.Time) (at time.Time, src string) {
+	if l, ok := firstLine(console, since, markKernel...); ok {
+		return l.At, "console"
+	}
+	if at, ok := kernelFromAgentUptime(console, since); ok {
+		return at, "agent uptime"
+	}
+	return time.Time{}, ""
 }
 
 // kernelFromAgentUptime is when the kernel started, from the agent's

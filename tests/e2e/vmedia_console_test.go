@@ -131,7 +131,8 @@ func (r *vmediaRig) phases(ctx context.Context, offset int, start, end time.Time
 	fromTimeline("iso_fetch", boot.HTTPISO)
 	// After power off, InsertMedia (the BMC's fetch) and the boot override.
 	phases = append(phases, Phase{Name: "inserted", At: logAt(r.c.LogPath, "ramdisk ISO inserted", start), Source: "log"})
-	fromConsole("kernel", markKernel...)
+	kernelAt, kernelSrc := kernelStart(console, start)
+	phases = append(phases, Phase{Name: "kernel", At: kernelAt, Source: kernelSrc})
 	fromConsole("agent", markAgent...)
 	fromConsole("network", "network configured")
 	fromTimeline("agent_call", boot.AgentInspect, boot.AgentLookup)
