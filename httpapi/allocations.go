@@ -24,16 +24,6 @@ import (
 
 type allocationField = field[storage.Allocation]
 
-func allocStr(name string, min int, flags fieldFlags, maxLen int, p func(*storage.Allocation) **string) allocationField {
-	value := jsonschema.Types("string", "null")
-	value.MaxLength = maxLen
-	var set func(*storage.Allocation, any) error
-	if flags&(fCreate|fPatch) != 0 {
-		set = func(al *storage.Allocation, v any) error { *p(al) = optString(v); return nil }
-	}
-	return allocationField{name, min, flags, value, nil, func(_ *viewCtx, al *storage.Allocation) any { return strOrNil(*p(al)) }, set}
-}
-
 // allocations is Ironic's allocation table (API 1.52) in its view order;
 // node (1.58, backfill) is accepted on create and never shown.
 var allocationTable = func() *resource[storage.Allocation] {
@@ -46,10 +36,10 @@ var allocationTable = func() *resource[storage.Allocation] {
 		allocationField{"extra", 1, fCreate | fPatch, jsonschema.Types("object", "null"), nil,
 			func(_ *viewCtx, a *storage.Allocation) any { return nonNilMap(a.Extra) },
 			func(a *storage.Allocation, v any) error { a.Extra = objectOrEmpty(v); return nil }},
-		allocStr("last_error", 1, fSort, 0, func(a *storage.Allocation) **string { return &a.LastError }),
-		allocStr("name", 1, fCreate|fPatch|fSort, 0, func(a *storage.Allocation) **string { return &a.Name }),
-		allocStr("owner", 60, fCreate|fSort, 0, func(a *storage.Allocation) **string { return &a.Owner }),
-		allocStr("resource_class", 1, fCreate|fSort, 80, func(a *storage.Allocation) **string { return &a.ResourceClass }),
+		strField("last_error", 1, fSort, 0, func(a *storage.Allocation) **string { return &a.LastError }),
+		strField("name", 1, fCreate|fPatch|fSort, 0, func(a *storage.Allocation) **string { return &a.Name }),
+		strField("owner", 60, fCreate|fSort, 0, func(a *storage.Allocation) **string { return &a.Owner }),
+		strField("resource_class", 1, fCreate|fSort, 80, func(a *storage.Allocation) **string { return &a.ResourceClass }),
 		allocationField{"state", 1, fSort, nil, nil, func(_ *viewCtx, a *storage.Allocation) any { return a.State }, nil},
 		allocationField{"traits", 1, fCreate, &jsonschema.Schema{Types: []string{"array", "null"}, Items: traitSchema}, nil,
 			func(_ *viewCtx, a *storage.Allocation) any { return nonNilList(a.Traits) }, nil},

@@ -25,8 +25,7 @@ func (h *apiHarness) availableNode(body map[string]any) map[string]any {
 	if len(traits) > 0 {
 		h.expect(http.StatusNoContent, "PUT", "/v1/nodes/"+id+"/traits", latest, map[string]any{"traits": traits})
 	}
-	h.expect(http.StatusAccepted, "PUT", "/v1/nodes/"+id+"/states/provision", latest, map[string]any{"target": "manage"})
-	h.waitState(id, "manageable")
+	h.moveTo(id, "manage", "manageable")
 	h.expect(http.StatusAccepted, "PUT", "/v1/nodes/"+id+"/states/provision", latest, map[string]any{"target": "provide"})
 	return h.waitState(id, "available")
 }

@@ -14,8 +14,6 @@ type chassisField = field[storage.Chassis]
 
 // chassisTable is Ironic's chassis table (API 1.1) in its view order.
 var chassisTable = func() *resource[storage.Chassis] {
-	desc := jsonschema.Types("string", "null")
-	desc.MaxLength = engine.MaxChassisDescription
 	res := newResource("chassis", []string{"uuid", "description", "links"},
 		chassisField{"uuid", 1, fCreate | fPatch | fSort, jsonschema.Types("string", "null"), nil,
 			func(_ *viewCtx, c *storage.Chassis) any { return c.UUID },
@@ -30,12 +28,8 @@ var chassisTable = func() *resource[storage.Chassis] {
 			}},
 		chassisField{"created_at", 1, fSort, nil, nil, func(_ *viewCtx, c *storage.Chassis) any { return ironicTime(c.CreatedAt) }, nil},
 		chassisField{"updated_at", 1, fSort, nil, nil, func(_ *viewCtx, c *storage.Chassis) any { return timeOrNil(c.UpdatedAt) }, nil},
-		chassisField{"description", 1, fCreate | fPatch | fSort, desc, nil,
-			func(_ *viewCtx, c *storage.Chassis) any { return strOrNil(c.Description) },
-			func(c *storage.Chassis, v any) error { c.Description = optString(v); return nil }},
-		chassisField{"extra", 1, fCreate | fPatch, jsonschema.Types("object", "null"), nil,
-			func(_ *viewCtx, c *storage.Chassis) any { return c.Extra },
-			func(c *storage.Chassis, v any) error { c.Extra = objectOrEmpty(v); return nil }},
+		strField("description", 1, fCreate|fPatch|fSort, engine.MaxChassisDescription, func(c *storage.Chassis) **string { return &c.Description }),
+		objField("extra", 1, nil, func(c *storage.Chassis) *storage.JSONObject { return &c.Extra }),
 		chassisField{"links", 1, 0, nil, nil, func(v *viewCtx, c *storage.Chassis) any { return selfLinks(v, "chassis", c.UUID) }, nil},
 		// Ironic's convert_with_links assigns the nodes links with a trailing
 		// comma, so every Ironic since 2020 answers a list holding the list of

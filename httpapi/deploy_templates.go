@@ -94,9 +94,7 @@ var templateTable = func() *resource[storage.DeployTemplate] {
 		templateField{"name", templateMinMinor, fCreate | fPatch | fRequired | fSort, traitSchema, nil,
 			func(_ *viewCtx, t *storage.DeployTemplate) any { return t.Name },
 			func(t *storage.DeployTemplate, v any) error { t.Name = v.(string); return nil }},
-		templateField{"extra", templateMinMinor, fCreate | fPatch, jsonschema.Types("object", "null"), nil,
-			func(_ *viewCtx, t *storage.DeployTemplate) any { return t.Extra },
-			func(t *storage.DeployTemplate, v any) error { t.Extra = objectOrEmpty(v); return nil }},
+		objField("extra", templateMinMinor, nil, func(t *storage.DeployTemplate) *storage.JSONObject { return &t.Extra }),
 		templateField{"links", templateMinMinor, 0, nil, nil, func(v *viewCtx, t *storage.DeployTemplate) any { return selfLinks(v, "deploy_templates", t.UUID) }, nil},
 		templateField{"steps", templateMinMinor, fCreate | fPatch | fRequired, &jsonschema.Schema{Types: []string{"array"}, Items: deployStepSchema, MinItems: 1}, maskSteps,
 			func(_ *viewCtx, t *storage.DeployTemplate) any {

@@ -125,8 +125,7 @@ func TestDiscoveryEnrollsOnce(t *testing.T) {
 	}
 
 	// Once managed, it is not discovered again whatever NIC it boots from.
-	h.expect(http.StatusAccepted, "PUT", "/v1/nodes/"+id+"/states/provision", latest, map[string]any{"target": "manage"})
-	h.waitState(id, "manageable")
+	h.moveTo(id, "manage", "manageable")
 	h.expect(http.StatusNotFound, "POST", "/v1/continue_inspection", "1.84", machine("10.205.9.2", "", "", "52:54:00:d1:00:06"))
 	if _, ok := h.cond.BootTarget(context.Background(), mustMAC(t, mac0)); ok {
 		t.Error("gate boots a manageable node's MAC")

@@ -52,6 +52,26 @@ type field[T any] struct {
 
 func (f *field[T]) has(fl fieldFlags) bool { return f.flags&fl != 0 }
 
+// objField is a JSON object field a request may set and patch (null
+// stores {}).
+func objField[T any](name string, min int, mask func(any) any, p func(*T) *storage.JSONObject) field[T] {
+	return field[T]{name, min, fCreate | fPatch, jsonschema.Types("object", "null"), mask,
+		func(_ *viewCtx, x *T) any { return *p(x) },
+		func(x *T, v any) error { *p(x) = objectOrEmpty(v); return nil }}
+}
+
+// strField is an optional string field of at most maxLen characters
+// (null when unset); requests write it only with fCreate or fPatch.
+func strField[T any](name string, min int, flags fieldFlags, maxLen int, p func(*T) **string) field[T] {
+	value := jsonschema.Types("string", "null")
+	value.MaxLength = maxLen
+	var set func(*T, any) error
+	if flags&(fCreate|fPatch) != 0 {
+		set = func(x *T, v any) error { *p(x) = optString(v); return nil }
+	}
+	return field[T]{name, min, flags, value, nil, func(_ *viewCtx, x *T) any { return strOrNil(*p(x)) }, set}
+}
+
 // shown reports whether a view at ver carries the field.
 func (res *resource[T]) shown(f *field[T], ver Version) bool {
 	from := f.min

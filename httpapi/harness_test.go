@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 
 	"castiron/engine"
 	"castiron/engine/driver/fake"
+	"castiron/engine/enginetest"
 	"castiron/storage"
 )
 
@@ -38,32 +38,24 @@ func newAPI(t testing.TB, opts ...func(*Options)) *apiHarness {
 // newAPIWith is newAPI with a conductor configuration tweak.
 func newAPIWith(t testing.TB, tweak func(*engine.Config), opts ...func(*Options)) *apiHarness {
 	t.Helper()
-	ctx := context.Background()
-	dbPath := filepath.Join(t.TempDir(), "castiron.db")
-	st, err := storage.Open(ctx, dbPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	d := fake.New()
-	cfg := engine.Config{Hostname: "test-conductor", AutomatedClean: true, Logger: quiet}
+	cfg := engine.Config{Hostname: "test-conductor", AutomatedClean: true}
 	tweak(&cfg)
-	cond := engine.New(st, engine.NewRegistry(engine.NewFakeHardware(d), engine.NewManualManagement(d)), cfg)
-	if err := cond.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	o := Options{Logger: quiet, LockRetry: 5 * time.Millisecond}
+	return serveAPI(t, cfg, []*engine.HardwareType{engine.NewFakeHardware(d), engine.NewManualManagement(d)}, opts...)
+}
+
+// serveAPI is the API over a conductor with hw (enginetest.Start) on a
+// loopback server.
+func serveAPI(t testing.TB, cfg engine.Config, hw []*engine.HardwareType, opts ...func(*Options)) *apiHarness {
+	t.Helper()
+	dbPath := filepath.Join(t.TempDir(), "castiron.db")
+	cond, st := enginetest.StartAt(t, dbPath, cfg, hw...)
+	o := Options{Logger: enginetest.Quiet(), LockRetry: 5 * time.Millisecond}
 	for _, f := range opts {
 		f(&o)
 	}
 	srv := httptest.NewServer(New(cond, o))
-	t.Cleanup(func() {
-		srv.Close()
-		if err := cond.Stop(context.Background()); err != nil {
-			t.Error(err)
-		}
-		st.Close()
-	})
+	t.Cleanup(srv.Close)
 	return &apiHarness{t: t, srv: srv, cond: cond, store: st, dbPath: dbPath}
 }
 
@@ -159,6 +151,35 @@ func (h *apiHarness) waitState(ident, want string) map[string]any {
 			h.t.Fatalf("node %s in %v (last_error %v), want %s", ident, n["provision_state"], n["last_error"], want)
 		}
 		time.Sleep(3 * time.Millisecond)
+	}
+}
+
+// db changes a node directly in the store (test set-up only).
+func (h *apiHarness) db(id string, fn func(n *storage.Node)) {
+	h.t.Helper()
+	if _, err := h.store.UpdateNode(context.Background(), id, func(n *storage.Node) (*storage.Event, error) {
+		fn(n)
+		return nil, nil
+	}); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// moveTo asks for the provision target (202) and waits until the node
+// is idle in state.
+func (h *apiHarness) moveTo(id, target, state string) map[string]any {
+	h.t.Helper()
+	h.expect(http.StatusAccepted, "PUT", "/v1/nodes/"+id+"/states/provision", latest, map[string]any{"target": target})
+	return h.waitState(id, state)
+}
+
+// failedWith waits until the node is idle in state and checks that its
+// last_error holds want.
+func (h *apiHarness) failedWith(id, state, want string) {
+	h.t.Helper()
+	n := h.waitState(id, state)
+	if !strings.Contains(n["last_error"].(string), want) {
+		h.t.Errorf("last_error %v", n["last_error"])
 	}
 }
 

@@ -58,8 +58,7 @@ func TestInspectionRulesAppliedAfterInspection(t *testing.T) {
 	post(map[string]any{"description": "never", "conditions": []any{map[string]any{"op": "eq", "args": map[string]any{"values": []any{1, 2}}}},
 		"actions": []any{map[string]any{"op": "fail", "args": map[string]any{"msg": "should not run"}}}})
 
-	h.expect(http.StatusAccepted, "PUT", "/v1/nodes/"+id+"/states/provision", latest, map[string]any{"target": "inspect"})
-	h.waitState(id, "inspect wait")
+	h.moveTo(id, "inspect", "inspect wait")
 	h.expect(http.StatusAccepted, "POST", "/v1/continue_inspection", "", inventoryBody(bootMAC, otherMAC))
 	n := h.waitState(id, "manageable")
 	di := n["driver_info"].(map[string]any)
@@ -105,8 +104,7 @@ func TestInspectionRulesAppliedAfterInspection(t *testing.T) {
 
 	// A rule that fails fails the inspection, with Ironic's last_error.
 	post(map[string]any{"priority": 9999, "actions": []any{map[string]any{"op": "fail", "args": map[string]any{"msg": "unsupported model"}}}})
-	h.expect(http.StatusAccepted, "PUT", "/v1/nodes/"+id+"/states/provision", latest, map[string]any{"target": "inspect"})
-	h.waitState(id, "inspect wait")
+	h.moveTo(id, "inspect", "inspect wait")
 	h.expect(http.StatusAccepted, "POST", "/v1/continue_inspection", "", inventoryBody(bootMAC, otherMAC))
 	n = h.waitState(id, "inspect failed")
 	if n["last_error"] != "Failed to finish inspection: Failed to inspect hardware. Reason: unsupported model" {

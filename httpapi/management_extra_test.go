@@ -3,11 +3,7 @@ package httpapi
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -175,41 +171,14 @@ func (d *optionalDriver) Calls() []string {
 // whose management implements the optional driver interfaces.
 func newOptionalAPI(t *testing.T) (*apiHarness, *optionalDriver) {
 	t.Helper()
-	ctx := context.Background()
-	st, err := storage.Open(ctx, filepath.Join(t.TempDir(), "castiron.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	plain := fake.New()
 	opt := &optionalDriver{Driver: fake.New()}
 	optHW := engine.NewFakeHardware(opt)
 	optHW.Name = "fake-optional"
-	cond := engine.New(st, engine.NewRegistry(engine.NewFakeHardware(plain), engine.NewManualManagement(plain), optHW),
-		engine.Config{Hostname: "test-conductor", Logger: quiet})
-	if err := cond.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(New(cond, Options{Logger: quiet}))
-	t.Cleanup(func() {
-		srv.Close()
-		if err := cond.Stop(context.Background()); err != nil {
-			t.Error(err)
-		}
-		st.Close()
-	})
-	return &apiHarness{t: t, srv: srv, cond: cond, store: st}, opt
-}
-
-// setNode changes a stored node directly (test setup only).
-func setNode(t *testing.T, h *apiHarness, ident string, fn func(n *storage.Node)) {
-	t.Helper()
-	if _, err := h.store.UpdateNode(context.Background(), ident, func(n *storage.Node) (*storage.Event, error) {
-		fn(n)
-		return nil, nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	h := serveAPI(t, engine.Config{Hostname: "test-conductor"},
+		[]*engine.HardwareType{engine.NewFakeHardware(plain), engine.NewManualManagement(plain), optHW},
+		func(o *Options) { o.LockRetry = 0 })
+	return h, opt
 }
 
 func TestInjectNMI(t *testing.T) {
@@ -258,7 +227,7 @@ func TestInjectNMI(t *testing.T) {
 
 	// A locked node: 409 NodeLocked, no driver call.
 	before := len(opt.Calls())
-	setNode(t, h, withNMI, func(n *storage.Node) { n.Reservation = ptrTo("other-host") })
+	h.db(withNMI, func(n *storage.Node) { n.Reservation = ptrTo("other-host") })
 	wantFault(t, h.do("PUT", fmt.Sprintf(path, withNMI), latest, nil), 409,
 		fmt.Sprintf("Node %s is locked by host other-host, please retry after the current operation is completed.", withNMI))
 	if len(opt.Calls()) != before {
@@ -360,13 +329,13 @@ func TestBootModeAndSecureBoot(t *testing.T) {
 	}
 
 	// Unstable state: Ironic's Conflict, its message never formatted.
-	setNode(t, h, withSet, func(n *storage.Node) { n.ProvisionState = "deploying" })
+	h.db(withSet, func(n *storage.Node) { n.ProvisionState = "deploying" })
 	wantFault(t, h.do("PUT", fmt.Sprintf(bm, withSet), latest, map[string]any{"target": "bios"}), 409,
 		"Node is in %(state)s state. Since node is transitioning, the boot mode will not be set as this may interfere with ongoing changes and result in erroneous modification. Try again later.")
 	wantFault(t, h.do("PUT", fmt.Sprintf(sb, withSet), latest, map[string]any{"target": true}), 409,
 		"Node is in %(state)s state. Since node is transitioning, the boot mode will not be set as this may interfere with ongoing changes and result in erroneous modification. Try again later.")
 	// Locked: NodeLocked.
-	setNode(t, h, withSet, func(n *storage.Node) { n.ProvisionState = "manageable"; n.Reservation = ptrTo("other-host") })
+	h.db(withSet, func(n *storage.Node) { n.ProvisionState = "manageable"; n.Reservation = ptrTo("other-host") })
 	wantFault(t, h.do("PUT", fmt.Sprintf(bm, withSet), latest, map[string]any{"target": "bios"}), 409,
 		fmt.Sprintf("Node %s is locked by host other-host, please retry after the current operation is completed.", withSet))
 	if r := h.do("GET", fmt.Sprintf(bm, withSet), latest, nil); r.status != http.StatusMethodNotAllowed {
@@ -444,7 +413,7 @@ func TestIndicators(t *testing.T) {
 		t.Fatalf("driver calls %v", c)
 	}
 	// Locked node: 409.
-	setNode(t, h, withSet, func(n *storage.Node) { n.Reservation = ptrTo("other-host") })
+	h.db(withSet, func(n *storage.Node) { n.Reservation = ptrTo("other-host") })
 	locked := fmt.Sprintf("Node %s is locked by host other-host, please retry after the current operation is completed.", withSet)
 	wantFault(t, h.do("PUT", "/v1/nodes/ind-opt/management/indicators/led@system", latest, map[string]any{"state": "off"}), 409, locked)
 	wantFault(t, h.do("GET", "/v1/nodes/ind-opt/management/indicators", latest, nil), 409, locked)

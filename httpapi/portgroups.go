@@ -14,12 +14,6 @@ import (
 
 type portgroupField = field[storage.Portgroup]
 
-func pgObj(name string, min int, p func(*storage.Portgroup) *storage.JSONObject) portgroupField {
-	return portgroupField{name, min, fCreate | fPatch, jsonschema.Types("object", "null"), nil,
-		func(_ *viewCtx, pg *storage.Portgroup) any { return *p(pg) },
-		func(pg *storage.Portgroup, v any) error { *p(pg) = objectOrEmpty(v); return nil }}
-}
-
 // portgroupTable is Ironic's portgroup table (API 1.23) in its view order.
 // mode and properties (1.26) are shown from 1.23, as Ironic 21.4 shows them
 // (the stock tempest plugin reads them there). physical_network (1.102),
@@ -43,7 +37,7 @@ var portgroupTable = func() *resource[storage.Portgroup] {
 				}
 				return nil
 			}},
-		pgObj("extra", 23, func(pg *storage.Portgroup) *storage.JSONObject { return &pg.Extra }),
+		objField("extra", 23, nil, func(pg *storage.Portgroup) *storage.JSONObject { return &pg.Extra }),
 		portgroupField{"internal_info", 23, 0, nil, nil, func(_ *viewCtx, pg *storage.Portgroup) any { return pg.InternalInfo }, nil},
 		portgroupField{"mode", 26, fCreate | fPatch | fSort, jsonschema.Types("string", "null"), nil,
 			func(_ *viewCtx, pg *storage.Portgroup) any { return strOrNil(pg.Mode) },
@@ -57,7 +51,7 @@ var portgroupTable = func() *resource[storage.Portgroup] {
 				}
 				return nil
 			}},
-		pgObj("properties", 26, func(pg *storage.Portgroup) *storage.JSONObject { return &pg.Properties }),
+		objField("properties", 26, nil, func(pg *storage.Portgroup) *storage.JSONObject { return &pg.Properties }),
 		portgroupField{"standalone_ports_supported", 23, fCreate | fPatch | fSort, jsonschema.Types("string", "boolean", "null"), nil,
 			func(_ *viewCtx, pg *storage.Portgroup) any { return pg.StandalonePortsSupported },
 			func(pg *storage.Portgroup, v any) error {

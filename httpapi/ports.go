@@ -16,20 +16,6 @@ import (
 
 type portField = field[storage.Port]
 
-// portStr is a port's optional string field.
-func portStr(name string, min int, flags fieldFlags, maxLen int, p func(*storage.Port) **string) portField {
-	value := jsonschema.Types("string", "null")
-	value.MaxLength = maxLen
-	return portField{name, min, flags, value, nil, func(_ *viewCtx, x *storage.Port) any { return strOrNil(*p(x)) },
-		func(x *storage.Port, v any) error { *p(x) = optString(v); return nil }}
-}
-
-// portObj is a port's JSON object field (null stores {}).
-func portObj(name string, min int, p func(*storage.Port) *storage.JSONObject) portField {
-	return portField{name, min, fCreate | fPatch, jsonschema.Types("object", "null"), nil, func(_ *viewCtx, x *storage.Port) any { return *p(x) },
-		func(x *storage.Port, v any) error { *p(x) = objectOrEmpty(v); return nil }}
-}
-
 // portBool is a port's boolean field (Ironic's args.boolean; null stores
 // the default).
 func portBool(name string, min int, flags fieldFlags, def bool, p func(*storage.Port) *bool) portField {
@@ -59,15 +45,15 @@ var portTable = func() *resource[storage.Port] {
 		portField{"updated_at", 1, fSort, nil, nil, func(_ *viewCtx, p *storage.Port) any { return timeOrNil(p.UpdatedAt) }, nil},
 		portField{"uuid", 1, fCreate | fSort, jsonschema.Types("string", "null"), nil, func(_ *viewCtx, p *storage.Port) any { return p.UUID }, nil},
 		portReqStr("address", func(p *storage.Port) *string { return &p.Address }),
-		portObj("extra", 1, func(p *storage.Port) *storage.JSONObject { return &p.Extra }),
+		objField("extra", 1, nil, func(p *storage.Port) *storage.JSONObject { return &p.Extra }),
 		portField{"internal_info", 18, 0, nil, nil, func(_ *viewCtx, p *storage.Port) any { return p.InternalInfo }, nil},
 		portBool("is_smartnic", 53, cp, false, func(p *storage.Port) *bool { return &p.IsSmartNIC }),
-		portObj("local_link_connection", 19, func(p *storage.Port) *storage.JSONObject { return &p.LocalLinkConnection }),
-		portStr("physical_network", 34, cp|fSort, 64, func(p *storage.Port) **string { return &p.PhysicalNetwork }),
+		objField("local_link_connection", 19, nil, func(p *storage.Port) *storage.JSONObject { return &p.LocalLinkConnection }),
+		strField("physical_network", 34, cp|fSort, 64, func(p *storage.Port) **string { return &p.PhysicalNetwork }),
 		portBool("pxe_enabled", 19, cp|fSort, true, func(p *storage.Port) *bool { return &p.PXEEnabled }),
 		portReqStr("node_uuid", func(p *storage.Port) *string { return &p.NodeUUID }),
-		portStr("name", 88, cp|fSort, 0, func(p *storage.Port) **string { return &p.Name }),
-		portStr("portgroup_uuid", 24, cp, 0, func(p *storage.Port) **string { return &p.PortgroupUUID }),
+		strField("name", 88, cp|fSort, 0, func(p *storage.Port) **string { return &p.Name }),
+		strField("portgroup_uuid", 24, cp, 0, func(p *storage.Port) **string { return &p.PortgroupUUID }),
 		portField{"links", 1, 0, nil, nil, func(v *viewCtx, p *storage.Port) any { return selfLinks(v, "ports", p.UUID) }, nil},
 	)
 	// Ironic's PATCH_ALLOWED_FIELDS order.

@@ -69,8 +69,7 @@ func agentNode(h *apiHarness, mac string) string {
 	if mac != "" {
 		h.expect(http.StatusCreated, "POST", "/v1/ports", latest, map[string]any{"node_uuid": id, "address": mac})
 	}
-	h.expect(http.StatusAccepted, "PUT", "/v1/nodes/"+id+"/states/provision", latest, map[string]any{"target": "manage"})
-	h.waitState(id, "manageable")
+	h.moveTo(id, "manage", "manageable")
 	return id
 }
 
@@ -91,8 +90,7 @@ func TestContinueInspectionAppliesInventory(t *testing.T) {
 	id := agentNode(h, bootMAC)
 	// An operator value is kept.
 	h.expect(http.StatusOK, "PATCH", "/v1/nodes/"+id, latest, []any{map[string]any{"op": "add", "path": "/properties/cpus", "value": 64}})
-	h.expect(http.StatusAccepted, "PUT", "/v1/nodes/"+id+"/states/provision", latest, map[string]any{"target": "inspect"})
-	h.waitState(id, "inspect wait")
+	h.moveTo(id, "inspect", "inspect wait")
 
 	gate := func(mac string) bool {
 		hw, _ := net.ParseMAC(mac)
@@ -143,8 +141,7 @@ func TestContinueInspectionAppliesInventory(t *testing.T) {
 func TestContinueInspectionVersionsAndToken(t *testing.T) {
 	h := newAgentAPI(t)
 	id := agentNode(h, "52:54:00:aa:01:01")
-	h.expect(http.StatusAccepted, "PUT", "/v1/nodes/"+id+"/states/provision", latest, map[string]any{"target": "inspect"})
-	h.waitState(id, "inspect wait")
+	h.moveTo(id, "inspect", "inspect wait")
 	h.expect(http.StatusNotFound, "POST", "/v1/continue_inspection", "1.50", inventoryBody("52:54:00:aa:01:01"))
 	h.expect(http.StatusNotFound, "POST", "/v1/continue_inspection?node_uuid="+id, "1.1", inventoryBody("52:54:00:aa:01:01"))
 	r := h.expect(http.StatusAccepted, "POST", "/v1/continue_inspection?node_uuid="+id, "1.84", inventoryBody("52:54:00:aa:01:01")).json(t)
@@ -159,8 +156,7 @@ func TestContinueInspectionBadInput(t *testing.T) {
 	h := newAgentAPI(t)
 	const mac = "52:54:00:aa:02:01"
 	id := agentNode(h, mac)
-	h.expect(http.StatusAccepted, "PUT", "/v1/nodes/"+id+"/states/provision", latest, map[string]any{"target": "inspect"})
-	h.waitState(id, "inspect wait")
+	h.moveTo(id, "inspect", "inspect wait")
 	bad := []any{
 		"{not json", "[]", `"x"`, "null", `{}`, `{"inventory": []}`,
 		`{"inventory": {}}`, `{"inventory": {"interfaces": []}}`,
@@ -195,18 +191,14 @@ func TestContinueInspectionBadInput(t *testing.T) {
 	body := inventoryBody(mac)
 	body["error"] = "collecting disks failed"
 	h.expect(http.StatusAccepted, "POST", "/v1/continue_inspection", "", body)
-	n = h.waitState(id, "inspect failed")
-	if !strings.Contains(n["last_error"].(string), "collecting disks failed") {
-		t.Errorf("last_error %v", n["last_error"])
-	}
+	h.failedWith(id, "inspect failed", "collecting disks failed")
 }
 
 func TestInspectionAbortRefusesLateCallback(t *testing.T) {
 	h := newAgentAPI(t)
 	const mac = "52:54:00:aa:03:01"
 	id := agentNode(h, mac)
-	h.expect(http.StatusAccepted, "PUT", "/v1/nodes/"+id+"/states/provision", latest, map[string]any{"target": "inspect"})
-	h.waitState(id, "inspect wait")
+	h.moveTo(id, "inspect", "inspect wait")
 	start := time.Now()
 	h.expect(http.StatusAccepted, "PUT", "/v1/nodes/"+id+"/states/provision", latest, map[string]any{"target": "abort"})
 	n := h.expect(http.StatusOK, "GET", "/v1/nodes/"+id, latest, nil).json(t)
@@ -227,8 +219,7 @@ func TestInspectionAbortRefusesLateCallback(t *testing.T) {
 func TestPortlessInspection(t *testing.T) {
 	h := newAgentAPI(t)
 	id := agentNode(h, "")
-	h.expect(http.StatusAccepted, "PUT", "/v1/nodes/"+id+"/states/provision", latest, map[string]any{"target": "inspect"})
-	h.waitState(id, "inspect wait")
+	h.moveTo(id, "inspect", "inspect wait")
 	hw, _ := net.ParseMAC("52:54:00:aa:04:01")
 	if d, ok := h.cond.BootTarget(context.Background(), hw); !ok || d.NodeUUID != "" {
 		t.Fatalf("unknown MAC during a portless inspection: %v %v", d, ok)
@@ -268,8 +259,7 @@ func TestAgentCleaningThroughHeartbeats(t *testing.T) {
 	h := newAgentAPI(t)
 	const mac = "52:54:00:aa:05:01"
 	id := agentNode(h, mac)
-	h.expect(http.StatusAccepted, "PUT", "/v1/nodes/"+id+"/states/provision", latest, map[string]any{"target": "provide"})
-	h.waitState(id, "clean wait")
+	h.moveTo(id, "provide", "clean wait")
 	h.expect(http.StatusNotFound, "GET", "/v1/lookup?addresses=52:54:00:00:00:99", "1.84", nil)
 	h.expect(http.StatusBadRequest, "GET", "/v1/lookup", "1.84", nil)
 	h.expect(http.StatusNotFound, "GET", "/v1/lookup?addresses="+mac, "1.21", nil)
@@ -330,18 +320,14 @@ func TestAgentCleanStepFailure(t *testing.T) {
 	h := newAgentAPI(t)
 	const mac = "52:54:00:aa:06:01"
 	id := agentNode(h, mac)
-	h.expect(http.StatusAccepted, "PUT", "/v1/nodes/"+id+"/states/provision", latest, map[string]any{"target": "provide"})
-	h.waitState(id, "clean wait")
+	h.moveTo(id, "provide", "clean wait")
 	a := &agent{h: h}
 	a.lookup(mac)
 	step := a.beat(nil).Step
 	if in := a.beat(&protocol.StepReport{ID: step.ID, Status: protocol.StepFailed, Error: "disk /dev/vda is read-only"}); in.Command != protocol.CmdPowerOff {
 		t.Fatalf("after failure: %+v", in)
 	}
-	n := h.waitState(id, "clean failed")
-	if !strings.Contains(n["last_error"].(string), "read-only") {
-		t.Errorf("last_error %v", n["last_error"])
-	}
+	h.failedWith(id, "clean failed", "read-only")
 }
 
 func TestAgentDeployAndAbort(t *testing.T) {
@@ -355,8 +341,7 @@ func TestAgentDeployAndAbort(t *testing.T) {
 		map[string]any{"op": "add", "path": "/properties/root_device", "value": map[string]any{"serial": "DISK2"}},
 	})
 	h.db(id, func(n *storage.Node) { n.AutomatedClean = boolPtr(false) })
-	h.expect(http.StatusAccepted, "PUT", "/v1/nodes/"+id+"/states/provision", latest, map[string]any{"target": "provide"})
-	h.waitState(id, "available")
+	h.moveTo(id, "provide", "available")
 	h.expect(http.StatusAccepted, "PUT", "/v1/nodes/"+id+"/states/provision", latest, map[string]any{"target": "active", "configdrive": "H4sIAAAAAAAA/wMAAAAAAAAAAAA="})
 	h.waitState(id, "wait call-back")
 	a := &agent{h: h}
@@ -392,8 +377,7 @@ func TestAgentDeployAndAbort(t *testing.T) {
 	a.lookup(mac)
 	step := a.beat(nil).Step
 	a.beat(&protocol.StepReport{ID: step.ID, Status: protocol.StepRunning})
-	h.expect(http.StatusAccepted, "PUT", "/v1/nodes/"+id+"/states/provision", latest, map[string]any{"target": "abort"})
-	h.waitState(id, "deploy failed")
+	h.moveTo(id, "abort", "deploy failed")
 	if in := a.beat(&protocol.StepReport{ID: step.ID, Status: protocol.StepRunning}); in.Command != protocol.CmdAbort {
 		t.Fatalf("heartbeat after abort: %+v", in)
 	}
@@ -403,8 +387,7 @@ func TestAbortAfterNonInterruptibleStep(t *testing.T) {
 	h := newAgentAPI(t)
 	const mac = "52:54:00:aa:08:01"
 	id := agentNode(h, mac)
-	h.expect(http.StatusAccepted, "PUT", "/v1/nodes/"+id+"/states/provision", latest, map[string]any{"target": "provide"})
-	h.waitState(id, "clean wait")
+	h.moveTo(id, "provide", "clean wait")
 	// Make the planned step non-interruptible, as a firmware step would be.
 	h.db(id, func(n *storage.Node) {
 		steps := n.DriverInternalInfo["agent_steps"].([]any)
@@ -424,21 +407,7 @@ func TestAbortAfterNonInterruptibleStep(t *testing.T) {
 	if in := a.beat(&protocol.StepReport{ID: step.ID, Status: protocol.StepSucceeded}); in.Command != protocol.CmdAbort {
 		t.Fatalf("after the step: %+v", in)
 	}
-	n := h.waitState(id, "clean failed")
-	if !strings.Contains(n["last_error"].(string), "aborted") {
-		t.Errorf("last_error %v", n["last_error"])
-	}
+	h.failedWith(id, "clean failed", "aborted")
 }
 
 func boolPtr(b bool) *bool { return &b }
-
-// db changes a node directly in the store (test set-up only).
-func (h *apiHarness) db(id string, fn func(n *storage.Node)) {
-	h.t.Helper()
-	if _, err := h.store.UpdateNode(context.Background(), id, func(n *storage.Node) (*storage.Event, error) {
-		fn(n)
-		return nil, nil
-	}); err != nil {
-		h.t.Fatal(err)
-	}
-}

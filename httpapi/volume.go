@@ -65,13 +65,6 @@ func volumeStr[T any](name string, p func(*T) *string) field[T] {
 		func(x *T, v any) error { *p(x) = v.(string); return nil }}
 }
 
-// volumeObj is a connector's or target's JSON object field (null stores {}).
-func volumeObj[T any](name string, mask func(any) any, p func(*T) *storage.JSONObject) field[T] {
-	return field[T]{name, volumeMinMinor, fCreate | fPatch, jsonschema.Types("object", "null"), mask,
-		func(_ *viewCtx, x *T) any { return *p(x) },
-		func(x *T, v any) error { *p(x) = objectOrEmpty(v); return nil }}
-}
-
 // volumeCommon are the fields both views start with (uuid, created_at,
 // updated_at) and end with (links, node_uuid).
 func volumeHead[T any](uuidOf func(*T) string, created func(*T) time.Time, updated func(*T) *time.Time) []field[T] {
@@ -98,7 +91,7 @@ var connectorTable = func() *resource[storage.VolumeConnector] {
 		func(c *storage.VolumeConnector) *time.Time { return c.UpdatedAt })
 	fields = append(fields,
 		volumeStr("connector_id", func(c *storage.VolumeConnector) *string { return &c.ConnectorID }),
-		volumeObj("extra", nil, func(c *storage.VolumeConnector) *storage.JSONObject { return &c.Extra }),
+		objField("extra", volumeMinMinor, nil, func(c *storage.VolumeConnector) *storage.JSONObject { return &c.Extra }),
 		volumeStr("type", func(c *storage.VolumeConnector) *string { return &c.Type }),
 	)
 	fields = append(fields, volumeTail("volume/connectors", uuidOf, func(c *storage.VolumeConnector) *string { return &c.NodeUUID })...)
@@ -115,8 +108,8 @@ var targetTable = func() *resource[storage.VolumeTarget] {
 		targetField{"boot_index", volumeMinMinor, fCreate | fPatch | fRequired | fSort, jsonschema.Types("integer"), nil,
 			func(_ *viewCtx, t *storage.VolumeTarget) any { return t.BootIndex },
 			func(t *storage.VolumeTarget, v any) error { t.BootIndex = int64(jsonschema.Number(v)); return nil }},
-		volumeObj("extra", nil, func(t *storage.VolumeTarget) *storage.JSONObject { return &t.Extra }),
-		volumeObj("properties", maskDictPassword, func(t *storage.VolumeTarget) *storage.JSONObject { return &t.Properties }),
+		objField("extra", volumeMinMinor, nil, func(t *storage.VolumeTarget) *storage.JSONObject { return &t.Extra }),
+		objField("properties", volumeMinMinor, maskDictPassword, func(t *storage.VolumeTarget) *storage.JSONObject { return &t.Properties }),
 		volumeStr("volume_id", func(t *storage.VolumeTarget) *string { return &t.VolumeID }),
 		volumeStr("volume_type", func(t *storage.VolumeTarget) *string { return &t.VolumeType }),
 	)

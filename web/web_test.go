@@ -3,13 +3,10 @@ package web
 import (
 	"bytes"
 	"compress/gzip"
-	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -22,6 +19,7 @@ import (
 	"castiron/engine"
 	"castiron/engine/driver/fake"
 	"castiron/engine/driver/redfish"
+	"castiron/engine/enginetest"
 	"castiron/httpapi"
 	"castiron/storage"
 )
@@ -40,20 +38,11 @@ type testServer struct {
 
 func newServer(t *testing.T, auth httpapi.Authenticator) *testServer {
 	t.Helper()
-	ctx := context.Background()
-	st, err := storage.Open(ctx, filepath.Join(t.TempDir(), "castiron.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	quiet := enginetest.Quiet()
 	d := fake.New()
 	rf := redfish.New(redfish.Config{Logger: quiet})
-	cond := engine.New(st, engine.NewRegistry(engine.NewFakeHardware(d), engine.NewManualManagement(d),
-		engine.NewRedfishHardware(rf, redfish.Properties())),
-		engine.Config{Hostname: "test-conductor", AutomatedClean: true, Logger: quiet})
-	if err := cond.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
+	cond, st := enginetest.Start(t, engine.Config{Hostname: "test-conductor", AutomatedClean: true},
+		engine.NewFakeHardware(d), engine.NewManualManagement(d), engine.NewRedfishHardware(rf, redfish.Properties()))
 	ui := Handler(Options{Auth: auth})
 	api := httpapi.New(cond, httpapi.Options{Auth: auth, Logger: quiet, HTML: ui, Extra: Mounts(ui)})
 	s := &testServer{t: t, store: st}
@@ -61,13 +50,7 @@ func newServer(t *testing.T, auth httpapi.Authenticator) *testServer {
 		s.reqs.Add(1)
 		api.ServeHTTP(&countingWriter{ResponseWriter: w, n: &s.sent}, r)
 	}))
-	t.Cleanup(func() {
-		s.srv.Close()
-		if err := cond.Stop(context.Background()); err != nil {
-			t.Error(err)
-		}
-		st.Close()
-	})
+	t.Cleanup(s.srv.Close)
 	return s
 }
 

@@ -61,39 +61,36 @@ type Metrics struct {
 func New(src Sources) *Metrics {
 	m := &Metrics{reg: prometheus.NewRegistry()}
 	f := func(c prometheus.Collector) { m.reg.MustRegister(c) }
+	// Each metric is made and registered by one call.
+	counters := func(name, help string, labels ...string) *prometheus.CounterVec {
+		c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+		f(c)
+		return c
+	}
+	histograms := func(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
+		h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, labels)
+		f(h)
+		return h
+	}
 
-	m.httpRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "castiron_http_requests_total",
-		Help: "HTTP requests answered, by route pattern, method and status code.",
-	}, []string{"route", "method", "code"})
-	m.httpDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "castiron_http_request_duration_seconds",
-		Help:    "Time from request to the end of the answer, by route pattern and method.",
-		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
-	}, []string{"route", "method"})
-	m.transitions = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "castiron_provision_transitions_total",
-		Help: "Committed provision state changes, by verb (state machine event) and states.",
-	}, []string{"verb", "from", "to"})
-	m.verbDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name: "castiron_provision_verb_duration_seconds",
-		Help: "Time from a verb leaving a stable state to the node's next stable state, by verb and that state " +
+	m.httpRequests = counters("castiron_http_requests_total",
+		"HTTP requests answered, by route pattern, method and status code.", "route", "method", "code")
+	m.httpDuration = histograms("castiron_http_request_duration_seconds",
+		"Time from request to the end of the answer, by route pattern and method.",
+		[]float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}, "route", "method")
+	m.transitions = counters("castiron_provision_transitions_total",
+		"Committed provision state changes, by verb (state machine event) and states.", "verb", "from", "to")
+	m.verbDuration = histograms("castiron_provision_verb_duration_seconds",
+		"Time from a verb leaving a stable state to the node's next stable state, by verb and that state "+
 			"(e.g. deploy ending in active or deploy failed). Verbs under way at a restart are not counted.",
-		Buckets: []float64{.1, .5, 1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200, 14400},
-	}, []string{"verb", "state"})
-	m.bmcCalls = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "castiron_bmc_calls_total",
-		Help: "Calls to nodes' power and management drivers, by hardware type, operation and result (ok or error).",
-	}, []string{"driver", "op", "result"})
-	m.bmcDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "castiron_bmc_call_duration_seconds",
-		Help:    "Duration of calls to nodes' power and management drivers, by hardware type and operation.",
-		Buckets: []float64{.001, .005, .01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120},
-	}, []string{"driver", "op"})
-	m.agentCalls = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "castiron_agent_requests_total",
-		Help: "Calls from the ramdisk agent (lookup, heartbeat, inspection), by result.",
-	}, []string{"call", "result"})
+		[]float64{.1, .5, 1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200, 14400}, "verb", "state")
+	m.bmcCalls = counters("castiron_bmc_calls_total",
+		"Calls to nodes' power and management drivers, by hardware type, operation and result (ok or error).", "driver", "op", "result")
+	m.bmcDuration = histograms("castiron_bmc_call_duration_seconds",
+		"Duration of calls to nodes' power and management drivers, by hardware type and operation.",
+		[]float64{.001, .005, .01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120}, "driver", "op")
+	m.agentCalls = counters("castiron_agent_requests_total",
+		"Calls from the ramdisk agent (lookup, heartbeat, inspection), by result.", "call", "result")
 	m.commitDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "castiron_storage_commit_duration_seconds",
 		Help:    "Duration of one group commit of write transactions (begin to durable commit).",
@@ -108,24 +105,15 @@ func New(src Sources) *Metrics {
 		Name: "castiron_storage_commit_errors_total",
 		Help: "Group commits that failed as a whole (begin or commit error).",
 	})
-	m.dhcpPackets = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "castiron_dhcp_packets_total",
-		Help: "DHCP packets received, by message type and castiron's answer (offer, ack, nak, none, error).",
-	}, []string{"type", "answer"})
-	m.transfers = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "castiron_boot_transfers_total",
-		Help: "Boot file transfers, by server (tftp, http), file and result (ok, incomplete, refused).",
-	}, []string{"server", "file", "result"})
-	m.transferBytes = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "castiron_boot_sent_bytes_total",
-		Help: "Bytes of boot files sent, by server (tftp, http) and file.",
-	}, []string{"server", "file"})
-
-	for _, c := range []prometheus.Collector{m.httpRequests, m.httpDuration, m.transitions, m.verbDuration,
-		m.bmcCalls, m.bmcDuration, m.agentCalls, m.commitDuration, m.commitBatch, m.commitErrors,
-		m.dhcpPackets, m.transfers, m.transferBytes} {
-		f(c)
-	}
+	f(m.commitDuration)
+	f(m.commitBatch)
+	f(m.commitErrors)
+	m.dhcpPackets = counters("castiron_dhcp_packets_total",
+		"DHCP packets received, by message type and castiron's answer (offer, ack, nak, none, error).", "type", "answer")
+	m.transfers = counters("castiron_boot_transfers_total",
+		"Boot file transfers, by server (tftp, http), file and result (ok, incomplete, refused).", "server", "file", "result")
+	m.transferBytes = counters("castiron_boot_sent_bytes_total",
+		"Bytes of boot files sent, by server (tftp, http) and file.", "server", "file")
 	f(collectors.NewGoCollector())
 	f(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	f(prometheus.NewGaugeFunc(prometheus.GaugeOpts{

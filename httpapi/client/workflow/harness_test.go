@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -18,6 +16,7 @@ import (
 	"castiron/engine/driver/fake"
 	"castiron/engine/driver/ipmi"
 	"castiron/engine/driver/redfish"
+	"castiron/engine/enginetest"
 	"castiron/httpapi"
 	"castiron/httpapi/client"
 	"castiron/storage"
@@ -35,34 +34,21 @@ type server struct {
 
 func newServer(t testing.TB, opts ...func(*httpapi.Options)) *server {
 	t.Helper()
-	ctx := context.Background()
-	st, err := storage.Open(ctx, filepath.Join(t.TempDir(), "castiron.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	quiet := enginetest.Quiet()
 	d := fake.New()
 	id := ipmi.New(ipmi.Config{Logger: quiet})
 	rf := redfish.New(redfish.Config{Logger: quiet})
-	cond := engine.New(st, engine.NewRegistry(engine.NewFakeHardware(d), engine.NewManualManagement(d),
-		engine.NewIPMIHardware(id, id, ipmi.Properties()), engine.NewRedfishHardware(rf, redfish.Properties())),
-		engine.Config{Hostname: "test-conductor", AutomatedClean: true, Logger: quiet, CallbackTimeout: time.Minute})
-	if err := cond.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
+	// Registered first, so it runs after the conductor stopped.
+	t.Cleanup(func() { _ = rf.Close(context.Background()) })
+	cond, st := enginetest.Start(t, engine.Config{Hostname: "test-conductor", AutomatedClean: true, CallbackTimeout: time.Minute},
+		engine.NewFakeHardware(d), engine.NewManualManagement(d),
+		engine.NewIPMIHardware(id, id, ipmi.Properties()), engine.NewRedfishHardware(rf, redfish.Properties()))
 	o := httpapi.Options{Logger: quiet}
 	for _, f := range opts {
 		f(&o)
 	}
 	srv := httptest.NewServer(httpapi.New(cond, o))
-	t.Cleanup(func() {
-		srv.Close()
-		if err := cond.Stop(context.Background()); err != nil {
-			t.Error(err)
-		}
-		_ = rf.Close(context.Background())
-		st.Close()
-	})
+	t.Cleanup(srv.Close)
 	return &server{t: t, url: srv.URL, st: st}
 }
 
