@@ -99,11 +99,8 @@ func argSortedKeys(m map[string]any) []string {
 
 // createChassis is POST /v1/chassis.
 func (a *API) createChassis(w http.ResponseWriter, r *http.Request) error {
-	body, err := decodeObject(r, "chassis")
+	body, err := chassisTable.readBody(r)
 	if err != nil {
-		return err
-	}
-	if err := chassisTable.checkBody(body, versionOf(r)); err != nil {
 		return err
 	}
 	c := &storage.Chassis{}

@@ -126,11 +126,7 @@ func TestDeployTemplates(t *testing.T) {
 	if l := h.expect(200, "GET", "/v1/deploy_templates?marker="+tid, latest, nil).json(t)["deploy_templates"].([]any); len(l) != 1 || l[0].(map[string]any)["uuid"] != std["uuid"] {
 		t.Fatalf("after marker: %v", l)
 	}
-	for _, tc := range []struct {
-		query  string
-		status int
-		want   string
-	}{
+	listFaults(t, h, "/v1/deploy_templates", []listFault{
 		{"?fields=uuid&detail=true", 400, "Can not specify ?detail=True and fields in the same request."},
 		{"?fields=description", 400, `Field(s) "description" are not valid`},
 		{"?sort_key=steps", 400, "The sort_key value steps is an invalid field for sorting"},
@@ -138,11 +134,7 @@ func TestDeployTemplates(t *testing.T) {
 		{"?limit=-1", 400, "Limit must be positive"},
 		{"?marker=a%20b", 400, "Expected name for marker: a b"},
 		{"?marker=CUSTOM_HYPERTHREADING_ON", 404, "Deploy template CUSTOM_HYPERTHREADING_ON could not be found."},
-	} {
-		t.Run("list "+tc.query, func(t *testing.T) {
-			volFault(t, h.expect(tc.status, "GET", "/v1/deploy_templates"+tc.query, latest, nil), tc.want)
-		})
-	}
+	})
 
 	// Patch.
 	up := h.expect(200, "PATCH", "/v1/deploy_templates/CUSTOM_HYPERTHREADING_ON", latest, []any{

@@ -11,11 +11,7 @@ import (
 // putInjectNMI is PUT /v1/nodes/{ident}/management/inject_nmi (1.29): 204,
 // synchronous, as Ironic's InjectNmiController.
 func (a *API) putInjectNMI(w http.ResponseWriter, r *http.Request) error {
-	if err := a.cond.InjectNMI(actorContext(r), r.PathValue("ident")); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return noContent(w, a.cond.InjectNMI(actorContext(r), r.PathValue("ident")))
 }
 
 // bootStateTarget reads {"target": ...} for the 1.76 boot mode and secure
@@ -176,9 +172,5 @@ func (a *API) putIndicator(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := a.cond.SetIndicatorState(actorContext(r), r.PathValue("ident"), component, name, state); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return noContent(w, a.cond.SetIndicatorState(actorContext(r), r.PathValue("ident"), component, name, state))
 }

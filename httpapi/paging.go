@@ -133,6 +133,13 @@ func nextLink(r *http.Request, resource string, p storage.Page, count int, lastU
 	if count == 0 || count < p.Limit {
 		return ""
 	}
+	return pageAfter(r, "/v1/"+resource, p, "id", lastUUID)
+}
+
+// pageAfter is the URL of the page after last on path: the request's query
+// with sort_key (defaultKey when p has none), sort_dir, limit and marker
+// set to p's.
+func pageAfter(r *http.Request, path string, p storage.Page, defaultKey, last string) string {
 	q := url.Values{}
 	for k, vs := range r.URL.Query() {
 		if k != "limit" && k != "marker" {
@@ -141,9 +148,9 @@ func nextLink(r *http.Request, resource string, p storage.Page, count int, lastU
 	}
 	sortKey := p.SortKey
 	if sortKey == "" {
-		sortKey = "id"
+		sortKey = defaultKey
 	}
 	q.Set("sort_key", sortKey)
 	q.Set("sort_dir", string(p.SortDir))
-	return baseURL(r) + "/v1/" + resource + "?" + q.Encode() + "&limit=" + strconv.Itoa(p.Limit) + "&marker=" + url.QueryEscape(lastUUID)
+	return baseURL(r) + path + "?" + q.Encode() + "&limit=" + strconv.Itoa(p.Limit) + "&marker=" + url.QueryEscape(last)
 }

@@ -170,12 +170,8 @@ func (a *API) getPortgroup(w http.ResponseWriter, r *http.Request) error {
 
 // createPortgroup is POST /v1/portgroups.
 func (a *API) createPortgroup(w http.ResponseWriter, r *http.Request) error {
-	ver := versionOf(r)
-	body, err := decodeObject(r, "portgroup")
+	body, err := portgroupTable.readBody(r)
 	if err != nil {
-		return err
-	}
-	if err := portgroupTable.checkBody(body, ver); err != nil {
 		return err
 	}
 	pg := &storage.Portgroup{StandalonePortsSupported: true}

@@ -198,11 +198,8 @@ func llcViewGate(ver Version, ports ...*storage.Port) error {
 // createPort is POST /v1/ports.
 func (a *API) createPort(w http.ResponseWriter, r *http.Request) error {
 	ver := versionOf(r)
-	body, err := decodeObject(r, "port")
+	body, err := portTable.readBody(r)
 	if err != nil {
-		return err
-	}
-	if err := portTable.checkBody(body, ver); err != nil {
 		return err
 	}
 	p := &storage.Port{PXEEnabled: true}

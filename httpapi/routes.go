@@ -85,7 +85,12 @@ func deleteItem(w http.ResponseWriter, r *http.Request, param string, check func
 
 // removed answers a DELETE whose removal is del: 204 with no body.
 func removed(w http.ResponseWriter, r *http.Request, del func(context.Context) error) error {
-	if err := del(actorContext(r)); err != nil {
+	return noContent(w, del(actorContext(r)))
+}
+
+// noContent answers 204 unless err.
+func noContent(w http.ResponseWriter, err error) error {
+	if err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

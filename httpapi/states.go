@@ -220,11 +220,7 @@ func (a *API) putBootDevice(w http.ResponseWriter, r *http.Request) error {
 	} else if p != nil {
 		persistent = *p
 	}
-	if err := a.cond.SetBootDevice(actorContext(r), r.PathValue("ident"), *dev, persistent); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return noContent(w, a.cond.SetBootDevice(actorContext(r), r.PathValue("ident"), *dev, persistent))
 }
 
 func (a *API) getBootDevice(w http.ResponseWriter, r *http.Request) error {
@@ -302,11 +298,7 @@ func (a *API) putTraits(w http.ResponseWriter, r *http.Request) error {
 		}
 		traits = append(traits, s)
 	}
-	if err := a.cond.SetTraits(actorContext(r), r.PathValue("ident"), traits, false); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return noContent(w, a.cond.SetTraits(actorContext(r), r.PathValue("ident"), traits, false))
 }
 
 func (a *API) deleteTraits(w http.ResponseWriter, r *http.Request) error {

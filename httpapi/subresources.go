@@ -7,7 +7,6 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 
 	"github.com/google/uuid"
@@ -171,20 +170,7 @@ func (a *API) listHistory(w http.ResponseWriter, r *http.Request) error {
 // marker object's repr and a fields list the endpoint then refuses; castiron
 // writes one a client can follow.
 func historyNext(r *http.Request, p storage.Page, last string) string {
-	q := url.Values{}
-	for k, vs := range r.URL.Query() {
-		if k != "limit" && k != "marker" && k != "sort_key" && k != "sort_dir" {
-			q[k] = vs
-		}
-	}
-	key := p.SortKey
-	if key == "" {
-		key = "created_at"
-	}
-	q.Set("sort_key", key)
-	q.Set("sort_dir", string(p.SortDir))
-	return baseURL(r) + "/v1/nodes/" + r.PathValue("ident") + "/history?" + q.Encode() +
-		"&limit=" + strconv.Itoa(p.Limit) + "&marker=" + url.QueryEscape(last)
+	return pageAfter(r, "/v1/nodes/"+r.PathValue("ident")+"/history", p, "created_at", last)
 }
 
 // getHistoryEvent is GET /v1/nodes/{ident}/history/{event}: one event, in
@@ -418,11 +404,7 @@ func (a *API) putRAID(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := a.cond.SetTargetRAIDConfig(actorContext(r), r.PathValue("ident"), body); err != nil {
-		return unsupportedAs404(err)
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return noContent(w, unsupportedAs404(a.cond.SetTargetRAIDConfig(actorContext(r), r.PathValue("ident"), body)))
 }
 
 // getRAIDProperties is GET /v1/drivers/{name}/raid/logical_disk_properties.
@@ -479,11 +461,7 @@ func (a *API) postVIF(w http.ResponseWriter, r *http.Request) error {
 		req.PortUUID, _ = body["port_uuid"].(string)
 		req.PortgroupUUID, _ = body["portgroup_uuid"].(string)
 	}
-	if err := a.cond.AttachVIF(actorContext(r), r.PathValue("ident"), req); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return noContent(w, a.cond.AttachVIF(actorContext(r), r.PathValue("ident"), req))
 }
 
 // deleteVIF is DELETE /v1/nodes/{ident}/vifs/{vif}.

@@ -52,11 +52,7 @@ func (a *API) postVMedia(w http.ResponseWriter, r *http.Request) error {
 	if s := engine.URLScheme(req.ImageURL); !slices.Contains(vmediaSchemes, s) {
 		return errInvalid("Unsupported or missing URL scheme: %s", s)
 	}
-	if err := a.cond.AttachVirtualMedia(actorContext(r), r.PathValue("ident"), req); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return noContent(w, a.cond.AttachVirtualMedia(actorContext(r), r.PathValue("ident"), req))
 }
 
 // deleteVMedia is DELETE /v1/nodes/{ident}/vmedia[?device_types=cdrom,disk]:
@@ -81,11 +77,7 @@ func (a *API) deleteVMedia(w http.ResponseWriter, r *http.Request) error {
 			return errInvalid("Invalid device type(s) %s (valid are %s)", strings.Join(invalid, ", "), strings.Join(engine.VMediaDevices, ", "))
 		}
 	}
-	if err := a.cond.DetachVirtualMedia(actorContext(r), r.PathValue("ident"), types); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return noContent(w, a.cond.DetachVirtualMedia(actorContext(r), r.PathValue("ident"), types))
 }
 
 // vmediaTypeList is Ironic's args.string_list: one value is split on commas,

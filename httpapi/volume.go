@@ -341,11 +341,8 @@ func volumeCreate[T any](a *API, k *volumeKind[T], create func(ctx context.Conte
 		if _, err := parentNodeIdent(r); err != nil {
 			return err
 		}
-		body, err := decodeObject(r, k.res.name)
+		body, err := k.res.readBody(r)
 		if err != nil {
-			return err
-		}
-		if err := k.res.checkBody(body, versionOf(r)); err != nil {
 			return err
 		}
 		if err := checkVolumeDoc(body); err != nil {
@@ -529,11 +526,7 @@ func volumeDelete[T any](a *API, k *volumeKind[T], del func(ctx context.Context,
 		if r.PathValue("ident") != "" {
 			return errMalformedURI()
 		}
-		if err := del(actorContext(r), id); err != nil {
-			return err
-		}
-		w.WriteHeader(http.StatusNoContent)
-		return nil
+		return noContent(w, del(actorContext(r), id))
 	}
 }
 

@@ -58,6 +58,23 @@ func volFault(t *testing.T, r resp, want string) {
 	}
 }
 
+// listFault is a list query and Ironic's status and message for it.
+type listFault struct {
+	query  string
+	status int
+	want   string
+}
+
+// listFaults checks each query of the list at path (subtest "list <query>").
+func listFaults(t *testing.T, h *apiHarness, path string, cases []listFault) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run("list "+tc.query, func(t *testing.T) {
+			volFault(t, h.expect(tc.status, "GET", path+tc.query, latest, nil), tc.want)
+		})
+	}
+}
+
 func TestVolumeRootAndVersions(t *testing.T) {
 	h := newAPI(t)
 	root := h.expect(200, "GET", "/v1/volume", "1.32", nil).json(t)
@@ -202,11 +219,7 @@ func TestVolumeConnectors(t *testing.T) {
 	if l := h.expect(200, "GET", "/v1/volume/connectors?marker="+cid, latest, nil).json(t)["connectors"].([]any); len(l) != 1 || l[0].(map[string]any)["uuid"] != c2["uuid"] {
 		t.Fatalf("after marker: %v", l)
 	}
-	for _, tc := range []struct {
-		query  string
-		status int
-		want   string
-	}{
+	listFaults(t, h, "/v1/volume/connectors", []listFault{
 		{"?fields=uuid&detail=True", 400, "Can't fetch a subset of fields with 'detail' set"},
 		{"?detail=maybe", 400, "Invalid detail: Unrecognized value 'maybe', acceptable values are: '0', '1', 'f', 'false', 'n', 'no', 'off', 'on', 't', 'true', 'y', 'yes'"},
 		{"?fields=uuid,nope", 400, "Schema error: 'nope' is not one of ['connector_id', 'created_at', 'extra', 'links', 'node_uuid', 'type', 'updated_at', 'uuid']"},
@@ -220,11 +233,7 @@ func TestVolumeConnectors(t *testing.T) {
 		{"?node=" + missing, 404, "Node " + missing + " could not be found."},
 		{"?node=no%20such", 400, "Expected UUID or name for node: no such"},
 		{"?project=p1", 400, "Schema error: Additional properties are not allowed ('project' was unexpected)"},
-	} {
-		t.Run("list "+tc.query, func(t *testing.T) {
-			volFault(t, h.expect(tc.status, "GET", "/v1/volume/connectors"+tc.query, latest, nil), tc.want)
-		})
-	}
+	})
 	// Ironic looks a parent node up by UUID only.
 	volFault(t, h.expect(404, "GET", "/v1/nodes/vol-a/volume/connectors", latest, nil), "Node vol-a could not be found.")
 

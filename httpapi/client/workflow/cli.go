@@ -371,11 +371,7 @@ func (e *env) nodeCmd(ctx context.Context, args []string) error {
 		nodes = slices.DeleteFunc(nodes, func(n client.Node) bool { return !n.Discovered() })
 	}
 	if c.output == "json" {
-		raws := make([]json.RawMessage, 0, len(nodes))
-		for _, n := range nodes {
-			raws = append(raws, n.Raw)
-		}
-		return writeJSON(e.stdout, raws)
+		return writeRaws(e.stdout, nodes, func(n client.Node) json.RawMessage { return n.Raw })
 	}
 	nodeTable(e.stdout, nodes)
 	return nil
@@ -401,14 +397,20 @@ func (e *env) conductorCmd(ctx context.Context, args []string) error {
 		return errors.New(faultOf(err))
 	}
 	if c.output == "json" {
-		raws := make([]json.RawMessage, 0, len(cs))
-		for _, cd := range cs {
-			raws = append(raws, cd.Raw)
-		}
-		return writeJSON(e.stdout, raws)
+		return writeRaws(e.stdout, cs, func(c client.Conductor) json.RawMessage { return c.Raw })
 	}
 	conductorTable(e.stdout, cs)
 	return nil
+}
+
+// writeRaws writes each item's JSON as the server sent it, in one array
+// (-o json).
+func writeRaws[T any](w io.Writer, items []T, raw func(T) json.RawMessage) error {
+	raws := make([]json.RawMessage, 0, len(items))
+	for _, x := range items {
+		raws = append(raws, raw(x))
+	}
+	return writeJSON(w, raws)
 }
 
 func writeJSON(w io.Writer, v any) error {

@@ -138,9 +138,7 @@ func TestBinaryNonTTY(t *testing.T) {
 // the conductor sets).
 func TestNodeListDiscovered(t *testing.T) {
 	s := newServer(t)
-	if code, out, errs := s.run("import", writeFile(t, "rack.json", fakeRack("d", 3))); code != 0 {
-		t.Fatalf("import: %d\n%s\n%s", code, out, errs)
-	}
+	s.runWant(0, "import", writeFile(t, "rack.json", fakeRack("d", 3)))
 	if _, err := s.st.UpdateNode(context.Background(), "d-001", func(n *storage.Node) (*storage.Event, error) {
 		n.DriverInternalInfo["auto_discovered"] = true
 		return nil, nil

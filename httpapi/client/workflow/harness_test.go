@@ -64,6 +64,17 @@ func (s *server) run(args ...string) (int, string, string) {
 	return code, out.String(), errb.String()
 }
 
+// runWant is run that fails the test unless the exit code is want; it
+// returns stdout and stderr.
+func (s *server) runWant(want int, args ...string) (string, string) {
+	s.t.Helper()
+	code, out, errs := s.run(args...)
+	if code != want {
+		s.t.Fatalf("%s: exit %d, want %d\n%s\n%s", strings.Join(args, " "), code, want, out, errs)
+	}
+	return out, errs
+}
+
 func (s *server) client() *client.Client {
 	s.t.Helper()
 	c, err := client.New(context.Background(), client.Config{URL: s.url, User: s.user, Password: s.pass})

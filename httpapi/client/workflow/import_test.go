@@ -15,10 +15,7 @@ import (
 func TestImportFiftyTwice(t *testing.T) {
 	s := newServer(t)
 	file := writeFile(t, "instackenv.json", fakeRack("rack", 50))
-	code, out, errs := s.run("import", file, "--provide", "--concurrency", "8")
-	if code != 0 {
-		t.Fatalf("first import: exit %d\n%s\n%s", code, out, errs)
-	}
+	out, _ := s.runWant(0, "import", file, "--provide", "--concurrency", "8")
 	mustContain(t, "first import", out, "50 succeeded, 0 failed", "50 node(s) created, 0 already registered")
 	nodes := s.nodes()
 	if len(nodes) != 50 {
@@ -39,10 +36,7 @@ func TestImportFiftyTwice(t *testing.T) {
 		t.Fatalf("%d ports, %v", len(ports), err)
 	}
 
-	code, out, errs = s.run("import", file, "--provide")
-	if code != 0 {
-		t.Fatalf("second import: exit %d\n%s\n%s", code, out, errs)
-	}
+	out, _ = s.runWant(0, "import", file, "--provide")
 	mustContain(t, "second import", out, "0 node(s) created, 50 already registered", "unchanged")
 	if strings.Contains(out, "provide requested") || strings.Contains(out, "created, manage") {
 		t.Errorf("second import changed something:\n%s", out)
@@ -69,9 +63,7 @@ nodes:
     root_device: {size: 40}
     resource_class: small
 `)
-	if code, out, errs := s.run("import", v1); code != 0 {
-		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
-	}
+	s.runWant(0, "import", v1)
 	n := s.node("y-0")
 	if n.ProvisionState != "manageable" || n.ResourceClass != "small" || n.Properties["cpus"] != float64(4) {
 		t.Fatalf("after import: %s %q %v", n.ProvisionState, n.ResourceClass, n.Properties)
@@ -91,10 +83,7 @@ nodes:
     root_device: {size: 40}
     resource_class: large
 `)
-	code, out, errs := s.run("import", v2)
-	if code != 0 {
-		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
-	}
+	out, _ := s.runWant(0, "import", v2)
 	mustContain(t, "update", out, "updated", "0 node(s) created, 1 already registered")
 	nodes := s.nodes()
 	if len(nodes) != 1 {
@@ -133,9 +122,7 @@ func TestImportAmbiguousMatch(t *testing.T) {
 		map[string]any{"uuid": b.UUID, "pm_type": "fake-hardware", "cpu": 2},
 	}})
 	// validation passes: the file itself has no duplicates
-	if code, out, errs := s.run("import", file, "--validate-only"); code != 0 {
-		t.Fatalf("validate: %d %s %s", code, out, errs)
-	}
+	s.runWant(0, "import", file, "--validate-only")
 	code, out, _ := s.run("import", file)
 	if code != 1 {
 		t.Fatalf("exit %d, want 1:\n%s", code, out)
@@ -199,10 +186,7 @@ func TestImportIPMICredentials(t *testing.T) {
 	}
 	file := writeFile(t, "ipmi.json", map[string]any{"nodes": []any{
 		entry("bmc-good", good, ipmisim.Password), entry("bmc-bad", bad, "wrong-password")}})
-	code, out, errs := s.run("import", file)
-	if code != 1 {
-		t.Fatalf("exit %d, want 1\n%s\n%s", code, out, errs)
-	}
+	out, _ := s.runWant(1, "import", file)
 	g, b := s.node("bmc-good"), s.node("bmc-bad")
 	if g.ProvisionState != "manageable" || g.Driver != "ipmi" || g.DriverInfo["ipmi_address"] != "127.0.0.1" ||
 		g.DriverInfo["ipmi_port"] != float64(good.Port) || g.DriverInfo["ipmi_username"] != ipmisim.User {
@@ -225,10 +209,7 @@ func TestImportIPMICredentials(t *testing.T) {
 
 	fixed := writeFile(t, "ipmi-fixed.json", map[string]any{"nodes": []any{
 		entry("bmc-good", good, ipmisim.Password), entry("bmc-bad", bad, ipmisim.Password)}})
-	code, out, errs = s.run("import", fixed)
-	if code != 0 {
-		t.Fatalf("re-import: exit %d\n%s\n%s", code, out, errs)
-	}
+	out, _ = s.runWant(0, "import", fixed)
 	mustContain(t, "re-import", out, "0 node(s) created, 2 already registered")
 	if b := s.node("bmc-bad"); b.ProvisionState != "manageable" {
 		t.Errorf("after fixing the password: %s %q", b.ProvisionState, b.LastError)
@@ -253,10 +234,7 @@ func TestImportRedfish(t *testing.T) {
 		map[string]any{"name": "rf-bad", "pm_type": "redfish", "pm_addr": other.Srv.URL, "pm_user": redfishfake.User,
 			"pm_password": "wrong"},
 	}})
-	code, out, errs := s.run("import", "--introspect", file)
-	if code != 1 {
-		t.Fatalf("exit %d, want 1\n%s\n%s", code, out, errs)
-	}
+	out, _ := s.runWant(1, "import", "--introspect", file)
 	g, b := s.node("rf-good"), s.node("rf-bad")
 	if g.ProvisionState != "manageable" || g.Driver != "redfish" || g.DriverInfo["redfish_address"] != good.Srv.URL ||
 		g.DriverInfo["redfish_system_id"] != "/redfish/v1/Systems/System.Embedded.1" {

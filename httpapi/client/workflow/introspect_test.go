@@ -15,18 +15,11 @@ import (
 func TestIntrospectOnlyManageable(t *testing.T) {
 	s := newServer(t)
 	file := writeFile(t, "rack.json", fakeRack("in", 4))
-	if code, out, errs := s.run("import", file); code != 0 {
-		t.Fatalf("import: %d\n%s\n%s", code, out, errs)
-	}
-	if code, out, errs := s.run("provide", "in-000"); code != 0 {
-		t.Fatalf("provide: %d\n%s\n%s", code, out, errs)
-	}
+	s.runWant(0, "import", file)
+	s.runWant(0, "provide", "in-000")
 	// Mixed request: the available node is refused and nothing happens to
 	// the manageable one either.
-	code, out, errs := s.run("introspect", "in-001", "in-000")
-	if code != 1 {
-		t.Fatalf("exit %d, want 1\n%s\n%s", code, out, errs)
-	}
+	out, errs := s.runWant(1, "introspect", "in-001", "in-000")
 	mustContain(t, "refusal", errs, "refused, no node was touched", "in-000 is available",
 		"deployment pool", "castiron manage in-000")
 	if s.node("in-000").ProvisionState != "available" {
@@ -36,25 +29,19 @@ func TestIntrospectOnlyManageable(t *testing.T) {
 		t.Errorf("manageable node was inspected although the command was refused: %v", f)
 	}
 	// Unknown node: refused with the server's 404 message.
-	code, _, errs = s.run("introspect", "no-such-node")
+	code, _, errs := s.run("introspect", "no-such-node")
 	if code != 1 {
 		t.Errorf("unknown node: exit %d", code)
 	}
 	mustContain(t, "unknown node", errs, "no-such-node", "could not be found", "HTTP 404")
 
-	code, out, errs = s.run("introspect", "in-001", "--provide")
-	if code != 0 {
-		t.Fatalf("introspect: %d\n%s\n%s", code, out, errs)
-	}
+	out, errs = s.runWant(0, "introspect", "in-001", "--provide")
 	mustContain(t, "introspect", out, "inspect requested", "in-001: done: available (inspect, provide)")
 	if n := s.node("in-001"); n.ProvisionState != "available" {
 		t.Errorf("in-001 %s", n.ProvisionState)
 	}
 	// --all-manageable picks only the two still manageable.
-	code, out, errs = s.run("introspect", "--all-manageable", "--concurrency", "1")
-	if code != 0 {
-		t.Fatalf("introspect --all-manageable: %d\n%s\n%s", code, out, errs)
-	}
+	out, errs = s.runWant(0, "introspect", "--all-manageable", "--concurrency", "1")
 	mustContain(t, "all-manageable", out, "2 succeeded, 0 failed", "in-002", "in-003")
 	if strings.Contains(out, "in-000") || strings.Contains(out, "in-001") {
 		t.Errorf("--all-manageable touched available nodes:\n%s", out)
@@ -76,21 +63,16 @@ func TestAbortAndInspectFailed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if code, out, errs := s.run("manage", "agent-0"); code != 0 {
-		t.Fatalf("manage: %d\n%s\n%s", code, out, errs)
-	}
+	s.runWant(0, "manage", "agent-0")
 	if err := c.SetProvisionState(ctx, n.UUID, "inspect"); err != nil {
 		t.Fatal(err)
 	}
-	code, out, errs := s.run("abort", "agent-0")
-	if code != 0 {
-		t.Fatalf("abort: %d\n%s\n%s", code, out, errs)
-	}
+	s.runWant(0, "abort", "agent-0")
 	if got := s.node("agent-0"); got.ProvisionState != "inspect failed" {
 		t.Fatalf("after abort: %s", got.ProvisionState)
 	}
 	// Aborting again is refused by the server with its reason.
-	code, out, _ = s.run("abort", "agent-0")
+	code, out, _ := s.run("abort", "agent-0")
 	if code != 1 || !strings.Contains(out, "HTTP 400") {
 		t.Errorf("second abort: exit %d\n%s", code, out)
 	}
@@ -99,9 +81,7 @@ func TestAbortAndInspectFailed(t *testing.T) {
 	if _, err := c.PatchNode(ctx, n.UUID, []client.PatchOp{{Op: "replace", Path: "/inspect_interface", Value: "fake"}}); err != nil {
 		t.Fatal(err)
 	}
-	if code, out, errs := s.run("introspect", "agent-0"); code != 0 {
-		t.Fatalf("introspect from inspect failed: %d\n%s\n%s", code, out, errs)
-	}
+	s.runWant(0, "introspect", "agent-0")
 	if got := s.node("agent-0"); got.ProvisionState != "manageable" {
 		t.Errorf("after introspect: %s", got.ProvisionState)
 	}
@@ -112,9 +92,7 @@ func TestAbortAndInspectFailed(t *testing.T) {
 func TestProvideManageConfigure(t *testing.T) {
 	s := newServer(t)
 	file := writeFile(t, "rack.json", fakeRack("pm", 3))
-	if code, out, errs := s.run("import", file); code != 0 {
-		t.Fatalf("import: %d\n%s\n%s", code, out, errs)
-	}
+	s.runWant(0, "import", file)
 	code, out, errs := s.run("configure", "--all-manageable", "--boot-mode", "bios",
 		"--root-device", `{"serial": "S123"}`, "--deploy-image", "http://img/ipa")
 	if code != 0 {
@@ -141,9 +119,7 @@ func TestProvideManageConfigure(t *testing.T) {
 			t.Errorf("%v: exit %d (%s)", bad, code, errs)
 		}
 	}
-	if code, out, errs := s.run("provide", "pm-000", "pm-001"); code != 0 {
-		t.Fatalf("provide: %d\n%s\n%s", code, out, errs)
-	}
+	s.runWant(0, "provide", "pm-000", "pm-001")
 	// provide again: already available is fine, nothing requested.
 	code, out, _ = s.run("provide", "pm-000")
 	if code != 0 || strings.Contains(out, "provide requested") {
