@@ -104,14 +104,8 @@ func (a *API) createChassis(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	c := &storage.Chassis{}
-	if err := chassisTable.setAll(c, body); err != nil {
-		return err
-	}
-	c.UUID = strings.ToLower(c.UUID)
-	if err := a.cond.CreateChassis(actorContext(r), c); err != nil {
-		return err
-	}
-	return chassisTable.writeCreated(w, r, a.view(r), "chassis", c.UUID, c)
+	return chassisTable.create(w, r, a.view(r), "chassis", c, body,
+		func() error { c.UUID = strings.ToLower(c.UUID); return nil }, a.cond.CreateChassis)
 }
 
 // patchChassis is PATCH /v1/chassis/{uuid} with Ironic's JSON patch.

@@ -278,14 +278,7 @@ func (a *API) createDeployTemplate(w http.ResponseWriter, r *http.Request) error
 	if err := checkTemplate("template", body); err != nil {
 		return err
 	}
-	t := &storage.DeployTemplate{}
-	if err := templateTable.setAll(t, body); err != nil {
-		return err
-	}
-	if err := a.cond.CreateDeployTemplate(actorContext(r), t); err != nil {
-		return err
-	}
-	return templateTable.writeCreated(w, r, a.view(r), "deploy_templates", t.UUID, t)
+	return templateTable.create(w, r, a.view(r), "deploy_templates", &storage.DeployTemplate{}, body, nil, a.cond.CreateDeployTemplate)
 }
 
 // patchDeployTemplate is PATCH /v1/deploy_templates/{ident}: each step is

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"slices"
@@ -290,6 +291,26 @@ func (res *resource[T]) writeOne(w http.ResponseWriter, v *viewCtx, status int, 
 func (res *resource[T]) writeOK(w http.ResponseWriter, v *viewCtx, x *T, fields []string) error {
 	res.writeOne(w, v, http.StatusOK, x, fields)
 	return nil
+}
+
+// create is the end of a POST whose body passed readBody: its fields set
+// into x (setAll), finish (the resource's own checks across fields and
+// normalising; nil: none), store, then the 201 answer under /v1/collection.
+func (res *resource[T]) create(w http.ResponseWriter, r *http.Request, v *viewCtx, collection string, x *T, body map[string]any,
+	finish func() error, store func(context.Context, *T) error) error {
+	if err := res.setAll(x, body); err != nil {
+		return err
+	}
+	if finish != nil {
+		if err := finish(); err != nil {
+			return err
+		}
+	}
+	if err := store(actorContext(r), x); err != nil {
+		return err
+	}
+	id, _ := res.field("uuid").get(v, x).(string)
+	return res.writeCreated(w, r, v, collection, id, x)
 }
 
 // writeCreated answers a POST: 201 with the new item's view, its Location

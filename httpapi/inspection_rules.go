@@ -239,14 +239,7 @@ func (a *API) createInspectionRule(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	rule := &storage.InspectionRule{}
-	if err := ruleTable.setAll(rule, body); err != nil {
-		return err
-	}
-	if err := a.cond.CreateInspectionRule(actorContext(r), rule); err != nil {
-		return err
-	}
-	return ruleTable.writeCreated(w, r, a.view(r), "inspection_rules", rule.UUID, rule)
+	return ruleTable.create(w, r, a.view(r), "inspection_rules", &storage.InspectionRule{}, body, nil, a.cond.CreateInspectionRule)
 }
 
 // ruleDoc is the rule as its object's as_dict() gives it to a patch.

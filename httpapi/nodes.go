@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 	"regexp"
 	"slices"
@@ -242,19 +243,13 @@ func (a *API) createNode(w http.ResponseWriter, r *http.Request) error {
 		}
 		n.UUID = strings.ToLower(s)
 	}
-	if err := nodeTable.setAll(n, body); err != nil {
-		return err
-	}
-	if !ver.AtLeast(10) && n.Name != nil {
-		// Before 1.10 names had to be host names.
-		if !regexpHostname.MatchString(*n.Name) {
+	return nodeTable.create(w, r, a.view(r), "nodes", n, body, func() error {
+		if !ver.AtLeast(10) && n.Name != nil && !regexpHostname.MatchString(*n.Name) {
+			// Before 1.10 names had to be host names.
 			return errInvalid("Cannot create node with invalid name '%s'", *n.Name)
 		}
-	}
-	if err := a.cond.CreateNode(actorContext(r), n, ver.AtLeast(11)); err != nil {
-		return err
-	}
-	return nodeTable.writeCreated(w, r, a.view(r), "nodes", n.UUID, n)
+		return nil
+	}, func(ctx context.Context, n *storage.Node) error { return a.cond.CreateNode(ctx, n, ver.AtLeast(11)) })
 }
 
 // patchNode is PATCH /v1/nodes/{ident} with an RFC 6902 JSON patch, checked

@@ -181,21 +181,17 @@ func (a *API) createPortgroup(w http.ResponseWriter, r *http.Request) error {
 		}
 		pg.UUID = strings.ToLower(u)
 	}
-	if err := portgroupTable.setAll(pg, body); err != nil {
-		return err
-	}
-	if _, err := a.cond.Store().GetNode(r.Context(), pg.NodeUUID); fault.Is(err, fault.NotFound) {
-		return fault.New(fault.Invalid, "%s", engine.Word(err).Error())
-	} else if err != nil {
-		return err
-	}
-	if s, ok := body["name"].(string); ok && s != "" && !argLogicalName(s) {
-		return errInvalid("Cannot create portgroup with invalid name '%s'", s)
-	}
-	if err := a.cond.CreatePortgroup(actorContext(r), pg); err != nil {
-		return err
-	}
-	return portgroupTable.writeCreated(w, r, a.view(r), "portgroups", pg.UUID, pg)
+	return portgroupTable.create(w, r, a.view(r), "portgroups", pg, body, func() error {
+		if _, err := a.cond.Store().GetNode(r.Context(), pg.NodeUUID); fault.Is(err, fault.NotFound) {
+			return fault.New(fault.Invalid, "%s", engine.Word(err).Error())
+		} else if err != nil {
+			return err
+		}
+		if s, ok := body["name"].(string); ok && s != "" && !argLogicalName(s) {
+			return errInvalid("Cannot create portgroup with invalid name '%s'", s)
+		}
+		return nil
+	}, a.cond.CreatePortgroup)
 }
 
 // portgroupMandatory refuses a patch that removes mode (as Ironic does),

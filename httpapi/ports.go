@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 	"slices"
 	"strings"
@@ -210,19 +211,15 @@ func (a *API) createPort(w http.ResponseWriter, r *http.Request) error {
 		}
 		p.UUID = strings.ToLower(s)
 	}
-	if err := portTable.setAll(p, body); err != nil {
-		return err
-	}
-	if err := llcKeyGate(ver, body["local_link_connection"]); err != nil {
-		return err
-	}
-	if err := a.cond.CreatePort(actorContext(r), p); err != nil {
-		if err := engine.Word(err); fault.Is(err, fault.NotFound) && strings.HasPrefix(err.Error(), "Node ") {
-			return fault.New(fault.Invalid, "%s", err.Error()) // Ironic: 400 for an unknown node here
-		}
-		return err
-	}
-	return portTable.writeCreated(w, r, a.view(r), "ports", p.UUID, p)
+	return portTable.create(w, r, a.view(r), "ports", p, body,
+		func() error { return llcKeyGate(ver, body["local_link_connection"]) },
+		func(ctx context.Context, p *storage.Port) error {
+			err := a.cond.CreatePort(ctx, p)
+			if err := engine.Word(err); fault.Is(err, fault.NotFound) && strings.HasPrefix(err.Error(), "Node ") {
+				return fault.New(fault.Invalid, "%s", err.Error()) // Ironic: 400 for an unknown node here
+			}
+			return err
+		})
 }
 
 // patchPort is PATCH /v1/ports/{uuid}: the patch schema, the port table's

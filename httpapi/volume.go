@@ -360,14 +360,8 @@ func volumeCreate[T any](a *API, k *volumeKind[T], create func(ctx context.Conte
 			body["uuid"] = strings.ToLower(u)
 		}
 		x := new(T)
-		if err := k.res.setAll(x, body); err != nil {
-			return err
-		}
-		k.setUUID(x, body["uuid"])
-		if err := create(actorContext(r), x); err != nil {
-			return err
-		}
-		return k.res.writeCreated(w, r, a.view(r), "volume/"+k.plural, k.uuidOf(x), x)
+		return k.res.create(w, r, a.view(r), "volume/"+k.plural, x, body,
+			func() error { k.setUUID(x, body["uuid"]); return nil }, create)
 	}
 }
 
