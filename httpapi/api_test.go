@@ -167,23 +167,21 @@ func TestNodeListFiltersFieldsAndPaging(t *testing.T) {
 	list := func(q string) []any {
 		return h.expect(200, "GET", "/v1/nodes"+q, latest, nil).json(t)["nodes"].([]any)
 	}
-	if got := len(list("")); got != 5 {
-		t.Fatalf("%d nodes", got)
-	}
-	if got := len(list("?maintenance=true")); got != 1 {
-		t.Fatalf("maintenance filter: %d", got)
-	}
-	if got := len(list("?description_contains=rack%201")); got != 2 {
-		t.Fatalf("description_contains: %d", got)
-	}
-	if got := len(list("?conductor=test-conductor")); got != 5 {
-		t.Fatalf("conductor filter: %d", got)
-	}
-	if got := len(list("?conductor=nobody")); got != 0 {
-		t.Fatalf("unknown conductor filter: %d", got)
-	}
-	if got := len(list("?provision_state=enroll&driver=fake-hardware&resource_class=gold")); got != 5 {
-		t.Fatalf("combined filters: %d", got)
+	for _, c := range []struct {
+		query string
+		want  int
+		fatal string
+	}{
+		{"", 5, "%d nodes"},
+		{"?maintenance=true", 1, "maintenance filter: %d"},
+		{"?description_contains=rack%201", 2, "description_contains: %d"},
+		{"?conductor=test-conductor", 5, "conductor filter: %d"},
+		{"?conductor=nobody", 0, "unknown conductor filter: %d"},
+		{"?provision_state=enroll&driver=fake-hardware&resource_class=gold", 5, "combined filters: %d"},
+	} {
+		if got := len(list(c.query)); got != c.want {
+			t.Fatalf(c.fatal, got)
+		}
 	}
 	first := list("")[0].(map[string]any)
 	if len(first) != 7 {

@@ -12,25 +12,24 @@ import (
 	"castiron/fault"
 )
 
-// statusOf is the one place fault kinds become HTTP statuses.
+// statuses is the one place fault kinds become HTTP statuses; any other
+// kind is a 500.
+var statuses = map[fault.Kind]int{
+	fault.Invalid:          http.StatusBadRequest,
+	fault.NotImplemented:   http.StatusBadRequest,
+	fault.Forbidden:        http.StatusForbidden,
+	fault.NotFound:         http.StatusNotFound,
+	fault.MethodNotAllowed: http.StatusMethodNotAllowed,
+	fault.NotAcceptable:    http.StatusNotAcceptable,
+	fault.Conflict:         http.StatusConflict,
+	fault.NodeLocked:       http.StatusConflict,
+	fault.TooLarge:         http.StatusRequestEntityTooLarge,
+	fault.Unavailable:      http.StatusServiceUnavailable,
+}
+
 func statusOf(k fault.Kind) int {
-	switch k {
-	case fault.Invalid, fault.NotImplemented:
-		return http.StatusBadRequest
-	case fault.Forbidden:
-		return http.StatusForbidden
-	case fault.NotFound:
-		return http.StatusNotFound
-	case fault.MethodNotAllowed:
-		return http.StatusMethodNotAllowed
-	case fault.NotAcceptable:
-		return http.StatusNotAcceptable
-	case fault.Conflict, fault.NodeLocked:
-		return http.StatusConflict
-	case fault.TooLarge:
-		return http.StatusRequestEntityTooLarge
-	case fault.Unavailable:
-		return http.StatusServiceUnavailable
+	if s, ok := statuses[k]; ok {
+		return s
 	}
 	return http.StatusInternalServerError
 }

@@ -23,6 +23,15 @@ func writeJSON(w http.ResponseWriter, status int, v any) error {
 	return nil
 }
 
+// accepted answers Ironic's 202 (writeAccepted) unless err.
+func accepted(w http.ResponseWriter, err error, location string) error {
+	if err != nil {
+		return err
+	}
+	writeAccepted(w, location)
+	return nil
+}
+
 // writeAccepted is Ironic's 202: empty body, Location of the state resource.
 func writeAccepted(w http.ResponseWriter, location string) {
 	if location != "" {

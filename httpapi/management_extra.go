@@ -56,11 +56,7 @@ func (a *API) putBootMode(w http.ResponseWriter, r *http.Request) error {
 	if mode != "bios" && mode != "uefi" {
 		return errInvalid("Invalid boot mode %s requested for node. Allowed boot modes are: bios, uefi", pyrepr.Str(target))
 	}
-	if err := a.cond.SetBootMode(actorContext(r), r.PathValue("ident"), mode); err != nil {
-		return err
-	}
-	writeAccepted(w, a.statesLocation(r))
-	return nil
+	return accepted(w, a.cond.SetBootMode(actorContext(r), r.PathValue("ident"), mode), a.statesLocation(r))
 }
 
 // putSecureBoot is PUT /v1/nodes/{ident}/states/secure_boot (1.76): 202, the
@@ -77,11 +73,7 @@ func (a *API) putSecureBoot(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := a.cond.SetSecureBoot(actorContext(r), r.PathValue("ident"), on); err != nil {
-		return err
-	}
-	writeAccepted(w, a.statesLocation(r))
-	return nil
+	return accepted(w, a.cond.SetSecureBoot(actorContext(r), r.PathValue("ident"), on), a.statesLocation(r))
 }
 
 // indicatorView is one entry of GET /v1/nodes/{ident}/management/indicators,

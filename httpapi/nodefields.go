@@ -17,7 +17,10 @@ func typeErr(field string, v any, want string) error {
 	return errInvalid("Invalid value for %s: %s is not of type '%s'", field, pyrepr.Repr(v), want)
 }
 
-func setStrPtr(field string, dst func(n *storage.Node) **string, maxLen int) func(*storage.Node, any) error {
+// setStr is a node's optional string setter: null clears the field,
+// anything but a string is a type error, and check vets (and may rewrite)
+// a string.
+func setStr(field string, dst func(n *storage.Node) **string, check func(s string) (string, error)) func(*storage.Node, any) error {
 	return func(n *storage.Node, v any) error {
 		if v == nil {
 			*dst(n) = nil
@@ -27,12 +30,22 @@ func setStrPtr(field string, dst func(n *storage.Node) **string, maxLen int) fun
 		if !ok {
 			return typeErr(field, v, "string")
 		}
-		if maxLen > 0 && len(s) > maxLen {
-			return errInvalid("Invalid value for %s: '%s' is too long (maximum %d characters)", field, s, maxLen)
+		s, err := check(s)
+		if err != nil {
+			return err
 		}
 		*dst(n) = &s
 		return nil
 	}
+}
+
+func setStrPtr(field string, dst func(n *storage.Node) **string, maxLen int) func(*storage.Node, any) error {
+	return setStr(field, dst, func(s string) (string, error) {
+		if maxLen > 0 && len(s) > maxLen {
+			return "", errInvalid("Invalid value for %s: '%s' is too long (maximum %d characters)", field, s, maxLen)
+		}
+		return s, nil
+	})
 }
 
 func setBoolField(field string, dst func(n *storage.Node) *bool) func(*storage.Node, any) error {
@@ -92,22 +105,12 @@ func setInterface(kind string) func(*storage.Node, any) error {
 }
 
 func setUUIDPtr(field string, dst func(n *storage.Node) **string) func(*storage.Node, any) error {
-	return func(n *storage.Node, v any) error {
-		if v == nil {
-			*dst(n) = nil
-			return nil
-		}
-		s, ok := v.(string)
-		if !ok {
-			return typeErr(field, v, "string")
-		}
+	return setStr(field, dst, func(s string) (string, error) {
 		if _, err := uuid.Parse(s); err != nil {
-			return errInvalid("Expected a UUID for %s but received %s.", field, s)
+			return "", errInvalid("Expected a UUID for %s but received %s.", field, s)
 		}
-		s = strings.ToLower(s)
-		*dst(n) = &s
-		return nil
-	}
+		return strings.ToLower(s), nil
+	})
 }
 
 // nameRE is RFC 3986 unreserved characters (API >= 1.10).

@@ -119,21 +119,13 @@ func (a *API) putProvision(w http.ResponseWriter, r *http.Request) error {
 			}
 		}
 	}
-	if err := a.cond.Provision(actorContext(r), r.PathValue("ident"), req); err != nil {
-		return err
-	}
-	writeAccepted(w, a.statesLocation(r))
-	return nil
+	return accepted(w, a.cond.Provision(actorContext(r), r.PathValue("ident"), req), a.statesLocation(r))
 }
 
 // deleteProvision is DELETE /v1/nodes/{id}/states/provision: abort the running
 // provision task (the deploy-abort blueprint, seed 001).
 func (a *API) deleteProvision(w http.ResponseWriter, r *http.Request) error {
-	if err := a.cond.AbortRunning(actorContext(r), r.PathValue("ident")); err != nil {
-		return err
-	}
-	writeAccepted(w, a.statesLocation(r))
-	return nil
+	return accepted(w, a.cond.AbortRunning(actorContext(r), r.PathValue("ident")), a.statesLocation(r))
 }
 
 // putPower is PUT /v1/nodes/{id}/states/power.
@@ -169,11 +161,7 @@ func (a *API) putPower(w http.ResponseWriter, r *http.Request) error {
 			return errInvalid("Unknown argument: \"%s\"", k)
 		}
 	}
-	if err := a.cond.SetPower(actorContext(r), r.PathValue("ident"), *target, timeout); err != nil {
-		return err
-	}
-	writeAccepted(w, a.statesLocation(r))
-	return nil
+	return accepted(w, a.cond.SetPower(actorContext(r), r.PathValue("ident"), *target, timeout), a.statesLocation(r))
 }
 
 // putMaintenance is PUT /v1/nodes/{id}/maintenance {"reason": "..."}.
@@ -186,19 +174,11 @@ func (a *API) putMaintenance(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := a.cond.SetMaintenance(actorContext(r), r.PathValue("ident"), true, reason); err != nil {
-		return err
-	}
-	writeAccepted(w, "")
-	return nil
+	return accepted(w, a.cond.SetMaintenance(actorContext(r), r.PathValue("ident"), true, reason), "")
 }
 
 func (a *API) deleteMaintenance(w http.ResponseWriter, r *http.Request) error {
-	if err := a.cond.SetMaintenance(actorContext(r), r.PathValue("ident"), false, nil); err != nil {
-		return err
-	}
-	writeAccepted(w, "")
-	return nil
+	return accepted(w, a.cond.SetMaintenance(actorContext(r), r.PathValue("ident"), false, nil), "")
 }
 
 // putBootDevice is PUT /v1/nodes/{id}/management/boot_device.

@@ -376,11 +376,7 @@ func (a *API) putConsole(w http.ResponseWriter, r *http.Request) error {
 	default:
 		return invalidBool("enabled", pyrepr.Repr(raw))
 	}
-	if err := a.cond.SetConsole(actorContext(r), r.PathValue("ident"), enabled); err != nil {
-		return err
-	}
-	writeAccepted(w, baseURL(r)+"/v1/nodes/"+r.PathValue("ident")+"/states/console")
-	return nil
+	return accepted(w, a.cond.SetConsole(actorContext(r), r.PathValue("ident"), enabled), baseURL(r)+"/v1/nodes/"+r.PathValue("ident")+"/states/console")
 }
 
 // --- RAID (1.12) ---

@@ -154,6 +154,18 @@ func (c *common) connect(ctx context.Context) (*client.Client, error) {
 	return client.New(ctx, cfg)
 }
 
+// manageable connects and selects the named manageable nodes (every
+// manageable one with --all-manageable).
+func (e *env) manageable(ctx context.Context, c *common, names []string) (*Runner, []*client.Node, error) {
+	cl, err := c.connect(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	r := e.runner(c, cl)
+	nodes, err := r.Select(ctx, names, c.all, "manageable")
+	return r, nodes, err
+}
+
 func (e *env) runner(c *common, cl *client.Client) *Runner {
 	return &Runner{Client: cl, Concurrency: c.concurrency, Timeout: c.timeout}
 }
@@ -245,12 +257,7 @@ func (e *env) stateCmd(ctx context.Context, cmd string, args []string) error {
 	if len(names) == 0 && !c.all {
 		return usageError{msg: "name the nodes" + map[bool]string{true: " or give --all-manageable"}[cmd == "introspect" || cmd == "provide"]}
 	}
-	cl, err := c.connect(ctx)
-	if err != nil {
-		return err
-	}
-	r := e.runner(c, cl)
-	nodes, err := r.Select(ctx, names, c.all, "manageable")
+	r, nodes, err := e.manageable(ctx, c, names)
 	if err != nil {
 		return err
 	}
@@ -314,12 +321,7 @@ func (e *env) configureCmd(ctx context.Context, args []string) error {
 	if len(names) == 0 && !c.all {
 		return usageError{msg: "name the nodes or give --all-manageable"}
 	}
-	cl, err := c.connect(ctx)
-	if err != nil {
-		return err
-	}
-	r := e.runner(c, cl)
-	nodes, err := r.Select(ctx, names, c.all, "manageable")
+	r, nodes, err := e.manageable(ctx, c, names)
 	if err != nil {
 		return err
 	}
