@@ -67,6 +67,43 @@ func wantFault(t *testing.T, r resp, status int, msg string) {
 	}
 }
 
+// verFault is a request body at a version and Ironic's status and
+// message for it.
+type verFault struct {
+	ver    string
+	body   any
+	status int
+	msg    string
+}
+
+// wantFaults sends each case's body by method to path (wantFault).
+func (h *apiHarness) wantFaults(t *testing.T, method, path string, cases []verFault) {
+	t.Helper()
+	for _, tc := range cases {
+		wantFault(t, h.do(method, path, tc.ver, tc.body), tc.status, tc.msg)
+	}
+}
+
+// namedFault is a named request body and Ironic's status and message for
+// it at the latest version.
+type namedFault struct {
+	name   string
+	body   any
+	status int
+	want   string
+}
+
+// namedFaults sends each case's body by method to path in subtest
+// prefix+name (volFault).
+func (h *apiHarness) namedFaults(t *testing.T, prefix, method, path string, cases []namedFault) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(prefix+tc.name, func(t *testing.T) {
+			volFault(t, h.expect(tc.status, method, path, latest, tc.body), tc.want)
+		})
+	}
+}
+
 func TestAllocationLifecycle(t *testing.T) {
 	h := newAPI(t)
 	plain := h.availableNode(map[string]any{"name": "plain", "resource_class": "gold"})
@@ -373,12 +410,7 @@ func TestAllocationRequestErrors(t *testing.T) {
 	h.availableNode(map[string]any{"name": "n1", "resource_class": "gold"})
 	existing := h.allocate(map[string]any{"resource_class": "gold", "name": "taken"})
 	long := strings.Repeat("x", 81)
-	for _, tc := range []struct {
-		ver    string
-		body   any
-		status int
-		msg    string
-	}{
+	h.wantFaults(t, "POST", "/v1/allocations", []verFault{
 		{latest, map[string]any{}, 400, "The resource_class field is mandatory when not backfilling"},
 		{latest, map[string]any{"resource_class": ""}, 400, "The resource_class field is mandatory when not backfilling"},
 		{latest, map[string]any{"resource_class": "gold", "bogus": 1}, 400, "Schema error for allocation: Additional properties are not allowed ('bogus' was unexpected)"},
@@ -403,9 +435,7 @@ func TestAllocationRequestErrors(t *testing.T) {
 		{latest, map[string]any{"resource_class": "gold", "candidate_nodes": []string{"bad name!"}}, 400, "Nodes cannot be found: bad name!"},
 		{"1.59", map[string]any{"resource_class": "gold", "owner": "proj"}, 406, "Request not acceptable."},
 		{"1.51", map[string]any{"resource_class": "gold"}, 405, "The API version does not allow allocations"},
-	} {
-		wantFault(t, h.do("POST", "/v1/allocations", tc.ver, tc.body), tc.status, tc.msg)
-	}
+	})
 }
 
 func TestAllocationList(t *testing.T) {
@@ -520,12 +550,7 @@ func TestAllocationPatch(t *testing.T) {
 	h.expect(http.StatusOK, "PATCH", "/v1/allocations/"+id, latest, []any{op("add", "/name", id)})
 
 	path := "/v1/allocations/" + id
-	for _, tc := range []struct {
-		ver    string
-		body   any
-		status int
-		msg    string
-	}{
+	h.wantFaults(t, "PATCH", path, []verFault{
 		{latest, []any{op("replace", "/resource_class", "x")}, 400, "Cannot patch /resource_class. Only the following can be updated: name, extra"},
 		{latest, []any{op("replace", "/owner", "x")}, 400, "Cannot patch /owner. Only the following can be updated: name, extra"},
 		{latest, []any{op("replace", "/name", "bad name")}, 400, "Cannot update allocation with invalid name 'bad name'"},
@@ -541,9 +566,7 @@ func TestAllocationPatch(t *testing.T) {
 		{latest, map[string]any{}, 400, "Schema error for patch: {} is not of type 'array'"},
 		{"1.56", []any{op("replace", "/name", "x")}, 405, "The API version does not allow updating allocations"},
 		{"1.51", []any{}, 405, "The API version does not allow allocations"},
-	} {
-		wantFault(t, h.do("PATCH", path, tc.ver, tc.body), tc.status, tc.msg)
-	}
+	})
 	wantFault(t, h.do("PATCH", "/v1/allocations/nope", latest, []any{op("replace", "/name", "x")}), 404, "Allocation nope could not be found.")
 	wantFault(t, h.do("PATCH", "/v1/allocations/bad!name", latest, []any{op("replace", "/name", "x")}), 400, "Expected a logical name or UUID but received bad!name.")
 }

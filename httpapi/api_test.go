@@ -278,8 +278,7 @@ func TestNodePatch(t *testing.T) {
 }
 
 func TestNodeLifecycleWithFakeHardware(t *testing.T) {
-	h := newAPI(t)
-	id := h.createNode(map[string]any{"name": "life"})["uuid"].(string)
+	h, id := apiWithNode(t, map[string]any{"name": "life"})
 
 	r := h.provision(id, "provide", nil)
 	if r.status != 400 || r.faultstring(t) != fmt.Sprintf(`The requested action "provide" can not be performed on node "%s" while it is in state "enroll".`, id) {

@@ -68,12 +68,7 @@ func TestDeployTemplates(t *testing.T) {
 		"name": "HW_CPU_X86_AVX2", "uuid": strings.ToUpper(uuid.NewString()), "steps": []any{step("deploy", "s", 0, nil)},
 	}).json(t)
 
-	for _, tc := range []struct {
-		name   string
-		body   any
-		status int
-		want   string
-	}{
+	h.namedFaults(t, "create ", "POST", "/v1/deploy_templates", []namedFault{
 		{"not a trait", map[string]any{"name": "foo", "steps": []any{step("deploy", "s", 1, nil)}}, 400,
 			"Schema error for template: 'foo' is not valid under any of the given schemas. Possible root cause: 'foo' does not match '^CUSTOM_[A-Z0-9_]+$'"},
 		{"no steps", map[string]any{"name": "CUSTOM_X", "steps": []any{}}, 400, "Schema error for template: [] should be non-empty"},
@@ -88,11 +83,7 @@ func TestDeployTemplates(t *testing.T) {
 			"A deploy template with name CUSTOM_HYPERTHREADING_ON already exists."},
 		{"duplicate uuid", map[string]any{"name": "CUSTOM_X", "uuid": tid, "steps": []any{step("deploy", "s", 1, nil)}}, 409,
 			"A deploy template with UUID " + tid + " already exists."},
-	} {
-		t.Run("create "+tc.name, func(t *testing.T) {
-			volFault(t, h.expect(tc.status, "POST", "/v1/deploy_templates", latest, tc.body), tc.want)
-		})
-	}
+	})
 
 	// Show by UUID or name.
 	for _, ident := range []string{tid, "CUSTOM_HYPERTHREADING_ON"} {
@@ -148,12 +139,7 @@ func TestDeployTemplates(t *testing.T) {
 		upSteps[0].(map[string]any)["ignored"] != nil || len(up["extra"].(map[string]any)) != 0 || up["updated_at"] == nil {
 		t.Fatalf("patched: %v", up)
 	}
-	for _, tc := range []struct {
-		name   string
-		patch  any
-		status int
-		want   string
-	}{
+	h.namedFaults(t, "patch ", "PATCH", "/v1/deploy_templates/"+tid, []namedFault{
 		{"read-only", []any{map[string]any{"op": "replace", "path": "/uuid", "value": "x"}}, 400,
 			"Cannot patch /uuid. Only the following can be updated: extra, name, steps, description"},
 		{"description", []any{map[string]any{"op": "add", "path": "/description", "value": "x"}}, 400,
@@ -169,11 +155,7 @@ func TestDeployTemplates(t *testing.T) {
 		{"duplicate name", []any{map[string]any{"op": "replace", "path": "/name", "value": "HW_CPU_X86_AVX2"}}, 409,
 			"A deploy template with name HW_CPU_X86_AVX2 already exists."},
 		{"bad op", []any{map[string]any{"op": "copy", "path": "/name"}}, 400, "Schema error for patch: 'copy' is not one of ['add', 'replace', 'remove']"},
-	} {
-		t.Run("patch "+tc.name, func(t *testing.T) {
-			volFault(t, h.expect(tc.status, "PATCH", "/v1/deploy_templates/"+tid, latest, tc.patch), tc.want)
-		})
-	}
+	})
 	volFault(t, h.expect(404, "PATCH", "/v1/deploy_templates/CUSTOM_HYPERTHREADING_ON", latest, []any{map[string]any{"op": "remove", "path": "/extra"}}),
 		"Deploy template CUSTOM_HYPERTHREADING_ON could not be found.")
 

@@ -33,12 +33,7 @@ func TestEvents(t *testing.T) {
 		}
 	}
 
-	for _, tc := range []struct {
-		ver    string
-		body   any
-		status int
-		msg    string
-	}{
+	h.wantFaults(t, "POST", "/v1/events", []verFault{
 		{latest, map[string]any{}, 400, "Schema error for evts: 'events' is a required property"},
 		{latest, "", 400, "Schema error for evts: 'events' is a required property"},
 		{latest, []any{}, 400, "Schema error for evts: [] is not of type 'object'"},
@@ -66,9 +61,7 @@ func TestEvents(t *testing.T) {
 		// Ironic checks the body before the version.
 		{"1.53", events(ev()), 404, "Resource could not be found."},
 		{"1.53", map[string]any{}, 400, "Schema error for evts: 'events' is a required property"},
-	} {
-		wantFault(t, h.do("POST", "/v1/events", tc.ver, tc.body), tc.status, tc.msg)
-	}
+	})
 	r := h.expect(http.StatusMethodNotAllowed, "GET", "/v1/events", latest, nil)
 	if r.header.Get("Allow") != "POST" || !strings.Contains(string(r.body), `\"code\": 405`) {
 		t.Fatalf("GET /v1/events: %v %s", r.header, r.body)

@@ -35,6 +35,14 @@ func newAPI(t testing.TB, opts ...func(*Options)) *apiHarness {
 	return newAPIWith(t, func(*engine.Config) {}, opts...)
 }
 
+// apiWithNode is newAPI with one node created from body (createNode);
+// it returns the node's uuid.
+func apiWithNode(t testing.TB, body map[string]any) (*apiHarness, string) {
+	t.Helper()
+	h := newAPI(t)
+	return h, h.createNode(body)["uuid"].(string)
+}
+
 // newAPIWith is newAPI with a conductor configuration tweak.
 func newAPIWith(t testing.TB, tweak func(*engine.Config), opts ...func(*Options)) *apiHarness {
 	t.Helper()

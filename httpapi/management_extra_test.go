@@ -20,8 +20,7 @@ import (
 // MAC address or name; the lookup is not gated on the microversion. DELETE
 // keeps port_uuid=args.uuid.
 func TestPortLookupByIdent(t *testing.T) {
-	h := newAPI(t)
-	node := h.createNode(map[string]any{"name": "pl-node"})["uuid"].(string)
+	h, node := apiWithNode(t, map[string]any{"name": "pl-node"})
 	p := h.expect(http.StatusCreated, "POST", "/v1/ports", "1.88",
 		map[string]any{"node_uuid": node, "address": "52:54:00:00:0c:01", "name": "eth0"}).json(t)
 	id := p["uuid"].(string)
@@ -77,8 +76,7 @@ func TestPortLookupByIdent(t *testing.T) {
 // TestPortShardFilter: GET /v1/ports?shard= (1.82) lists the ports of the
 // nodes in those shards.
 func TestPortShardFilter(t *testing.T) {
-	h := newAPI(t)
-	a := h.createNode(map[string]any{"name": "sa", "shard": "s1"})["uuid"].(string)
+	h, a := apiWithNode(t, map[string]any{"name": "sa", "shard": "s1"})
 	b := h.createNode(map[string]any{"name": "sb", "shard": "s2"})["uuid"].(string)
 	c := h.createNode(map[string]any{"name": "sc"})["uuid"].(string)
 	ports := map[string]string{}

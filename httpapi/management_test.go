@@ -11,8 +11,7 @@ import (
 )
 
 func TestPowerMaintenanceBootDeviceValidateTraits(t *testing.T) {
-	h := newAPI(t)
-	id := h.createNode(map[string]any{"name": "mgmt"})["uuid"].(string)
+	h, id := apiWithNode(t, map[string]any{"name": "mgmt"})
 	base := "/v1/nodes/" + id
 
 	h.expect(202, "PUT", base+"/states/power", latest, map[string]any{"target": "power on"})
@@ -98,8 +97,7 @@ func TestPowerMaintenanceBootDeviceValidateTraits(t *testing.T) {
 }
 
 func TestPorts(t *testing.T) {
-	h := newAPI(t)
-	id := h.createNode(map[string]any{"name": "withports"})["uuid"].(string)
+	h, id := apiWithNode(t, map[string]any{"name": "withports"})
 	other := h.createNode(map[string]any{"name": "other"})["uuid"].(string)
 	r := h.expect(201, "POST", "/v1/ports", latest, map[string]any{"node_uuid": id, "address": "52:54:00:AA:BB:01", "extra": map[string]any{"slot": 1}})
 	p := r.json(t)

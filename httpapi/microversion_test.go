@@ -11,8 +11,7 @@ import (
 // Ironic answers, and optionally a field that must (or must not) be in the
 // JSON answer or a fragment of the error message.
 func TestMicroversionGates(t *testing.T) {
-	h := newAPI(t)
-	node := h.createNode(map[string]any{"name": "gate-node"})["uuid"].(string)
+	h, node := apiWithNode(t, map[string]any{"name": "gate-node"})
 	avail := h.createNode(map[string]any{"name": "gate-avail"})["uuid"].(string)
 	h.createNode(map[string]any{"name": "dotted.json"})
 	h.provision(avail, "manage", nil)
@@ -132,8 +131,7 @@ func TestMicroversionGates(t *testing.T) {
 // summary list of the same route into a detailed one (the handler closure
 // used to keep it).
 func TestListDetailDoesNotStick(t *testing.T) {
-	h := newAPI(t)
-	node := h.createNode(map[string]any{})["uuid"].(string)
+	h, node := apiWithNode(t, map[string]any{})
 	h.expect(http.StatusCreated, "POST", "/v1/ports", latest, map[string]any{"node_uuid": node, "address": "52:54:00:00:0b:01"})
 	for _, coll := range []string{"nodes", "ports"} {
 		h.expect(http.StatusOK, "GET", "/v1/"+coll+"?detail=true", latest, nil)

@@ -71,8 +71,7 @@ func TestPatchProtectedJudgedTogether(t *testing.T) {
 // version header) on a port that has a name: fields the patch does not
 // touch never trip their gates.
 func TestPortPatchBelowNameVersion(t *testing.T) {
-	h := newAPI(t)
-	node := h.createNode(map[string]any{})["uuid"].(string)
+	h, node := apiWithNode(t, map[string]any{})
 	p := h.expect(http.StatusCreated, "POST", "/v1/ports", latest, map[string]any{"node_uuid": node, "address": "52:54:00:12:34:56", "name": "eth0"}).json(t)
 	id := p["uuid"].(string)
 	for _, v := range []string{"1.78", ""} {

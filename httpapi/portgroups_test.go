@@ -155,8 +155,7 @@ func TestPortgroupCRUD(t *testing.T) {
 }
 
 func TestPortgroupErrors(t *testing.T) {
-	h := newAPI(t)
-	nodeID := h.createNode(map[string]any{"name": "n1"})["uuid"].(string)
+	h, nodeID := apiWithNode(t, map[string]any{"name": "n1"})
 	pg := h.expect(http.StatusCreated, "POST", "/v1/portgroups", latest, map[string]any{"node_uuid": nodeID, "name": "bond0", "address": "52:54:00:00:00:01"}).json(t)
 	id := pg["uuid"].(string)
 	missing := uuid.NewString()
@@ -230,8 +229,7 @@ func TestPortgroupErrors(t *testing.T) {
 }
 
 func TestPortgroupNodeStates(t *testing.T) {
-	h := newAPI(t)
-	a := h.createNode(map[string]any{"name": "a"})["uuid"].(string)
+	h, a := apiWithNode(t, map[string]any{"name": "a"})
 	b := h.createNode(map[string]any{"name": "b"})["uuid"].(string)
 	pg := h.expect(http.StatusCreated, "POST", "/v1/portgroups", latest, map[string]any{"node_uuid": a, "name": "bond0"}).json(t)
 	id := pg["uuid"].(string)
@@ -282,8 +280,7 @@ func TestPortgroupNodeStates(t *testing.T) {
 }
 
 func TestPortPortgroupMembership(t *testing.T) {
-	h := newAPI(t)
-	a := h.createNode(map[string]any{"name": "a", "network_interface": "flat"})["uuid"].(string)
+	h, a := apiWithNode(t, map[string]any{"name": "a", "network_interface": "flat"})
 	b := h.createNode(map[string]any{"name": "b"})["uuid"].(string)
 	newPG := func(node, name string, standalone bool) string {
 		t.Helper()
@@ -390,8 +387,7 @@ func TestPortPortgroupMembership(t *testing.T) {
 // database edited by hand) make Ironic's PortgroupPhysnetInconsistent, a 500
 // with its message.
 func TestPortgroupPhysnetInconsistent(t *testing.T) {
-	h := newAPI(t)
-	a := h.createNode(map[string]any{"name": "a"})["uuid"].(string)
+	h, a := apiWithNode(t, map[string]any{"name": "a"})
 	pg := h.expect(http.StatusCreated, "POST", "/v1/portgroups", latest, map[string]any{"node_uuid": a}).json(t)["uuid"].(string)
 	for i, net := range []string{"x", "y"} {
 		p := &storage.Port{NodeUUID: a, Address: fmt.Sprintf("52:54:00:00:02:%02x", i), PortgroupUUID: &pg, PhysicalNetwork: &net}

@@ -27,8 +27,7 @@ func addEvents(t *testing.T, h *apiHarness, nodeUUID string, n int, msg string) 
 }
 
 func TestNodeHistory(t *testing.T) {
-	h := newAPI(t)
-	id := h.createNode(map[string]any{"name": "hist"})["uuid"].(string)
+	h, id := apiWithNode(t, map[string]any{"name": "hist"})
 	base := "/v1/nodes/" + id + "/history"
 
 	h.expect(http.StatusNotFound, "GET", base, "1.77", nil)
@@ -134,8 +133,7 @@ func TestNodeHistory(t *testing.T) {
 }
 
 func TestNodeInventory(t *testing.T) {
-	h := newAPI(t)
-	id := h.createNode(map[string]any{})["uuid"].(string)
+	h, id := apiWithNode(t, map[string]any{})
 	path := "/v1/nodes/" + id + "/inventory"
 
 	h.expect(http.StatusNotFound, "GET", path, "1.80", nil)
@@ -163,8 +161,7 @@ func TestNodeInventory(t *testing.T) {
 }
 
 func TestNodeBIOSAndFirmware(t *testing.T) {
-	h := newAPI(t)
-	id := h.createNode(map[string]any{})["uuid"].(string)
+	h, id := apiWithNode(t, map[string]any{})
 
 	h.expect(http.StatusNotFound, "GET", "/v1/nodes/"+id+"/bios", "1.39", nil)
 	if b := h.expect(http.StatusOK, "GET", "/v1/nodes/"+id+"/bios", "1.40", nil).json(t); len(b["bios"].([]any)) != 0 {
@@ -199,8 +196,7 @@ func TestNodeBIOSAndFirmware(t *testing.T) {
 }
 
 func TestNodeChildren(t *testing.T) {
-	h := newAPI(t)
-	parent := h.createNode(map[string]any{"name": "parent"})["uuid"].(string)
+	h, parent := apiWithNode(t, map[string]any{"name": "parent"})
 	c1 := h.createNode(map[string]any{"parent_node": parent})["uuid"].(string)
 	c2 := h.createNode(map[string]any{"parent_node": parent})["uuid"].(string)
 	h.createNode(map[string]any{})
@@ -222,8 +218,7 @@ func TestNodeChildren(t *testing.T) {
 }
 
 func TestVendorPassthru(t *testing.T) {
-	h := newAPI(t)
-	id := h.createNode(map[string]any{})["uuid"].(string)
+	h, id := apiWithNode(t, map[string]any{})
 
 	for _, p := range []string{"/v1/nodes/" + id + "/vendor_passthru/methods", "/v1/drivers/fake-hardware/vendor_passthru/methods"} {
 		if m := h.expect(http.StatusOK, "GET", p, "1.1", nil).json(t); len(m) != 0 {
@@ -251,8 +246,7 @@ func TestVendorPassthru(t *testing.T) {
 }
 
 func TestNodeConsole(t *testing.T) {
-	h := newAPI(t)
-	id := h.createNode(map[string]any{"name": "con"})["uuid"].(string)
+	h, id := apiWithNode(t, map[string]any{"name": "con"})
 	path := "/v1/nodes/" + id + "/states/console"
 
 	c := h.expect(http.StatusOK, "GET", path, "1.1", nil).json(t)
@@ -306,8 +300,7 @@ func TestNodeConsole(t *testing.T) {
 }
 
 func TestNodeRAID(t *testing.T) {
-	h := newAPI(t)
-	id := h.createNode(map[string]any{})["uuid"].(string)
+	h, id := apiWithNode(t, map[string]any{})
 	path := "/v1/nodes/" + id + "/states/raid"
 	good := map[string]any{"logical_disks": []any{
 		map[string]any{"size_gb": 100, "raid_level": "1", "is_root_volume": true},

@@ -11,8 +11,7 @@ import (
 )
 
 func TestVMediaAttachDetach(t *testing.T) {
-	h := newAPI(t)
-	id := h.createNode(map[string]any{"name": "vm"})["uuid"].(string)
+	h, id := apiWithNode(t, map[string]any{"name": "vm"})
 	path := "/v1/nodes/" + id + "/vmedia"
 	good := map[string]any{"device_type": "cdrom", "image_url": "http://images.example/boot.iso"}
 

@@ -338,8 +338,7 @@ func TestVolumeConnectors(t *testing.T) {
 func volStr(s string) *string { return &s }
 
 func TestVolumeTargets(t *testing.T) {
-	h := newAPI(t)
-	id := h.createNode(map[string]any{"name": "tgt"})["uuid"].(string)
+	h, id := apiWithNode(t, map[string]any{"name": "tgt"})
 	body := map[string]any{
 		"node_uuid": id, "volume_type": "iscsi", "boot_index": 0, "volume_id": "04452bed-5367-4202-8bf5-de4335ac56d2",
 		"properties": map[string]any{"target_iqn": "iqn.x", "auth_password": "secret!", "nested": map[string]any{"token": "t"}},
