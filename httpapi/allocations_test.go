@@ -62,9 +62,7 @@ func wantFault(t *testing.T, r resp, status int, msg string) {
 	if r.status != status {
 		t.Fatalf("status %d, want %d: %s", r.status, status, r.body)
 	}
-	if got := r.faultstring(t); got != msg {
-		t.Fatalf("message\n got %q\nwant %q", got, msg)
-	}
+	volFault(t, r, msg)
 }
 
 // verFault is a request body at a version and Ironic's status and

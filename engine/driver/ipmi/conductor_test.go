@@ -2,9 +2,6 @@ package ipmi
 
 import (
 	"context"
-	"io"
-	"log/slog"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +9,7 @@ import (
 	"castiron/engine"
 	"castiron/engine/driver/fake"
 	"castiron/engine/driver/ipmi/ipmisim"
+	"castiron/engine/enginetest"
 	"castiron/storage"
 )
 
@@ -19,23 +17,9 @@ import (
 // types over a temporary database, stopped when the test ends.
 func simConductor(t *testing.T, cfg engine.Config) (*engine.Conductor, *storage.SQLite) {
 	t.Helper()
-	ctx := context.Background()
-	st, err := storage.Open(ctx, filepath.Join(t.TempDir(), "castiron.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	d := newTestDriver(t, Config{})
 	cfg.Hostname = "ipmi-test"
-	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	c := engine.New(st, engine.NewRegistry(engine.NewFakeHardware(fake.New()), engine.NewIPMIHardware(d, d, Properties())), cfg)
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		c.Stop(context.Background())
-		st.Close()
-	})
-	return c, st
+	return enginetest.Start(t, cfg, engine.NewFakeHardware(fake.New()), engine.NewIPMIHardware(d, d, Properties()))
 }
 
 // TestConductorWithIPMISim drives the ipmi hardware type through the real

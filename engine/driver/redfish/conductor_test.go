@@ -2,11 +2,8 @@ package redfish
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"net"
 	"net/http"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -15,6 +12,7 @@ import (
 	"castiron/engine"
 	"castiron/engine/driver/fake"
 	"castiron/engine/driver/redfish/redfishfake"
+	"castiron/engine/enginetest"
 	"castiron/fault"
 	"castiron/storage"
 )
@@ -29,18 +27,10 @@ type harness struct {
 
 func startConductor(t *testing.T, d *Driver) *harness {
 	t.Helper()
-	ctx := context.Background()
-	st, err := storage.Open(ctx, filepath.Join(t.TempDir(), "castiron.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	c := engine.New(st, engine.NewRegistry(engine.NewFakeHardware(fake.New()), engine.NewRedfishHardware(d, Properties())),
-		engine.Config{Hostname: "redfish-test", Logger: quiet, PowerSyncInterval: 100 * time.Millisecond})
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Stop(ctx); _ = d.Close(ctx); st.Close() })
+	// Registered first, so it runs after the conductor stopped.
+	t.Cleanup(func() { _ = d.Close(context.Background()) })
+	c, st := enginetest.Start(t, engine.Config{Hostname: "redfish-test", PowerSyncInterval: 100 * time.Millisecond},
+		engine.NewFakeHardware(fake.New()), engine.NewRedfishHardware(d, Properties()))
 	return &harness{t: t, c: c, st: st}
 }
 
