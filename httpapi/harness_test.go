@@ -173,6 +173,41 @@ func (h *apiHarness) db(id string, fn func(n *storage.Node)) {
 	}
 }
 
+// requestFault is a named request and Ironic's status and message for it
+// ("" msg: the status alone).
+type requestFault struct {
+	name, method, path, ver string
+	body                    any
+	status                  int
+	msg                     string
+}
+
+// listQueryFaults are the refusals of ?fields= and ?detail= every
+// collection read by the shared list query answers (field: one it has).
+func listQueryFaults(coll, field string) []requestFault {
+	return []requestFault{
+		{"bad field", "GET", "/v1/" + coll + "?fields=bogus", latest, nil, 400, `Field(s) "bogus" are not valid`},
+		{"detail before 1.43", "GET", "/v1/" + coll + "?detail=true", "1.42", nil, 400, "Invalid query parameter ?detail=True received."},
+		{"detail and fields", "GET", "/v1/" + coll + "?detail=true&fields=" + field, latest, nil, 400, "Can not specify ?detail=True and fields in the same request."},
+	}
+}
+
+// requestFaults sends each case in subtest name and checks its status and
+// message.
+func (h *apiHarness) requestFaults(t *testing.T, cases []requestFault) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := h.expect(tc.status, tc.method, tc.path, tc.ver, tc.body)
+			if tc.msg != "" {
+				if got := r.faultstring(t); got != tc.msg {
+					t.Fatalf("message %q, want %q", got, tc.msg)
+				}
+			}
+		})
+	}
+}
+
 // moveTo asks for the provision target (202) and waits until the node
 // is idle in state.
 func (h *apiHarness) moveTo(id, target, state string) map[string]any {
