@@ -50,7 +50,9 @@ func (a *API) renderNodeView(v *viewCtx, key string, fields []string, n *storage
 	shown := hostOrNone(pv.conductor)
 	var buf bytes.Buffer
 	nodeTable.render(&buf, &pv, n, fields)
-	body := buf.Bytes()
+	// An exact-size copy: the buffer's doubling leaves up to half of its
+	// array unused, which the cache would keep.
+	body := bytes.Clone(buf.Bytes())
 	a.views.put(key, n.UUID, n.RowVersion, shown, body)
 	return body
 }

@@ -9,9 +9,10 @@ import (
 )
 
 // defaultViewCacheBytes bounds the rendered node views kept in memory: a
-// full node view is 2-3 KB, a list summary 0.3 KB, so 10,000 nodes seen
-// both ways fit.
-const defaultViewCacheBytes = 32 << 20
+// full node view is 2-3 KB, a list summary 0.4 KB, so the full views of
+// about 6,000 nodes fit, or the summaries of 40,000. The Go heap grows to
+// about twice what it holds, so this is about twice it in RSS after load.
+const defaultViewCacheBytes = 16 << 20
 
 // maxViewKeys bounds the kinds of view kept (microversion x base URL x
 // fields): real clients use a handful, and the Host header is the client's.
@@ -97,7 +98,8 @@ func (c *viewCache) getAll(key string, nodes []*storage.NodeVersion, conductor f
 }
 
 // put keeps body as the view of node under key, made from version with
-// conductor. The body must not change afterwards.
+// conductor. The body must not change afterwards; its capacity counts
+// against the budget (callers give exact-size copies).
 func (c *viewCache) put(key, node string, version int64, conductor string, body []byte) {
 	if len(body) > c.max/64 {
 		return
@@ -113,10 +115,10 @@ func (c *viewCache) put(key, node string, version int64, conductor string, body 
 		c.views[key] = m
 	}
 	if old := m[node]; old != nil {
-		c.size -= len(old.body)
+		c.size -= cap(old.body)
 	}
 	m[node] = &cachedView{version: version, conductor: conductor, body: body}
-	c.size += len(body)
+	c.size += cap(body)
 	if c.size > c.max {
 		c.shrink()
 	}
@@ -126,7 +128,7 @@ func (c *viewCache) put(key, node string, version int64, conductor string, body 
 func (c *viewCache) dropKey() {
 	for k, m := range c.views {
 		for _, e := range m {
-			c.size -= len(e.body)
+			c.size -= cap(e.body)
 		}
 		delete(c.views, k)
 		return
@@ -141,7 +143,7 @@ func (c *viewCache) shrink() {
 			if c.size <= c.max*3/4 {
 				return
 			}
-			c.size -= len(e.body)
+			c.size -= cap(e.body)
 			delete(m, node)
 		}
 		if len(m) == 0 {
