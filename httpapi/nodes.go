@@ -198,8 +198,10 @@ func (a *API) getNode(w http.ResponseWriter, r *http.Request) error {
 	v := a.view(r)
 	var key string
 	if a.views != nil {
-		// The node's row version first: a view made from it answers.
 		key = viewKey(v, fields)
+	}
+	if a.views != nil && a.views.mayHave(key, r.PathValue("ident")) {
+		// The node's row version first: a view made from it answers.
 		stamp, err := lookupWithSuffix(r, r.PathValue("ident"), a.cond.Store().GetNodeVersion)
 		if err != nil {
 			return err

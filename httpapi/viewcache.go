@@ -5,6 +5,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/google/uuid"
+
 	"castiron/storage"
 )
 
@@ -65,6 +67,20 @@ func viewKey(v *viewCtx, fields []string) string {
 	}
 	b.WriteString(strings.Join(fields, ","))
 	return b.String()
+}
+
+// mayHave reports whether a view of the node ident names may be kept
+// under key: false only when ident is a uuid with no view at all, so a
+// first read goes straight to the node instead of reading its version
+// first (the cache is keyed by uuid; a name is looked up to find it).
+func (c *viewCache) mayHave(key, ident string) bool {
+	u, err := uuid.Parse(ident)
+	if err != nil {
+		return true
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.views[key][u.String()] != nil
 }
 
 // get returns the view of node under key if it was made from version with
