@@ -1,5 +1,5 @@
 // Package initramfs builds the ramdisk castiron PXE-boots: a newc cpio
-// archive (gzip or zstd) whose /init is the static agent binary, plus the
+// archive (lz4, gzip, zstd or none) whose /init is the static agent binary, plus the
 // kernel modules the agent needs to see NICs and disks, resolved from the
 // host kernel's modules.dep. Output is reproducible: the same inputs give the
 // same bytes.
