@@ -25,8 +25,8 @@ type apiHarness struct {
 	srv   *httptest.Server
 	cond  *engine.Conductor
 	store *storage.SQLite
-	// dbPath is the SQLite file, for a second store on it (another
-	// process writing the same database).
+	// dbPath is the database (SQLite file or PostgreSQL URL), for a
+	// second store on it (another process writing the same database).
 	dbPath string
 }
 
@@ -56,7 +56,13 @@ func newAPIWith(t testing.TB, tweak func(*engine.Config), opts ...func(*Options)
 // loopback server.
 func serveAPI(t testing.TB, cfg engine.Config, hw []*engine.HardwareType, opts ...func(*Options)) *apiHarness {
 	t.Helper()
-	dbPath := filepath.Join(t.TempDir(), "castiron.db")
+	return serveAPIOn(t, filepath.Join(t.TempDir(), "castiron.db"), cfg, hw, opts...)
+}
+
+// serveAPIOn is serveAPI on the given database: a SQLite file or a
+// PostgreSQL URL.
+func serveAPIOn(t testing.TB, dbPath string, cfg engine.Config, hw []*engine.HardwareType, opts ...func(*Options)) *apiHarness {
+	t.Helper()
 	cond, st := enginetest.StartAt(t, dbPath, cfg, hw...)
 	o := Options{Logger: enginetest.Quiet(), LockRetry: 5 * time.Millisecond}
 	for _, f := range opts {

@@ -9,7 +9,10 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"castiron/engine"
+	"castiron/engine/driver/fake"
 	"castiron/storage"
+	"castiron/storage/pgtest"
 )
 
 // serveWith answers one request through handler as the harness's client
@@ -66,9 +69,21 @@ func TestNodeViewCacheSameBytes(t *testing.T) {
 // same database (another conductor), including a node deleted and created
 // again under its uuid.
 func TestNodeViewCacheNeverStale(t *testing.T) {
-	h := newAPI(t)
+	neverStale(t, newAPI(t))
+}
+
+// TestNodeViewCacheNeverStalePostgres: the same with the other writer a
+// second conductor's store on the same PostgreSQL database.
+func TestNodeViewCacheNeverStalePostgres(t *testing.T) {
+	db := pgtest.New(t, "fsync=off").Database(t)
+	d := fake.New()
+	neverStale(t, serveAPIOn(t, db, engine.Config{Hostname: "test-conductor"},
+		[]*engine.HardwareType{engine.NewFakeHardware(d), engine.NewManualManagement(d)}))
+}
+
+func neverStale(t *testing.T, h *apiHarness) {
 	ctx := context.Background()
-	other, err := storage.Open(ctx, h.dbPath)
+	other, err := storage.OpenDatabase(ctx, h.dbPath)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,11 +27,12 @@ func Start(t testing.TB, cfg engine.Config, hw ...*engine.HardwareType) (*engine
 }
 
 // StartAt is Start over the SQLite file at path (a test that opens a
-// second store on it names it).
+// second store on it names it), or over a PostgreSQL database when path is
+// its URL (storage.OpenDatabase).
 func StartAt(t testing.TB, path string, cfg engine.Config, hw ...*engine.HardwareType) (*engine.Conductor, *storage.SQLite) {
 	t.Helper()
 	ctx := context.Background()
-	st, err := storage.Open(ctx, path)
+	st, err := storage.OpenDatabase(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
