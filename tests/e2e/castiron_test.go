@@ -112,7 +112,7 @@ func castironArgs(l *Lab, dataDir, ramdisk string, o CastironOptions) []string {
 	args = append(args,
 		"--pxe-interface", Bridge,
 		"--dhcp-mode", o.DHCPMode,
-		"--ipxe-dir", ipxeDir,
+		"--ipxe-dir", ipxeDirFor(),
 		"--ramdisk-dir", ramdisk,
 	)
 	if !l.Opts.IPv6Only {

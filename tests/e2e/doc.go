@@ -31,6 +31,7 @@
 //
 // Environment: CASTIRON_BIN (use this binary instead of building one),
 // CASTIRON_RAMDISK_DIR (default <repo>/castiron-data/ramdisk, written by
-// `make ramdisk`), E2E_KEEP=1 (keep the run directory of a failed test; =always: of every test),
+// `make ramdisk`), E2E_IPXE_DIR (iPXE binaries castiron serves, default
+// Debian's /usr/lib/ipxe), E2E_KEEP=1 (keep the run directory of a failed test; =always: of every test),
 // CI=true (missing tools fail instead of skipping).
 package e2e

@@ -22,6 +22,15 @@ const (
 	ipxeDir     = "/usr/lib/ipxe"                     // undionly.kpxe, snponly.efi for castiron
 )
 
+// ipxeDirFor is where castiron serves iPXE from: E2E_IPXE_DIR (e.g. an
+// iPXE built with other settings, to measure them), else Debian's.
+func ipxeDirFor() string {
+	if dir := os.Getenv("E2E_IPXE_DIR"); dir != "" {
+		return dir
+	}
+	return ipxeDir
+}
+
 // unavailable skips the test, or fails it under CI=true, where a missing
 // tool or privilege is a broken CI image rather than a reason to skip.
 func unavailable(t testing.TB, format string, args ...any) {
