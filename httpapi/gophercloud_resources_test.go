@@ -18,9 +18,7 @@ import (
 // (gophercloud_test.go has the client and the node tests).
 
 func TestGophercloudVIFs(t *testing.T) {
-	h := newAPI(t)
-	c := gopherClient(t, h)
-	ctx := gctx(t)
+	ctx, c := gopherAPI(t)
 
 	n, err := nodes.Create(ctx, c, nodes.CreateOpts{Driver: "fake-hardware", NetworkInterface: "flat"}).Extract()
 	if err != nil {
@@ -62,9 +60,7 @@ func TestGophercloudVIFs(t *testing.T) {
 }
 
 func TestGophercloudPorts(t *testing.T) {
-	h := newAPI(t)
-	c := gopherClient(t, h)
-	ctx := gctx(t)
+	ctx, c := gopherAPI(t)
 
 	n, err := nodes.Create(ctx, c, nodes.CreateOpts{Name: "port-node", Driver: "fake-hardware"}).Extract()
 	if err != nil {
@@ -101,25 +97,11 @@ func TestGophercloudPorts(t *testing.T) {
 	if _, err := ports.Create(ctx, c, ports.CreateOpts{NodeUUID: n.UUID, Address: "52:54:00:00:00:02"}).Extract(); err != nil {
 		t.Fatal(err)
 	}
-	pages, err := ports.List(c, ports.ListOpts{Node: "port-node"}).AllPages(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	list, err := ports.ExtractPorts(pages)
-	if err != nil {
-		t.Fatal(err)
-	}
+	list := allPages(t, ctx, ports.List(c, ports.ListOpts{Node: "port-node"}), ports.ExtractPorts)
 	if len(list) != 2 || list[0].NodeUUID != "" {
 		t.Errorf("list = %+v", list)
 	}
-	pages, err = ports.ListDetail(c, ports.ListOpts{Address: "52:54:00:aa:bb:cc"}).AllPages(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	list, err = ports.ExtractPorts(pages)
-	if err != nil {
-		t.Fatal(err)
-	}
+	list = allPages(t, ctx, ports.ListDetail(c, ports.ListOpts{Address: "52:54:00:aa:bb:cc"}), ports.ExtractPorts)
 	if len(list) != 1 || list[0].NodeUUID != n.UUID || list[0].PhysicalNetwork != "physnet1" {
 		t.Errorf("detail = %+v", list)
 	}
@@ -146,9 +128,7 @@ func TestGophercloudPorts(t *testing.T) {
 }
 
 func TestGophercloudAllocations(t *testing.T) {
-	h := newAPI(t)
-	c := gopherClient(t, h)
-	ctx := gctx(t)
+	ctx, c := gopherAPI(t)
 
 	n, err := nodes.Create(ctx, c, nodes.CreateOpts{Name: "alloc-node", Driver: "fake-hardware", ResourceClass: "gold"}).Extract()
 	if err != nil {
@@ -194,18 +174,11 @@ func TestGophercloudAllocations(t *testing.T) {
 		t.Errorf("second allocation = %+v, %v", got, err)
 	}
 
-	pages, err := allocations.List(c, allocations.ListOpts{State: "active"}).AllPages(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	list, err := allocations.ExtractAllocations(pages)
-	if err != nil {
-		t.Fatal(err)
-	}
+	list := allPages(t, ctx, allocations.List(c, allocations.ListOpts{State: "active"}), allocations.ExtractAllocations)
 	if len(list) != 1 || list[0].UUID != a.UUID {
 		t.Errorf("active allocations = %+v", list)
 	}
-	pages, err = allocations.List(c, allocations.ListOpts{Node: "alloc-node"}).AllPages(ctx)
+	pages, err := allocations.List(c, allocations.ListOpts{Node: "alloc-node"}).AllPages(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,22 +206,13 @@ func TestGophercloudAllocations(t *testing.T) {
 }
 
 func TestGophercloudConductorsDrivers(t *testing.T) {
-	h := newAPI(t)
-	c := gopherClient(t, h)
-	ctx := gctx(t)
+	ctx, c := gopherAPI(t)
 
-	pages, err := conductors.List(c, conductors.ListOpts{}).AllPages(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl, err := conductors.ExtractConductors(pages)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl := allPages(t, ctx, conductors.List(c, conductors.ListOpts{}), conductors.ExtractConductors)
 	if len(cl) != 1 || cl[0].Hostname != "test-conductor" || !cl[0].Alive {
 		t.Errorf("conductors = %+v", cl)
 	}
-	pages, err = conductors.List(c, conductors.ListOpts{Detail: true}).AllPages(ctx)
+	pages, err := conductors.List(c, conductors.ListOpts{Detail: true}).AllPages(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,14 +231,7 @@ func TestGophercloudConductorsDrivers(t *testing.T) {
 	_, err = conductors.Get(ctx, c, "nosuch").Extract()
 	wantCode(t, err, http.StatusNotFound)
 
-	pages, err = drivers.ListDrivers(c, drivers.ListDriversOpts{Detail: true}).AllPages(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dl, err := drivers.ExtractDrivers(pages)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dl := allPages(t, ctx, drivers.ListDrivers(c, drivers.ListDriversOpts{Detail: true}), drivers.ExtractDrivers)
 	var names []string
 	for _, d := range dl {
 		names = append(names, d.Name)

@@ -30,6 +30,28 @@ func gopherClient(t *testing.T, h *apiHarness) *gophercloud.ServiceClient {
 	return c
 }
 
+// gopherAPI is a new API and a gophercloud client of it, with gctx's
+// context.
+func gopherAPI(t *testing.T) (context.Context, *gophercloud.ServiceClient) {
+	t.Helper()
+	return gctx(t), gopherClient(t, newAPI(t))
+}
+
+// allPages reads every page of a list and extracts its items, failing the
+// test on an error of either.
+func allPages[T any](t *testing.T, ctx context.Context, pager pagination.Pager, extract func(pagination.Page) ([]T, error)) []T {
+	t.Helper()
+	pages, err := pager.AllPages(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	items, err := extract(pages)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return items
+}
+
 func gctx(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
@@ -139,14 +161,7 @@ func TestGophercloudNodes(t *testing.T) {
 	if !strings.Contains(string(h.expect(http.StatusOK, "GET", "/v1/nodes?limit=1", "1.89", nil).body), `"next": "`) {
 		t.Error("no next link in a limited list")
 	}
-	all, err := nodes.ListDetail(c, nodes.ListOpts{Driver: "fake-hardware"}).AllPages(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	detail, err := nodes.ExtractNodes(all)
-	if err != nil {
-		t.Fatal(err)
-	}
+	detail := allPages(t, ctx, nodes.ListDetail(c, nodes.ListOpts{Driver: "fake-hardware"}), nodes.ExtractNodes)
 	if len(detail) != 1 || detail[0].UUID != id || detail[0].Driver != "fake-hardware" || detail[0].Properties["memory_mb"] != float64(16384) {
 		t.Errorf("detail = %+v", detail)
 	}
