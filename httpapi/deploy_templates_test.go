@@ -18,21 +18,7 @@ func step(iface, name string, priority any, args map[string]any) map[string]any 
 func TestDeployTemplateVersions(t *testing.T) {
 	h := newAPI(t)
 	const msg = "The API version does not allow deploy templates"
-	for _, tc := range []struct {
-		method, path string
-		status       int
-	}{
-		{"GET", "/v1/deploy_templates", 404},
-		{"GET", "/v1/deploy_templates/CUSTOM_X", 404},
-		{"POST", "/v1/deploy_templates", 405},
-		{"PATCH", "/v1/deploy_templates/CUSTOM_X", 405},
-		{"DELETE", "/v1/deploy_templates/CUSTOM_X", 405},
-	} {
-		r := h.expect(tc.status, tc.method, tc.path, "1.54", map[string]any{})
-		if d := volPecanDesc(t, r); d != msg {
-			t.Fatalf("%s %s: description %v", tc.method, tc.path, d)
-		}
-	}
+	h.belowVersion(t, "/v1/deploy_templates", "/v1/deploy_templates/CUSTOM_X", msg, "1.54")
 	h.expect(200, "GET", "/v1/deploy_templates", "1.55", nil)
 	h.expect(405, "PUT", "/v1/deploy_templates", latest, nil)
 }

@@ -214,6 +214,25 @@ func (h *apiHarness) requestFaults(t *testing.T, cases []requestFault) {
 	}
 }
 
+// belowVersion checks a collection's routes at versions that do not have
+// it: Ironic's 404 to GET, 405 to the rest, with the API's description.
+func (h *apiHarness) belowVersion(t *testing.T, coll, item, msg string, versions ...string) {
+	t.Helper()
+	for _, tc := range []struct {
+		method, path string
+		status       int
+	}{
+		{"GET", coll, 404}, {"GET", item, 404}, {"POST", coll, 405}, {"PATCH", item, 405}, {"DELETE", item, 405},
+	} {
+		for _, ver := range versions {
+			r := h.expect(tc.status, tc.method, tc.path, ver, map[string]any{})
+			if d := volPecanDesc(t, r); d != msg {
+				t.Fatalf("%s %s at %q: description %v", tc.method, tc.path, ver, d)
+			}
+		}
+	}
+}
+
 // moveTo asks for the provision target (202) and waits until the node
 // is idle in state.
 func (h *apiHarness) moveTo(id, target, state string) map[string]any {

@@ -22,23 +22,7 @@ func TestInspectionRuleVersions(t *testing.T) {
 	// At every version the server accepts below 1.96: Ironic's 404/405.
 	const msg = "The API version does not allow inspection rules"
 	id := uuid.NewString()
-	for _, tc := range []struct {
-		method, path string
-		status       int
-	}{
-		{"GET", "/v1/inspection_rules", 404},
-		{"GET", "/v1/inspection_rules/" + id, 404},
-		{"POST", "/v1/inspection_rules", 405},
-		{"PATCH", "/v1/inspection_rules/" + id, 405},
-		{"DELETE", "/v1/inspection_rules/" + id, 405},
-	} {
-		for _, ver := range []string{"", "1.1", "1.89", latest} {
-			r := h.expect(tc.status, tc.method, tc.path, ver, map[string]any{})
-			if d := volPecanDesc(t, r); d != msg {
-				t.Fatalf("%s %s at %q: description %v", tc.method, tc.path, ver, d)
-			}
-		}
-	}
+	h.belowVersion(t, "/v1/inspection_rules", "/v1/inspection_rules/"+id, msg, "", "1.1", "1.89", latest)
 	if _, has := h.expect(200, "GET", "/v1", latest, nil).json(t)["inspection_rules"]; has {
 		t.Error("GET /v1 links inspection_rules below 1.96")
 	}
