@@ -56,52 +56,6 @@ func (h *apiHarness) allocate(body map[string]any) map[string]any {
 	return h.waitAllocation(a["uuid"].(string))
 }
 
-// wantFault checks an error response's status and message.
-func wantFault(t *testing.T, r resp, status int, msg string) {
-	t.Helper()
-	if r.status != status {
-		t.Fatalf("status %d, want %d: %s", r.status, status, r.body)
-	}
-	volFault(t, r, msg)
-}
-
-// verFault is a request body at a version and Ironic's status and
-// message for it.
-type verFault struct {
-	ver    string
-	body   any
-	status int
-	msg    string
-}
-
-// wantFaults sends each case's body by method to path (wantFault).
-func (h *apiHarness) wantFaults(t *testing.T, method, path string, cases []verFault) {
-	t.Helper()
-	for _, tc := range cases {
-		wantFault(t, h.do(method, path, tc.ver, tc.body), tc.status, tc.msg)
-	}
-}
-
-// namedFault is a named request body and Ironic's status and message for
-// it at the latest version.
-type namedFault struct {
-	name   string
-	body   any
-	status int
-	want   string
-}
-
-// namedFaults sends each case's body by method to path in subtest
-// prefix+name (volFault).
-func (h *apiHarness) namedFaults(t *testing.T, prefix, method, path string, cases []namedFault) {
-	t.Helper()
-	for _, tc := range cases {
-		t.Run(prefix+tc.name, func(t *testing.T) {
-			volFault(t, h.expect(tc.status, method, path, latest, tc.body), tc.want)
-		})
-	}
-}
-
 func TestAllocationLifecycle(t *testing.T) {
 	h := newAPI(t)
 	plain := h.availableNode(map[string]any{"name": "plain", "resource_class": "gold"})
