@@ -45,11 +45,8 @@ func argBool(name string, v any) (bool, error) {
 	case bool:
 		return t, nil
 	case string:
-		switch strings.ToLower(strings.TrimSpace(t)) {
-		case "1", "t", "true", "on", "y", "yes":
-			return true, nil
-		case "0", "f", "false", "off", "n", "no":
-			return false, nil
+		if b, ok := pyrepr.BoolFromString(t); ok {
+			return b, nil
 		}
 	}
 	return false, errInvalid("Invalid %s: Unrecognized value %s, acceptable values are: '0', '1', 'f', 'false', 'n', 'no', 'off', 'on', 't', 'true', 'y', 'yes'", name, pyrepr.Repr(v))

@@ -93,11 +93,8 @@ func coerce(field string, k kind, v any) (any, error) {
 		case bool:
 			return x, nil
 		case string:
-			switch strings.ToLower(strings.TrimSpace(x)) {
-			case "1", "t", "true", "on", "y", "yes":
-				return true, nil
-			case "0", "f", "false", "off", "n", "no":
-				return false, nil
+			if b, ok := pyrepr.BoolFromString(x); ok {
+				return b, nil
 			}
 		}
 		if n, ok := numberOf(v); ok {

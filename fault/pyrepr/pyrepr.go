@@ -56,6 +56,19 @@ func Truth(v any) bool {
 	return true
 }
 
+// BoolFromString is oslo's strutils.bool_from_string(strict=True): the
+// words it takes for true and false, case and surrounding space aside; ok
+// is false for anything else.
+func BoolFromString(s string) (b, ok bool) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "1", "t", "true", "on", "y", "yes":
+		return true, true
+	case "0", "f", "false", "off", "n", "no":
+		return false, true
+	}
+	return false, false
+}
+
 // Bool is Python's str() of a bool.
 func Bool(b bool) string {
 	if b {

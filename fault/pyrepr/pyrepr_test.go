@@ -41,3 +41,15 @@ func TestRepr(t *testing.T) {
 		}
 	}
 }
+
+func TestBoolFromString(t *testing.T) {
+	for in, want := range map[string]struct{ b, ok bool }{
+		"1": {true, true}, " Yes ": {true, true}, "ON": {true, true}, "t": {true, true},
+		"0": {false, true}, "False": {false, true}, " off": {false, true}, "n": {false, true},
+		"": {false, false}, "maybe": {false, false}, "2": {false, false},
+	} {
+		if b, ok := BoolFromString(in); b != want.b || ok != want.ok {
+			t.Errorf("BoolFromString(%q) = %v, %v; want %v, %v", in, b, ok, want.b, want.ok)
+		}
+	}
+}
