@@ -4,7 +4,8 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"strings"
+
+	"castiron/fault/pyrepr"
 )
 
 // Helpers for reading driver_info values the way Ironic (Python) reads them;
@@ -62,12 +63,7 @@ func ParseBool(v any) (value, ok bool) {
 			return v == 1, true
 		}
 	case string:
-		switch strings.ToLower(strings.TrimSpace(v)) {
-		case "1", "t", "true", "on", "y", "yes":
-			return true, true
-		case "0", "f", "false", "off", "n", "no":
-			return false, true
-		}
+		return pyrepr.BoolFromString(v)
 	}
 	return false, false
 }
