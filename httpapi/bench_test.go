@@ -31,13 +31,24 @@ func ptr[T any](v T) *T { return &v }
 
 func benchGet(b *testing.B, h *apiHarness, path func(i int) string) {
 	b.Helper()
+	benchHTTP(b, h, "GET", path, "", http.StatusOK)
+}
+
+// benchHTTP sends method to path(i) (with body, when not "") from parallel
+// clients as fast as the server answers; any other status than want fails.
+func benchHTTP(b *testing.B, h *apiHarness, method string, path func(i int) string, body string, want int) {
+	b.Helper()
 	client := h.srv.Client()
 	b.ReportAllocs()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		i := 0
 		for pb.Next() {
-			req, _ := http.NewRequest("GET", h.srv.URL+path(i), nil)
+			var rd io.Reader
+			if body != "" {
+				rd = strings.NewReader(body)
+			}
+			req, _ := http.NewRequest(method, h.srv.URL+path(i), rd)
 			req.Header.Set(hdrVersion, "1.78")
 			res, err := client.Do(req)
 			if err != nil {
@@ -45,7 +56,7 @@ func benchGet(b *testing.B, h *apiHarness, path func(i int) string) {
 			}
 			_, _ = io.Copy(io.Discard, res.Body)
 			res.Body.Close()
-			if res.StatusCode != 200 {
+			if res.StatusCode != want {
 				b.Fatalf("status %d", res.StatusCode)
 			}
 			i++
@@ -74,23 +85,5 @@ func BenchmarkCreateNode(b *testing.B) {
 
 // benchCreate creates fake-hardware nodes as fast as the server takes them.
 func benchCreate(b *testing.B, h *apiHarness) {
-	client := h.srv.Client()
-	body := `{"driver": "fake-hardware", "properties": {"cpus": 8}}`
-	b.ReportAllocs()
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			req, _ := http.NewRequest("POST", h.srv.URL+"/v1/nodes", strings.NewReader(body))
-			req.Header.Set(hdrVersion, "1.78")
-			res, err := client.Do(req)
-			if err != nil {
-				b.Fatal(err)
-			}
-			_, _ = io.Copy(io.Discard, res.Body)
-			res.Body.Close()
-			if res.StatusCode != 201 {
-				b.Fatalf("status %d", res.StatusCode)
-			}
-		}
-	})
+	benchHTTP(b, h, "POST", func(int) string { return "/v1/nodes" }, `{"driver": "fake-hardware", "properties": {"cpus": 8}}`, http.StatusCreated)
 }
