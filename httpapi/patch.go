@@ -255,21 +255,6 @@ func patchSetAt(root any, parts []string, v any) any {
 	return root
 }
 
-// jsonCopy is a deep copy of a decoded JSON value.
-func jsonCopy(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		m := make(map[string]any, len(t))
-		for k, x := range t {
-			m[k] = jsonCopy(x)
-		}
-		return m
-	case []any:
-		l := make([]any, len(t))
-		for i, x := range t {
-			l[i] = jsonCopy(x)
-		}
-		return l
-	}
-	return v
-}
+// jsonCopy is a deep copy of a decoded JSON value: PlainNumbers rebuilds
+// every object and list (its numbers are already plain).
+func jsonCopy(v any) any { return normalizeNumbers(v) }
