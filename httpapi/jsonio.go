@@ -75,6 +75,17 @@ func decodeObject(r *http.Request, resource string) (map[string]any, error) {
 	return normalizeNumbers(obj).(map[string]any), nil
 }
 
+// decodeString is decodeObject and the body's string key (nil when it is
+// absent or null).
+func decodeString(r *http.Request, resource, key string) (map[string]any, *string, error) {
+	body, err := decodeObject(r, resource)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := getString(body, key, resource)
+	return body, s, err
+}
+
 // decodeAny parses any JSON body (a patch is a list).
 func decodeAny(r *http.Request) (any, error) {
 	b, err := readBody(r)

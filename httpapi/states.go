@@ -131,11 +131,7 @@ func (a *API) deleteProvision(w http.ResponseWriter, r *http.Request) error {
 // putPower is PUT /v1/nodes/{id}/states/power.
 func (a *API) putPower(w http.ResponseWriter, r *http.Request) error {
 	ver := versionOf(r)
-	body, err := decodeObject(r, "power")
-	if err != nil {
-		return err
-	}
-	target, err := getString(body, "target", "power")
+	body, target, err := decodeString(r, "power", "target")
 	if err != nil {
 		return err
 	}
@@ -166,11 +162,7 @@ func (a *API) putPower(w http.ResponseWriter, r *http.Request) error {
 
 // putMaintenance is PUT /v1/nodes/{id}/maintenance {"reason": "..."}.
 func (a *API) putMaintenance(w http.ResponseWriter, r *http.Request) error {
-	body, err := decodeObject(r, "maintenance")
-	if err != nil {
-		return err
-	}
-	reason, err := getString(body, "reason", "maintenance")
+	_, reason, err := decodeString(r, "maintenance", "reason")
 	if err != nil {
 		return err
 	}
@@ -183,11 +175,7 @@ func (a *API) deleteMaintenance(w http.ResponseWriter, r *http.Request) error {
 
 // putBootDevice is PUT /v1/nodes/{id}/management/boot_device.
 func (a *API) putBootDevice(w http.ResponseWriter, r *http.Request) error {
-	body, err := decodeObject(r, "boot_device")
-	if err != nil {
-		return err
-	}
-	dev, err := getString(body, "boot_device", "boot_device")
+	body, dev, err := decodeString(r, "boot_device", "boot_device")
 	if err != nil {
 		return err
 	}
