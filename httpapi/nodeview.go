@@ -11,7 +11,6 @@ import (
 )
 
 type viewCtx struct {
-	r    *http.Request
 	ver  Version
 	cond *engine.Conductor
 	base string
@@ -66,7 +65,7 @@ func provisionStateAt(ver Version, s string) any {
 }
 
 func (a *API) view(r *http.Request) *viewCtx {
-	return &viewCtx{r: r, ver: versionOf(r), cond: a.cond, base: baseURL(r)}
+	return &viewCtx{ver: versionOf(r), cond: a.cond, base: baseURL(r)}
 }
 
 // appendJSON writes a field's value: links in Ironic's spaced format,
