@@ -39,6 +39,9 @@ type Config struct {
 	TimeoutCheckInterval time.Duration
 	// PowerTimeout bounds one power operation when the request names none.
 	PowerTimeout time.Duration
+	// VerbSettle is how long a provision verb's answer waits for its task
+	// to record its outcome (provision.go: settle); negative: not at all.
+	VerbSettle time.Duration
 	// AutomatedClean is the global switch; a node's automated_clean overrides it.
 	AutomatedClean bool
 	// Discovery lets unknown MACs network-boot the ramdisk at any time (not
@@ -108,6 +111,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.PowerTimeout == 0 {
 		c.PowerTimeout = 60 * time.Second
+	}
+	if c.VerbSettle == 0 {
+		c.VerbSettle = 10 * time.Millisecond
 	}
 	if c.AgentHeartbeatInterval == 0 {
 		c.AgentHeartbeatInterval = 2 * time.Second

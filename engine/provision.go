@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"castiron/engine/driver"
 	"castiron/fault"
@@ -145,9 +146,29 @@ func (c *Conductor) Provision(ctx context.Context, ident string, req ProvisionRe
 		return err
 	}
 	if task != nil {
-		c.runTask(ctx, updated, string(ev), task)
+		c.settle(ctx, c.runTask(ctx, updated, string(ev), task))
 	}
 	return nil
+}
+
+// settle waits, up to Config.VerbSettle, for a verb's task to record its
+// outcome before the verb is answered. Work that is done at once (the fake
+// and manual-management interfaces, a validation that fails) is then
+// already visible to the client's first GET: a --wait client (ironicclient
+// GETs at once, then every 2 s) returns without sleeping a poll interval.
+// Longer work (a BMC call, a ramdisk boot) goes on in the background, and
+// the verb is answered when the bound passes.
+func (c *Conductor) settle(ctx context.Context, done <-chan struct{}) {
+	if c.cfg.VerbSettle <= 0 {
+		return
+	}
+	t := time.NewTimer(c.cfg.VerbSettle)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	case <-ctx.Done():
+	}
 }
 
 // checkProvisionArgs refuses arguments that do not fit the verb, with Ironic's
@@ -270,10 +291,13 @@ func abortMessage(from State, n *storage.Node) string {
 }
 
 // runTask runs w in the background with n reserved, then fires the outcome's
-// event and releases the reservation in one write.
-func (c *Conductor) runTask(from context.Context, n *storage.Node, verb string, w work) {
+// event and releases the reservation in one write. The channel it returns
+// is closed once that write is done (or the task gave up).
+func (c *Conductor) runTask(from context.Context, n *storage.Node, verb string, w work) <-chan struct{} {
 	log := c.log.With("node", n.UUID, "verb", verb)
+	recorded := make(chan struct{})
 	c.spawn(from, func(ctx context.Context) {
+		defer close(recorded)
 		state := n.ProvisionState
 		out := w(ctx, c, n)
 		if ctx.Err() != nil {
@@ -319,6 +343,7 @@ func (c *Conductor) runTask(from context.Context, n *storage.Node, verb string, 
 			out.then(ctx, updated)
 		}
 	})
+	return recorded
 }
 
 // driverNode is what a driver sees of n.
