@@ -55,8 +55,10 @@ func loadMigrations() ([]migration, error) {
 const migrationLock = 0x63617374 // "cast"
 
 // migrate applies, in version order, every embedded migration that
-// schema_migrations does not list, each in its own transaction together with
-// its schema_migrations row, so a crash leaves either all or none of it.
+// schema_migrations does not list. All pending migrations go in one
+// transaction together with their schema_migrations rows, so a crash leaves
+// either all or none of them (a new database takes one commit, not one per
+// migration); an up-to-date database costs one read.
 func migrate(ctx context.Context, db *sql.DB, d *dialect) error {
 	ms, err := loadMigrations()
 	if err != nil {
@@ -80,38 +82,74 @@ func migrate(ctx context.Context, db *sql.DB, d *dialect) error {
 	)`); err != nil {
 		return fmt.Errorf("storage: create schema_migrations: %w", err)
 	}
-	for _, m := range ms {
-		if err := applyMigration(ctx, w, d, m); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func applyMigration(ctx context.Context, w *sql.Conn, d *dialect, m migration) error {
-	tx, err := w.BeginTx(ctx, nil)
+	applied, err := appliedMigrations(ctx, w)
 	if err != nil {
-		return fmt.Errorf("storage: migration %s: %w", m.name, err)
+		return err
 	}
-	defer tx.Rollback()
-	// Checked inside the write transaction: another process opening the
-	// same file may have applied it meanwhile.
-	var n int
-	if err := tx.QueryRowContext(ctx, d.bind(`SELECT COUNT(*) FROM schema_migrations WHERE version = ?`), m.version).Scan(&n); err != nil {
-		return fmt.Errorf("storage: migration %s: %w", m.name, err)
-	}
-	if n > 0 {
+	if len(pendingMigrations(ms, applied)) == 0 {
 		return nil
 	}
-	if _, err := tx.ExecContext(ctx, d.schema(m.sql)); err != nil {
-		return fmt.Errorf("storage: migration %s: %w", m.name, err)
+	return applyMigrations(ctx, w, d, ms)
+}
+
+// appliedMigrations reads the versions schema_migrations lists (q is the
+// connection or a transaction on it).
+func appliedMigrations(ctx context.Context, q interface {
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+}) (map[int]bool, error) {
+	rows, err := q.QueryContext(ctx, `SELECT version FROM schema_migrations`)
+	if err != nil {
+		return nil, fmt.Errorf("storage: read schema_migrations: %w", err)
 	}
-	if _, err := tx.ExecContext(ctx, d.bind(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`),
-		m.version, m.name, formatTime(time.Now())); err != nil {
-		return fmt.Errorf("storage: migration %s: %w", m.name, err)
+	defer rows.Close()
+	applied := map[int]bool{}
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			return nil, fmt.Errorf("storage: read schema_migrations: %w", err)
+		}
+		applied[v] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("storage: read schema_migrations: %w", err)
+	}
+	return applied, nil
+}
+
+func pendingMigrations(ms []migration, applied map[int]bool) []migration {
+	var out []migration
+	for _, m := range ms {
+		if !applied[m.version] {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// applyMigrations runs the pending ones of ms in one transaction.
+func applyMigrations(ctx context.Context, w *sql.Conn, d *dialect, ms []migration) error {
+	tx, err := w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("storage: migrate: %w", err)
+	}
+	defer tx.Rollback()
+	// Read again inside the write transaction: another process opening the
+	// same file may have applied some meanwhile.
+	applied, err := appliedMigrations(ctx, tx)
+	if err != nil {
+		return err
+	}
+	for _, m := range pendingMigrations(ms, applied) {
+		if _, err := tx.ExecContext(ctx, d.schema(m.sql)); err != nil {
+			return fmt.Errorf("storage: migration %s: %w", m.name, err)
+		}
+		if _, err := tx.ExecContext(ctx, d.bind(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`),
+			m.version, m.name, formatTime(time.Now())); err != nil {
+			return fmt.Errorf("storage: migration %s: %w", m.name, err)
+		}
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("storage: migration %s: %w", m.name, err)
+		return fmt.Errorf("storage: migrate: %w", err)
 	}
 	return nil
 }
