@@ -208,9 +208,12 @@ func (a *app) serve(ctx context.Context) error {
 	a.log.Info("castiron serving", "listen", ln.Addr().String(), "data_dir", a.cfg.dataDir,
 		"conductor", a.cfg.conductorName, "auth", authName(a.auth), "version", version)
 	// Start-up (migrations, package inits, the first periodic tasks) leaves
-	// garbage behind: hand it back to the OS now instead of keeping the heap
-	// at its start-up peak until the scavenger gets to it.
-	debug.FreeOSMemory()
+	// garbage behind: hand it back to the OS instead of keeping the heap at
+	// its start-up peak until the scavenger gets to it. A second after
+	// serving starts, so that this full collection does not hold up the
+	// first requests.
+	freeOS := time.AfterFunc(time.Second, debug.FreeOSMemory)
+	defer freeOS.Stop()
 
 	select {
 	case err = <-apiErr:
