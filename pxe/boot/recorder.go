@@ -3,24 +3,40 @@ package boot
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 )
 
 // BatchRecorder queues events and hands them to a sink in batches, so the
-// packet path never waits for a database commit. When the queue is full
-// events are dropped and counted (a timeline is diagnostics, not state).
+// packet path never waits for a database commit. Record appends to a
+// buffer under a lock and wakes the writer only when a batch is full (else
+// the writer takes what is there every flushEvery): a boot storm records
+// thousands of events a second, and waking a goroutine for each would cost
+// more than the event. When the buffer is full events are dropped and
+// counted (a timeline is diagnostics, not state).
 type BatchRecorder struct {
 	sink    func(ctx context.Context, evs []Event) error
-	queue   chan Event
 	log     *slog.Logger
+	mu      sync.Mutex
+	buf     []Event
+	full    chan struct{} // one token: buf reached batchEvents
 	dropped atomic.Int64
 }
+
+const (
+	// batchEvents is one write (one transaction) of a busy recorder.
+	batchEvents = 1024
+	// maxQueued bounds the buffer: about 4 s of a 10,000 DORA/s storm.
+	maxQueued = 16 * batchEvents
+	// flushEvery is the longest an event waits in the buffer.
+	flushEvery = 100 * time.Millisecond
+)
 
 // NewBatchRecorder makes a recorder; Run must be started for events to be
 // written.
 func NewBatchRecorder(sink func(ctx context.Context, evs []Event) error, log *slog.Logger) *BatchRecorder {
-	return &BatchRecorder{sink: sink, queue: make(chan Event, 4096), log: log}
+	return &BatchRecorder{sink: sink, log: log, full: make(chan struct{}, 1)}
 }
 
 // Record implements Recorder.
@@ -28,47 +44,57 @@ func (b *BatchRecorder) Record(_ context.Context, ev Event) {
 	if ev.At.IsZero() {
 		ev.At = time.Now()
 	}
-	select {
-	case b.queue <- ev:
-	default:
+	b.mu.Lock()
+	if len(b.buf) >= maxQueued {
+		b.mu.Unlock()
 		b.dropped.Add(1)
+		return
+	}
+	b.buf = append(b.buf, ev)
+	wake := len(b.buf) == batchEvents
+	b.mu.Unlock()
+	if wake {
+		select {
+		case b.full <- struct{}{}:
+		default:
+		}
 	}
 }
 
-// Run writes queued events until ctx ends, then flushes what is left.
+// Run writes queued events until ctx ends, then writes what is left.
 func (b *BatchRecorder) Run(ctx context.Context) {
-	batch := make([]Event, 0, 256)
+	var spare []Event
+	// flush writes everything buffered, batchEvents at a time, oldest first.
 	flush := func(ctx context.Context) {
-		if len(batch) == 0 {
-			return
+		b.mu.Lock()
+		evs := b.buf
+		b.buf = spare[:0]
+		b.mu.Unlock()
+		for rest := evs; len(rest) > 0; {
+			n := min(len(rest), batchEvents)
+			if err := b.sink(ctx, rest[:n]); err != nil {
+				b.log.Warn("boot timeline write failed", "events", n, "err", err)
+			}
+			rest = rest[n:]
 		}
-		if err := b.sink(ctx, batch); err != nil {
-			b.log.Warn("boot timeline write failed", "events", len(batch), "err", err)
+		clear(evs) // let the strings go
+		if cap(evs) <= 2*batchEvents {
+			spare = evs // reuse; a storm's larger buffer is given back
+		} else {
+			spare = nil
 		}
-		batch = batch[:0]
 	}
-	tick := time.NewTicker(100 * time.Millisecond)
+	tick := time.NewTicker(flushEvery)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			for {
-				select {
-				case ev := <-b.queue:
-					batch = append(batch, ev)
-				default:
-					flush(context.WithoutCancel(ctx))
-					return
-				}
-			}
-		case ev := <-b.queue:
-			batch = append(batch, ev)
-			if len(batch) == cap(batch) {
-				flush(ctx)
-			}
+			flush(context.WithoutCancel(ctx))
+			return
+		case <-b.full:
 		case <-tick.C:
-			flush(ctx)
 		}
+		flush(ctx)
 	}
 }
 

@@ -64,9 +64,9 @@ type Config struct {
 	// BootFiles says what each firmware loads next.
 	BootFiles
 
-	// Workers is how many goroutines read and handle packets on port 67
-	// (default 8). They wait for nothing but the boot gate: an ACK waiting
-	// for its lease's commit holds none of them.
+	// Workers is how many packet loops read and handle packets on port 67
+	// (default 8). A loop waits for its round's lease commit; the others
+	// read meanwhile, and their commits share the store's group commit.
 	Workers int
 	// Meter counts packets by type and answer (metrics); nil counts nothing.
 	Meter boot.Meter

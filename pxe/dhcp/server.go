@@ -119,7 +119,7 @@ func (s *Server) Run(ctx context.Context) error {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				s.serve(ctx, c, ports[i])
+				s.newBatchLoop(c, ports[i]).run(ctx)
 			}()
 		}
 	}
@@ -135,13 +135,6 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	closeAll()
 	return nil
-}
-
-// serve is one reader: it reads a packet, decides and answers, until the
-// socket is closed. Readers share the socket; an ACK waiting for its commit
-// holds no reader (see handle).
-func (s *Server) serve(ctx context.Context, conn *net.UDPConn, port int) {
-	readLoop(ctx, conn, s.log, s.cfg.Meter, func(pkt []byte, peer netip.AddrPort) { s.handle(ctx, conn, port, pkt, peer) })
 }
 
 // readLoop hands each packet read from conn to handle until the socket is
@@ -169,50 +162,11 @@ func readLoop(ctx context.Context, conn *net.UDPConn, log *slog.Logger, meter bo
 	}
 }
 
-func (s *Server) handle(ctx context.Context, conn *net.UDPConn, port int, pkt []byte, peer netip.AddrPort) {
-	defer s.survive(peer)
-	ctx = received(ctx, s.rec)
-	req, err := dhcpv4.FromBytes(pkt)
-	if err != nil {
-		s.cfg.Meter.DHCPPacket("malformed", "none")
-		s.log.Debug("dhcp: malformed packet", "peer", peer, "err", err)
-		return
-	}
-	resp, later, err := s.decide(ctx, req, port)
-	if later != nil {
-		// The ACK goes out from the lease writer once the lease is durable;
-		// this reader goes back to reading meanwhile (req owns its memory:
-		// FromBytes copies, so buf may be reused).
-		s.writer.enqueue(ctx, later.lease, func(werr error) {
-			defer s.survive(peer)
-			resp, err := s.finish(ctx, later, werr)
-			s.send(conn, port, req, resp, err, peer)
-		})
-		return
-	}
-	s.send(conn, port, req, resp, err, peer)
-}
-
 // survive: fuzzing found no panic, but one bad packet must never take the
 // server down.
 func (s *Server) survive(peer netip.AddrPort) {
 	if r := recover(); r != nil {
 		s.log.Error("dhcp: panic handling a packet", "peer", peer, "panic", r)
-	}
-}
-
-func (s *Server) send(conn *net.UDPConn, port int, req, resp *dhcpv4.DHCPv4, err error, peer netip.AddrPort) {
-	s.count(req, resp, err)
-	if err != nil {
-		s.log.Warn("dhcp: request not served", "mac", req.ClientHWAddr.String(), "err", err)
-		return
-	}
-	if resp == nil {
-		return
-	}
-	dst := destination(req, resp, peer, port)
-	if _, err := conn.WriteToUDPAddrPort(resp.ToBytes(), dst); err != nil {
-		s.log.Warn("dhcp: send", "to", dst, "mac", req.ClientHWAddr.String(), "err", err)
 	}
 }
 

@@ -1,0 +1,169 @@
+package dhcp
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/netip"
+	"time"
+
+	"github.com/insomniacslk/dhcp/dhcpv4"
+	"golang.org/x/net/ipv4"
+)
+
+// batchSize is the most packets one read (recvmmsg) takes off the socket.
+const batchSize = 64
+
+// batchLoop is one DHCPv4 packet loop on a socket. Each round it reads what
+// is queued (up to batchSize packets, one recvmmsg), decides each packet,
+// sends the answers that need nothing more (OFFERs, NAKs) in one sendmmsg,
+// makes the round's new leases durable in one commit and only then sends
+// their ACKs (one more sendmmsg). Under load the socket queue fills while a
+// round commits, so rounds grow with the load and one commit carries as
+// many ACKs as arrived meanwhile, with no timer; an idle server's round is
+// one packet, answered at once. One goroutine does all of it: no hand-off
+// per packet, so on a busy CPU the scheduler has little to switch between.
+type batchLoop struct {
+	s    *Server
+	pc   *ipv4.PacketConn
+	port int
+	in   []ipv4.Message
+	out  []ipv4.Message
+	acks []pendingAck
+	ls   []Lease
+}
+
+// pendingAck is a REQUEST whose ACK waits for the round's commit.
+type pendingAck struct {
+	ctx   context.Context
+	peer  netip.AddrPort
+	later *ackLater
+}
+
+func (s *Server) newBatchLoop(conn *net.UDPConn, port int) *batchLoop {
+	b := &batchLoop{s: s, pc: ipv4.NewPacketConn(conn), port: port, in: make([]ipv4.Message, batchSize)}
+	for i := range b.in {
+		b.in[i].Buffers = [][]byte{make([]byte, 4096)}
+		b.in[i].OOB = make([]byte, oobSpace)
+	}
+	return b
+}
+
+// run serves until the socket is closed or its read deadline passes after
+// ctx ended; the round being served is finished first (its leases
+// committed, its ACKs sent).
+func (b *batchLoop) run(ctx context.Context) {
+	for {
+		n, err := b.pc.ReadBatch(b.in, 0)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) || ctx.Err() != nil {
+				return
+			}
+			b.s.log.Warn("dhcp: read", "err", err)
+			time.Sleep(10 * time.Millisecond) // don't spin on a persistent error
+			continue
+		}
+		b.round(ctx, b.in[:n])
+	}
+}
+
+// round answers the packets of one read.
+func (b *batchLoop) round(ctx context.Context, msgs []ipv4.Message) {
+	s := b.s
+	for i := range msgs {
+		m := &msgs[i]
+		if at := receivedAt(m.OOB[:m.NN]); !at.IsZero() && time.Since(at) > maxQueueWait {
+			s.cfg.Meter.DHCPPacket("stale", "none")
+			continue
+		}
+		b.take(ctx, m.Buffers[0][:m.N], addrPortOf(m.Addr))
+	}
+	b.send()
+	if len(b.acks) == 0 {
+		return
+	}
+	// The leases of the round in one transaction; it completes even when
+	// ctx ends meanwhile (shutdown), so that its ACKs still go out.
+	b.ls = b.ls[:0]
+	for _, a := range b.acks {
+		b.ls = append(b.ls, a.later.lease)
+	}
+	errs, err := s.store.PutLeases(context.WithoutCancel(ctx), b.ls)
+	for i, a := range b.acks {
+		werr := err
+		if err == nil {
+			werr = errs[i]
+		}
+		b.finish(a, werr)
+	}
+	clear(b.acks)
+	b.acks = b.acks[:0]
+	b.send()
+}
+
+// take decides one packet: its answer is queued for the next send, or, for
+// an ACK, held until the round's commit.
+func (b *batchLoop) take(ctx context.Context, pkt []byte, peer netip.AddrPort) {
+	s := b.s
+	defer s.survive(peer)
+	ctx = received(ctx, s.rec)
+	req, err := dhcpv4.FromBytes(pkt) // copies: pkt's buffer is reused
+	if err != nil {
+		s.cfg.Meter.DHCPPacket("malformed", "none")
+		s.log.Debug("dhcp: malformed packet", "peer", peer, "err", err)
+		return
+	}
+	resp, later, err := s.decide(ctx, req, b.port)
+	if later != nil {
+		b.acks = append(b.acks, pendingAck{ctx: ctx, peer: peer, later: later})
+		return
+	}
+	b.queue(req, resp, err, peer)
+}
+
+// finish queues the answer to a REQUEST whose lease write ended with werr.
+func (b *batchLoop) finish(a pendingAck, werr error) {
+	defer b.s.survive(a.peer)
+	resp, err := b.s.finish(a.ctx, a.later, werr)
+	b.queue(a.later.req, resp, err, a.peer)
+}
+
+// queue counts one handled packet and queues its answer, if any.
+func (b *batchLoop) queue(req, resp *dhcpv4.DHCPv4, err error, peer netip.AddrPort) {
+	s := b.s
+	s.count(req, resp, err)
+	if err != nil {
+		s.log.Warn("dhcp: request not served", "mac", req.ClientHWAddr.String(), "err", err)
+		return
+	}
+	if resp == nil {
+		return
+	}
+	dst := destination(req, resp, peer, b.port)
+	b.out = append(b.out, ipv4.Message{Buffers: [][]byte{resp.ToBytes()}, Addr: net.UDPAddrFromAddrPort(dst)})
+}
+
+// send writes the queued answers, as few sendmmsg calls as the kernel
+// takes them in. An answer the kernel refuses is logged and skipped.
+func (b *batchLoop) send() {
+	out := b.out
+	for len(out) > 0 {
+		n, err := b.pc.WriteBatch(out, 0)
+		if n <= 0 {
+			n = 1
+			b.s.log.Warn("dhcp: send", "to", out[0].Addr, "err", err)
+		}
+		out = out[n:]
+	}
+	clear(b.out)
+	b.out = b.out[:0]
+}
+
+// addrPortOf is a received packet's source address.
+func addrPortOf(a net.Addr) netip.AddrPort {
+	if u, ok := a.(*net.UDPAddr); ok {
+		ap := u.AddrPort()
+		return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+	}
+	return netip.AddrPort{}
+}
