@@ -37,6 +37,9 @@ const (
 	// ramdisk's directory and answers its grub/grub.cfg per node.
 	DefaultEFIArm64 = "grubnetaa64.efi"
 	DefaultWorkers  = 8
+	// DefaultLoops is how many DHCPv4 packet loops share port 67: one
+	// reads while the other waits for its round's commit (or a slow gate).
+	DefaultLoops = 2
 	// AgentVendorClass is what castiron's ramdisk agent sends as option 60.
 	AgentVendorClass = "castiron-agent"
 )
@@ -65,8 +68,9 @@ type Config struct {
 	BootFiles
 
 	// Workers is how many packet loops read and handle packets on port 67
-	// (default 8). A loop waits for its round's lease commit; the others
-	// read meanwhile, and their commits share the store's group commit.
+	// (default DefaultLoops). A loop waits for its round's lease commit;
+	// the others read meanwhile, and their commits share the store's
+	// group commit.
 	Workers int
 	// Meter counts packets by type and answer (metrics); nil counts nothing.
 	Meter boot.Meter
@@ -133,8 +137,9 @@ func (c *Config) setDefaults() {
 	}
 	c.BootFiles.setDefaults()
 	if c.Workers <= 0 {
-		c.Workers = DefaultWorkers
+		c.Workers = DefaultLoops
 	}
+
 }
 
 // validate checks c (defaults set) and returns the subnet (zero in proxy mode).
