@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"sync"
 	"time"
 
 	"github.com/insomniacslk/dhcp/dhcpv4"
@@ -14,15 +15,15 @@ import (
 const (
 	// batchSize is the most packets one read (recvmmsg) takes off the socket.
 	batchSize = 64
-	// A busy loop (its round had several packets, or came less than
-	// coalesce after the previous one) waits until coalesce has passed
-	// since its round began before it reads again, so packets arriving
-	// meanwhile make one round (one wake-up, one commit, one sendmmsg)
-	// instead of one each. Waking for every packet cost more than the
-	// packet: on a busy CPU each wake-up waits for a time slice, and Go's
-	// runtime polls at 20 µs while it sees short bursts of work. An idle
-	// server still answers a lone packet at once; DHCP clients wait
-	// seconds before they retransmit.
+	// When the socket is busy (the last read took several packets, or came
+	// less than coalesce after the one before) the next read waits until
+	// coalesce has passed since the last, so the packets arriving meanwhile
+	// make one round (one wake-up, one commit, one sendmmsg) instead of one
+	// each. Waking for every packet cost more than the packet: on a busy
+	// CPU each wake-up waits for a time slice, and Go's runtime polls at
+	// 20 µs while it sees short bursts of work. A lone packet on an idle
+	// server is answered at once; DHCP clients wait seconds before they
+	// retransmit.
 	coalesce = time.Millisecond
 )
 
@@ -30,19 +31,32 @@ const (
 // is queued (up to batchSize packets, one recvmmsg), decides each packet,
 // sends the answers that need nothing more (OFFERs, NAKs) in one sendmmsg,
 // makes the round's new leases durable in one commit and only then sends
-// their ACKs (one more sendmmsg). Under load the socket queue fills while a
-// round commits, so rounds grow with the load and one commit carries as
-// many ACKs as arrived meanwhile, with no timer; an idle server's round is
-// one packet, answered at once. One goroutine does all of it: no hand-off
-// per packet, so on a busy CPU the scheduler has little to switch between.
+// their ACKs (one more sendmmsg). No goroutine hand-off per packet, so on
+// a busy CPU the scheduler has little to switch between. The loops of a
+// socket take turns at reading (reader): one reads and decides while
+// another commits.
 type batchLoop struct {
 	s    *Server
-	pc   *ipv4.PacketConn
+	rd   *reader
 	port int
 	in   []ipv4.Message
-	out  []ipv4.Message
 	acks []pendingAck
 	ls   []Lease
+	// The answers waiting for send: out[:nout], encoded into wire. Both
+	// are reused from round to round (each out keeps its one-buffer slice
+	// and its address), so an answer allocates nothing once they grew.
+	out  []ipv4.Message
+	nout int
+	wire []byte
+}
+
+// reader is a socket shared by packet loops, read by one at a time so
+// that coalescing holds whichever loop reads.
+type reader struct {
+	pc   *ipv4.PacketConn
+	mu   sync.Mutex
+	last time.Time // when the last read returned
+	busy bool      // the last read was part of a burst
 }
 
 // pendingAck is a REQUEST whose ACK waits for the round's commit.
@@ -52,8 +66,8 @@ type pendingAck struct {
 	later *ackLater
 }
 
-func (s *Server) newBatchLoop(conn *net.UDPConn, port int) *batchLoop {
-	b := &batchLoop{s: s, pc: ipv4.NewPacketConn(conn), port: port, in: make([]ipv4.Message, batchSize)}
+func (s *Server) newBatchLoop(rd *reader, port int) *batchLoop {
+	b := &batchLoop{s: s, rd: rd, port: port, in: make([]ipv4.Message, batchSize)}
 	for i := range b.in {
 		b.in[i].Buffers = [][]byte{make([]byte, 4096)}
 		b.in[i].OOB = make([]byte, oobSpace)
@@ -65,9 +79,8 @@ func (s *Server) newBatchLoop(conn *net.UDPConn, port int) *batchLoop {
 // ctx ended; the round being served is finished first (its leases
 // committed, its ACKs sent).
 func (b *batchLoop) run(ctx context.Context) {
-	var last time.Time // when the previous round began
 	for {
-		n, err := b.pc.ReadBatch(b.in, 0)
+		n, err := b.read(ctx)
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) || ctx.Err() != nil {
 				return
@@ -76,20 +89,38 @@ func (b *batchLoop) run(ctx context.Context) {
 			time.Sleep(10 * time.Millisecond) // don't spin on a persistent error
 			continue
 		}
-		start := time.Now()
-		busy := n > 1 || start.Sub(last) < coalesce
-		last = start
-		b.round(ctx, b.in[:n])
-		if busy && ctx.Err() == nil {
-			if d := coalesce - time.Since(start); d > 0 {
-				time.Sleep(d)
-			}
+		if n > 0 {
+			b.commit(ctx)
 		}
 	}
 }
 
-// round answers the packets of one read.
-func (b *batchLoop) round(ctx context.Context, msgs []ipv4.Message) {
+// read takes the reader's turn: it waits out the coalescing window when
+// the socket is busy, reads a batch, decides it and sends the answers
+// that need no commit. It returns how many ACKs wait for one.
+func (b *batchLoop) read(ctx context.Context) (int, error) {
+	rd := b.rd
+	rd.mu.Lock()
+	defer rd.mu.Unlock()
+	if rd.busy && ctx.Err() == nil {
+		if d := coalesce - time.Since(rd.last); d > 0 {
+			time.Sleep(d)
+		}
+	}
+	n, err := rd.pc.ReadBatch(b.in, 0)
+	if err != nil {
+		return 0, err
+	}
+	now := time.Now()
+	rd.busy = n > 1 || now.Sub(rd.last) < coalesce
+	rd.last = now
+	b.decide(ctx, b.in[:n])
+	return len(b.acks), nil
+}
+
+// decide answers the packets of one read, but for the ACKs, which wait
+// for commit.
+func (b *batchLoop) decide(ctx context.Context, msgs []ipv4.Message) {
 	s := b.s
 	for i := range msgs {
 		m := &msgs[i]
@@ -100,9 +131,11 @@ func (b *batchLoop) round(ctx context.Context, msgs []ipv4.Message) {
 		b.take(ctx, m.Buffers[0][:m.N], addrPortOf(m.Addr))
 	}
 	b.send()
-	if len(b.acks) == 0 {
-		return
-	}
+}
+
+// commit makes the round's leases durable, then sends their ACKs.
+func (b *batchLoop) commit(ctx context.Context) {
+	s := b.s
 	// The leases of the round in one transaction; it completes even when
 	// ctx ends meanwhile (shutdown), so that its ACKs still go out.
 	b.ls = b.ls[:0]
@@ -161,23 +194,39 @@ func (b *batchLoop) queue(req, resp *dhcpv4.DHCPv4, err error, peer netip.AddrPo
 		return
 	}
 	dst := destination(req, resp, peer, b.port)
-	b.out = append(b.out, ipv4.Message{Buffers: [][]byte{resp.ToBytes()}, Addr: net.UDPAddrFromAddrPort(dst)})
+	to := dst.Addr().Unmap()
+	if !to.Is4() {
+		s.log.Warn("dhcp: no IPv4 destination", "to", dst, "mac", req.ClientHWAddr.String())
+		return
+	}
+	if b.nout == len(b.out) {
+		b.out = append(b.out, ipv4.Message{Buffers: make([][]byte, 1), Addr: &net.UDPAddr{IP: make(net.IP, net.IPv4len)}})
+	}
+	m := &b.out[b.nout]
+	b.nout++
+	start := len(b.wire)
+	b.wire = appendPacket(b.wire, resp)
+	m.Buffers[0] = b.wire[start:len(b.wire):len(b.wire)]
+	ua := m.Addr.(*net.UDPAddr)
+	ip4 := to.As4()
+	copy(ua.IP, ip4[:])
+	ua.Port = int(dst.Port())
 }
 
 // send writes the queued answers, as few sendmmsg calls as the kernel
 // takes them in. An answer the kernel refuses is logged and skipped.
 func (b *batchLoop) send() {
-	out := b.out
+	out := b.out[:b.nout]
 	for len(out) > 0 {
-		n, err := b.pc.WriteBatch(out, 0)
+		n, err := b.rd.pc.WriteBatch(out, 0)
 		if n <= 0 {
 			n = 1
 			b.s.log.Warn("dhcp: send", "to", out[0].Addr, "err", err)
 		}
 		out = out[n:]
 	}
-	clear(b.out)
-	b.out = b.out[:0]
+	b.nout = 0
+	b.wire = b.wire[:0]
 }
 
 // addrPortOf is a received packet's source address.

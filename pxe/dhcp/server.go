@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/insomniacslk/dhcp/dhcpv4"
+	"golang.org/x/net/ipv4"
 
 	"castiron/pxe/boot"
 )
@@ -113,13 +114,14 @@ func (s *Server) Run(ctx context.Context) error {
 	for i, c := range conns {
 		n := s.cfg.Workers
 		if ports[i] == portBootServer {
-			n = max(1, n/8)
+			n = 1
 		}
+		rd := &reader{pc: ipv4.NewPacketConn(c)}
 		for range n {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				s.newBatchLoop(c, ports[i]).run(ctx)
+				s.newBatchLoop(rd, ports[i]).run(ctx)
 			}()
 		}
 	}
