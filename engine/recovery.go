@@ -29,36 +29,39 @@ func (c *Conductor) recover(ctx context.Context) error {
 		mine[u] = true
 	}
 	ours := func(n *storage.Node) bool { return mine[n.UUID] || (n.Reservation == nil && c.Owns(n)) }
+	// One query for every state an interrupted task leaves behind, one for
+	// pending power operations: a restart reads only the nodes it recovers.
+	stuck := []string{}
 	for st, info := range states {
-		if !info.StuckFails {
-			continue
-		}
-		state := string(st)
-		nodes, err := c.store.ListNodes(ctx, storage.NodeQuery{
-			ProvisionState:  &state,
-			ConductorGroups: []string{c.cfg.ConductorGroup},
-			IncludeChildren: true,
-		})
-		if err != nil {
-			return err
-		}
-		for _, n := range nodes {
-			if !ours(n) {
-				continue
-			}
-			msg := fmt.Sprintf("The conductor %s was restarted while node %s was in state %q; the operation was interrupted.", c.cfg.Hostname, n.UUID, state)
-			if err := c.failIfIn(ctx, n.UUID, st, msg); err != nil {
-				return err
-			}
+		if info.StuckFails {
+			stuck = append(stuck, string(st))
 		}
 	}
-	// Pending power operations died with the process.
-	nodes, err := c.store.ListNodes(ctx, storage.NodeQuery{ConductorGroups: []string{c.cfg.ConductorGroup}, IncludeChildren: true})
+	nodes, err := c.store.ListNodes(ctx, storage.NodeQuery{
+		ProvisionStates: stuck,
+		ConductorGroups: []string{c.cfg.ConductorGroup},
+		IncludeChildren: true,
+	})
 	if err != nil {
 		return err
 	}
 	for _, n := range nodes {
-		if n.TargetPowerState == nil || !ours(n) {
+		if !ours(n) {
+			continue
+		}
+		msg := fmt.Sprintf("The conductor %s was restarted while node %s was in state %q; the operation was interrupted.", c.cfg.Hostname, n.UUID, n.ProvisionState)
+		if err := c.failIfIn(ctx, n.UUID, State(n.ProvisionState), msg); err != nil {
+			return err
+		}
+	}
+	// Pending power operations died with the process.
+	pending := true
+	nodes, err = c.store.ListNodes(ctx, storage.NodeQuery{ConductorGroups: []string{c.cfg.ConductorGroup}, IncludeChildren: true, PowerPending: &pending})
+	if err != nil {
+		return err
+	}
+	for _, n := range nodes {
+		if !ours(n) {
 			continue
 		}
 		err := c.dropPendingPower(ctx, n.UUID, c.cfg.Hostname)

@@ -147,6 +147,7 @@ type NodeQuery struct {
 	Page
 	UUIDs               []string // non-nil: only these nodes (canonical uuids)
 	ProvisionState      *string
+	ProvisionStates     []string // non-nil: only nodes in one of these states
 	Maintenance         *bool
 	Driver              *string
 	Associated          *bool // instance_uuid set or not
@@ -164,6 +165,7 @@ type NodeQuery struct {
 	ParentNode          *string
 	IncludeChildren     bool // false: nodes with a parent are left out
 	Reserved            *bool
+	PowerPending        *bool // target_power_state set or not
 	// Columns, when set, limits what is read to these node columns (named
 	// as the node fields; uuid is always read). Nil reads everything.
 	Columns []string

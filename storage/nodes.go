@@ -243,6 +243,9 @@ func (s *DB) nodeFilter(q NodeQuery) *filter {
 		f.in("uuid", q.UUIDs)
 	}
 	eq("provision_state", q.ProvisionState)
+	if q.ProvisionStates != nil {
+		f.in("provision_state", q.ProvisionStates)
+	}
 	is("maintenance", q.Maintenance)
 	eq("driver", q.Driver)
 	if q.Associated != nil {
@@ -283,6 +286,9 @@ func (s *DB) nodeFilter(q NodeQuery) *filter {
 	}
 	if q.Reserved != nil {
 		f.nullness("reservation", *q.Reserved)
+	}
+	if q.PowerPending != nil {
+		f.nullness("target_power_state", *q.PowerPending)
 	}
 	return f
 }

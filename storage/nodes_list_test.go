@@ -49,6 +49,8 @@ func TestListNodesFilters(t *testing.T) {
 		n.ChassisUUID = ptr(chassis)
 		n.Reservation = ptr("host1")
 		n.ConductorGroup = "g2"
+		n.ProvisionState = "cleaning"
+		n.TargetPowerState = ptr("power on")
 		n.Description = ptr("slot_5")
 	})
 	mk("child", func(n *Node) { n.ParentNode = ptr(a.UUID) })
@@ -58,7 +60,11 @@ func TestListNodesFilters(t *testing.T) {
 		{"include children", NodeQuery{IncludeChildren: true}, []string{"a", "b", "c", "child"}},
 		{"parent node", NodeQuery{ParentNode: ptr(a.UUID)}, []string{"child"}},
 		{"provision state", NodeQuery{ProvisionState: ptr("available")}, []string{"a"}},
-		{"provision state child", NodeQuery{ProvisionState: ptr("enroll"), IncludeChildren: true}, []string{"b", "c", "child"}},
+		{"provision state child", NodeQuery{ProvisionState: ptr("enroll"), IncludeChildren: true}, []string{"b", "child"}},
+		{"provision states", NodeQuery{ProvisionStates: []string{"available", "cleaning", "deploying"}}, []string{"a", "c"}},
+		{"provision states empty", NodeQuery{ProvisionStates: []string{}}, []string{}},
+		{"power pending", NodeQuery{PowerPending: ptr(true)}, []string{"c"}},
+		{"power not pending", NodeQuery{PowerPending: ptr(false), IncludeChildren: true}, []string{"a", "b", "child"}},
 		{"maintenance true", NodeQuery{Maintenance: ptr(true)}, []string{"b"}},
 		{"maintenance false", NodeQuery{Maintenance: ptr(false)}, []string{"a", "c"}},
 		{"driver", NodeQuery{Driver: ptr("ipmi")}, []string{"b"}},
