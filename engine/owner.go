@@ -60,8 +60,16 @@ func (c *Conductor) refreshRings(ctx context.Context) error {
 		add(c.selfRow())
 	}
 	rings := make(map[string]*ring.Ring, len(hosts))
+	// Keys served by the same hosts share one ring (with one conductor,
+	// every driver's): a ring is 2^exponent md5 sums per host to build.
+	byHosts := map[string]*ring.Ring{}
 	for key, hs := range hosts {
-		rings[key] = ring.New(hs, 1<<c.cfg.HashPartitionExponent)
+		set := slices.Compact(slices.Sorted(slices.Values(hs)))
+		id := strings.Join(set, "\x00")
+		if byHosts[id] == nil {
+			byHosts[id] = ring.New(set, 1<<c.cfg.HashPartitionExponent)
+		}
+		rings[key] = byHosts[id]
 	}
 	c.owners.mu.Lock()
 	c.owners.rings, c.owners.urls, c.owners.built = rings, urls, true
