@@ -173,14 +173,16 @@ func usableBMC(p *string) string {
 }
 
 // placeholder are SMBIOS values firmware leaves when nobody set them.
-var placeholder = regexp.MustCompile(`(?i)^(|0+|none|null|n/a|na|not specified|not applicable|to be filled by o\.e\.m\.|default string|system serial number|0123456789|1234567890|chassis serial number|[0f-]+|03000200-0400-0500-0006-000700080009)$`)
+var placeholder = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)^(|0+|none|null|n/a|na|not specified|not applicable|to be filled by o\.e\.m\.|default string|system serial number|0123456789|1234567890|chassis serial number|[0f-]+|03000200-0400-0500-0006-000700080009)$`)
+})
 
 // identities are what identify the machine besides its MACs.
 func identities(inv protocol.Inventory) []storage.Identity {
 	var out []storage.Identity
 	add := func(kind, v string) {
 		v = strings.TrimSpace(v)
-		if !placeholder.MatchString(v) {
+		if !placeholder().MatchString(v) {
 			out = append(out, storage.Identity{Kind: kind, Value: v})
 		}
 	}
@@ -274,10 +276,10 @@ func discoveredName(inv protocol.Inventory) string {
 		case "", "localhost", "localhost.localdomain", "(none)", "ubuntu", "debian", "ipa", "castiron-agent":
 			continue
 		}
-		if placeholder.MatchString(cand) {
+		if placeholder().MatchString(cand) {
 			continue
 		}
-		name := invalidNameChars.ReplaceAllString(cand, "-")
+		name := invalidNameChars().ReplaceAllString(cand, "-")
 		if len(name) > 63 {
 			name = name[:63]
 		}
@@ -286,7 +288,7 @@ func discoveredName(inv protocol.Inventory) string {
 	return ""
 }
 
-var invalidNameChars = regexp.MustCompile(`[^A-Za-z0-9._~-]`)
+var invalidNameChars = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^A-Za-z0-9._~-]`) })
 
 // discoveredDriverInfo is what the in-band data gives the new node's
 // driver: the BMC's address (ipmi_address, or redfish_address for

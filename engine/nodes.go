@@ -10,6 +10,7 @@ import (
 
 	"castiron/fault"
 	"castiron/storage"
+	"sync"
 )
 
 // CreateNode validates n, fills its defaults and stores it. enrollFirst is
@@ -205,8 +206,8 @@ func (c *Conductor) SetMaintenance(ctx context.Context, ident string, on bool, r
 }
 
 var (
-	customTrait = regexp.MustCompile(`^CUSTOM_[A-Z0-9_]+$`)
-	stdTrait    = regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`)
+	customTrait = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^CUSTOM_[A-Z0-9_]+$`) })
+	stdTrait    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`) })
 )
 
 // MaxTraits is Ironic's per-node limit.
@@ -220,7 +221,7 @@ func checkTraits(traits []string) error {
 		if len(t) > 255 {
 			return fault.New(fault.Invalid, "Invalid trait: %s. A trait must be no longer than 255 characters.", t)
 		}
-		if !customTrait.MatchString(t) && !stdTrait.MatchString(t) {
+		if !customTrait().MatchString(t) && !stdTrait().MatchString(t) {
 			return fault.New(fault.Invalid, "Invalid trait: %s. A valid trait must be no longer than 255 characters. Custom traits must be prefixed with 'CUSTOM_' and contain only the characters A-Z, 0-9 and _.", t)
 		}
 	}

@@ -36,7 +36,7 @@ func argUUIDLike(s string) bool {
 // argLogicalName is Ironic's utils.is_valid_logical_name: RFC 3986
 // unreserved characters, at most 255.
 func argLogicalName(s string) bool {
-	return len(s) <= 255 && nameRE.MatchString(s)
+	return len(s) <= 255 && nameRE().MatchString(s)
 }
 
 // argBool is Ironic's args.boolean (strutils.bool_from_string, strict).

@@ -11,6 +11,7 @@ import (
 	"castiron/engine/jsonschema"
 	"castiron/fault/pyrepr"
 	"castiron/storage"
+	"sync"
 )
 
 // Deploy templates (API 1.55), as Ironic's v1/deploy_template.py serves
@@ -27,11 +28,11 @@ var (
 	customTraitPattern = `^CUSTOM_[A-Z0-9_]+$`
 	// Standard traits are os-traits' list; like the node traits API,
 	// castiron takes any upper-case name that could be one.
-	standardTraitName = regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`)
+	standardTraitName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`) })
 )
 
 func isStandardTrait(s string) bool {
-	return standardTraitName.MatchString(s) && !strings.HasPrefix(s, "CUSTOM_")
+	return standardTraitName().MatchString(s) && !strings.HasPrefix(s, "CUSTOM_")
 }
 
 // Ironic's DEPLOY_STEP_SCHEMA, TRAITS_SCHEMA and TEMPLATE_SCHEMA.
@@ -173,7 +174,7 @@ func (a *API) listDeployTemplates(w http.ResponseWriter, r *http.Request) error 
 
 // volLogicalName is args.name: a logical name (a UUID is one too).
 func volLogicalName(s string) bool {
-	return len(s) <= 255 && nameRE.MatchString(s)
+	return len(s) <= 255 && nameRE().MatchString(s)
 }
 
 // getDeployTemplate is GET /v1/deploy_templates/{ident}.

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"castiron/engine/jsonschema"
+	"sync"
 )
 
 // External events (API 1.54): Neutron tells Ironic about port bindings.
@@ -19,7 +20,7 @@ var networkEventTypes = []string{"network.bind_port", "network.unbind_port", "ne
 var networkEventFields = []string{"event", "port_id", "mac_address", "status", "device_id", "binding:host_id", "binding:vnic_type"}
 
 // eventMACRE is oslo's is_valid_mac (on the lower-cased address).
-var eventMACRE = regexp.MustCompile(`^([0-9a-f]{2}:){5}[0-9a-f]{2}$`)
+var eventMACRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([0-9a-f]{2}:){5}[0-9a-f]{2}$`) })
 
 // Ironic's EVENTS_SCHEMA and NETWORK_EVENT_SCHEMA.
 var (
@@ -55,7 +56,7 @@ func checkEvents(body map[string]any) ([]map[string]any, error) {
 		if s := ev["port_id"].(string); !argUUIDLike(s) {
 			return nil, errInvalid("Expected UUID for port_id: %s", s)
 		}
-		if s := ev["mac_address"].(string); !eventMACRE.MatchString(strings.ToLower(s)) {
+		if s := ev["mac_address"].(string); !eventMACRE().MatchString(strings.ToLower(s)) {
 			return nil, errInvalid("Expected valid MAC address for mac_address: %s", s)
 		}
 		for _, k := range []string{"device_id", "binding:host_id"} {

@@ -94,7 +94,7 @@ func readQueryArgs(q url.Values, names ...string) (*queryArgs, error) {
 
 // volUUIDOrName is args.uuid_or_name.
 func volUUIDOrName(s string) bool {
-	return argUUIDLike(s) || (len(s) <= 255 && nameRE.MatchString(s))
+	return argUUIDLike(s) || (len(s) <= 255 && nameRE().MatchString(s))
 }
 
 // listQuerySchema is the volume index_request_query schema.

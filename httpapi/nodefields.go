@@ -11,6 +11,7 @@ import (
 	"castiron/engine"
 	"castiron/fault/pyrepr"
 	"castiron/storage"
+	"sync"
 )
 
 func typeErr(field string, v any, want string) error {
@@ -114,7 +115,9 @@ func setUUIDPtr(field string, dst func(n *storage.Node) **string) func(*storage.
 }
 
 // nameRE is RFC 3986 unreserved characters (API >= 1.10).
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9\-._~]+$`)
+var nameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9\-._~]+$`) })
+
+var conductorGroupRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-zA-Z0-9_\-\.]*$`) })
 
 func setConductorGroup(n *storage.Node, v any) error {
 	if v == nil {
@@ -125,7 +128,7 @@ func setConductorGroup(n *storage.Node, v any) error {
 	if !ok {
 		return typeErr("conductor_group", v, "string")
 	}
-	if len(s) > 255 || (s != "" && !regexp.MustCompile(`^[a-zA-Z0-9_\-\.]*$`).MatchString(s)) {
+	if len(s) > 255 || (s != "" && !conductorGroupRE().MatchString(s)) {
 		return errInvalid("Invalid conductor_group %q: it must be at most 255 characters of a-z, 0-9, _, - and .", s)
 	}
 	n.ConductorGroup = strings.ToLower(s)
@@ -141,7 +144,7 @@ func setName(n *storage.Node, v any) error {
 	if !ok {
 		return typeErr("name", v, "string")
 	}
-	if len(s) > 255 || !nameRE.MatchString(s) {
+	if len(s) > 255 || !nameRE().MatchString(s) {
 		return errInvalid("Cannot use name %s: a node name may only contain the RFC 3986 unreserved characters A-Z a-z 0-9 - . _ ~ (at most 255)", s)
 	}
 	if _, err := uuid.Parse(s); err == nil {

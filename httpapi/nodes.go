@@ -11,6 +11,7 @@ import (
 
 	"castiron/fault/pyrepr"
 	"castiron/storage"
+	"sync"
 )
 
 // nodeFilter is one query filter of GET /v1/nodes. A filter named after an
@@ -246,7 +247,7 @@ func (a *API) createNode(w http.ResponseWriter, r *http.Request) error {
 		n.UUID = strings.ToLower(s)
 	}
 	return nodeTable.create(w, r, a.view(r), "nodes", n, body, func() error {
-		if !ver.AtLeast(10) && n.Name != nil && !regexpHostname.MatchString(*n.Name) {
+		if !ver.AtLeast(10) && n.Name != nil && !regexpHostname().MatchString(*n.Name) {
 			// Before 1.10 names had to be host names.
 			return errInvalid("Cannot create node with invalid name '%s'", *n.Name)
 		}
@@ -292,7 +293,7 @@ func (a *API) patchNode(w http.ResponseWriter, r *http.Request) error {
 		if err := nodeTable.setChanged(n, before, after); err != nil {
 			return err
 		}
-		if !ver.AtLeast(10) && n.Name != nil && before["name"] != *n.Name && !regexpHostname.MatchString(*n.Name) {
+		if !ver.AtLeast(10) && n.Name != nil && before["name"] != *n.Name && !regexpHostname().MatchString(*n.Name) {
 			return errInvalid("Node %s: Cannot change name to invalid name '%s'", ident, *n.Name)
 		}
 		return checkChassisRemoval(ver, before["chassis_uuid"], n)
@@ -310,4 +311,6 @@ func (a *API) deleteNode(w http.ResponseWriter, r *http.Request) error {
 }
 
 // regexpHostname is Ironic's old is_hostname_safe check for names before 1.10.
-var regexpHostname = regexp.MustCompile(`^[a-z0-9]([a-z0-9\-]{0,61}[a-z0-9])?(\.[a-z0-9\-_]{0,62}[a-z0-9])*\.?$`)
+var regexpHostname = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[a-z0-9]([a-z0-9\-]{0,61}[a-z0-9])?(\.[a-z0-9\-_]{0,62}[a-z0-9])*\.?$`)
+})

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"net/http"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -43,7 +42,7 @@ func (o patchOp) root() string {
 // patchSchema is args.patch: a list of add/replace/remove operations on
 // '^(/[\w-]+)+$' paths (Python's Unicode \w: letters, digits, _).
 var patchSchema = &jsonschema.Schema{Types: []string{"array"}, Items: jsonschema.Object(true, []string{"op", "path"},
-	jsonschema.P("path", &jsonschema.Schema{Types: []string{"string"}, Pattern: regexp.MustCompile(`^(/[\p{L}\p{N}_-]+)+$`), PatternSrc: `^(/[\w-]+)+$`}),
+	jsonschema.P("path", &jsonschema.Schema{Types: []string{"string"}, Pattern: jsonschema.LazyPattern(`^(/[\p{L}\p{N}_-]+)+$`), PatternSrc: `^(/[\w-]+)+$`}),
 	jsonschema.P("op", &jsonschema.Schema{Types: []string{"string"}, Enum: []string{"add", "replace", "remove"}}),
 	jsonschema.P("value", &jsonschema.Schema{}),
 )}

@@ -6,6 +6,7 @@ import (
 	"regexp"
 
 	"github.com/google/uuid"
+	"sync"
 )
 
 // Request ids as Ironic hands them out: "req-<uuid>" in Openstack-Request-Id
@@ -21,7 +22,9 @@ const (
 	globalRequestIDLen = len(requestIDPrefix) + 36
 )
 
-var globalRequestIDRE = regexp.MustCompile(`^req-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+var globalRequestIDRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^req-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+})
 
 type requestIDsKey struct{}
 
@@ -41,7 +44,7 @@ func RequestIDsOf(ctx context.Context) RequestIDs {
 // withRequestIDs gives r its ids and answers them in both headers.
 func withRequestIDs(w http.ResponseWriter, r *http.Request) *http.Request {
 	ids := RequestIDs{Local: requestIDPrefix + uuid.NewString()}
-	if g := r.Header.Get(hdrRequestIDOslo); len(g) == globalRequestIDLen && globalRequestIDRE.MatchString(g) {
+	if g := r.Header.Get(hdrRequestIDOslo); len(g) == globalRequestIDLen && globalRequestIDRE().MatchString(g) {
 		ids.Global = g
 	}
 	h := w.Header()

@@ -5,11 +5,12 @@ import (
 	"regexp"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"sync"
 )
 
 // pgKeyRE reads the columns out of PostgreSQL's unique-violation detail,
 // "Key (type, connector_id)=(iqn, x) already exists.".
-var pgKeyRE = regexp.MustCompile(`^Key \(([^)]*)\)=`)
+var pgKeyRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^Key \(([^)]*)\)=`) })
 
 // pgViolationOf is violationOf for PostgreSQL's errors (SQLSTATE 23505
 // unique_violation, 23503 foreign_key_violation).
@@ -20,7 +21,7 @@ func pgViolationOf(err error) (violation, bool) {
 	}
 	switch pe.Code {
 	case "23505":
-		if m := pgKeyRE.FindStringSubmatch(pe.Detail); m != nil {
+		if m := pgKeyRE().FindStringSubmatch(pe.Detail); m != nil {
 			return violation{unique: m[1]}, true
 		}
 	case "23503":

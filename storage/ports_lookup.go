@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // PortLookupStore finds a port by any of the identities Ironic's
@@ -21,7 +22,7 @@ type PortLookupStore interface {
 }
 
 // portMACRE is oslo netutils.is_valid_mac (applied to the lower-cased value).
-var portMACRE = regexp.MustCompile(`^[0-9a-f]{2}(:[0-9a-f]{2}){5}$`)
+var portMACRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{2}(:[0-9a-f]{2}){5}$`) })
 
 // isIntLike is oslo strutils.is_int_like: str(int(v)) == v.
 func isIntLike(v string) (int64, bool) {
@@ -41,7 +42,7 @@ func (s *DB) LookupPort(ctx context.Context, ident string) (*Port, error) {
 	if u, ok := canonicalUUID(ident); ok {
 		return s.ports.getOne(ctx, s.reader(), notFound, s.ports.byUUID, u)
 	}
-	if portMACRE.MatchString(strings.ToLower(ident)) {
+	if portMACRE().MatchString(strings.ToLower(ident)) {
 		return s.ports.getOne(ctx, s.reader(), notFound, s.ports.byAddress, strings.ToLower(ident))
 	}
 	return s.ports.getOne(ctx, s.reader(), notFound, s.ports.selectFrom()+" WHERE name = ?", ident)

@@ -16,6 +16,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"castiron/fault"
@@ -30,10 +31,10 @@ type Schema struct {
 	Minimum *int64
 	// ExclusiveMinimum is draft 4's boolean form: Minimum itself is out.
 	ExclusiveMinimum bool
-	MinLength        int // 0: none
-	MaxLength        int // 0: none
-	Pattern          *regexp.Regexp
-	PatternSrc       string // the pattern as Ironic writes it (for the message)
+	MinLength        int                   // 0: none
+	MaxLength        int                   // 0: none
+	Pattern          func() *regexp.Regexp // LazyPattern: compiled on first use
+	PatternSrc       string                // the pattern as Ironic writes it (for the message)
 	Items            *Schema
 	MinItems         int
 	Props            []Prop
@@ -95,7 +96,7 @@ func validate(s *Schema, v any) []*vError {
 		if s.MaxLength > 0 && n > s.MaxLength {
 			add("maxLength", "%s is too long", pyrepr.Repr(v))
 		}
-		if s.Pattern != nil && !s.Pattern.MatchString(str) {
+		if s.Pattern != nil && !s.Pattern().MatchString(str) {
 			add("pattern", "%s does not match %s", pyrepr.Repr(v), pyrepr.Repr(s.PatternSrc))
 		}
 	}
@@ -402,8 +403,14 @@ func Object(closed bool, required []string, props ...Prop) *Schema {
 // WithPattern adds the pattern src (as Ironic writes it) to s.
 func WithPattern(s *Schema, src string) *Schema {
 	s.PatternSrc = src
-	s.Pattern = regexp.MustCompile(src)
+	s.Pattern = LazyPattern(src)
 	return s
+}
+
+// LazyPattern compiles src when a value is first checked against it, not
+// when the schema is built (at start-up, for schemas held in variables).
+func LazyPattern(src string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(src) })
 }
 
 // Int64 is a pointer to v, for Minimum.

@@ -35,14 +35,14 @@ func NewCache(dir string) *Cache {
 // Dir is where the ISOs are.
 func (c *Cache) Dir() string { return c.dir }
 
-var validName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$`)
+var validName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$`) })
 
 // Ensure returns the file name (in Dir) of name's ISO for spec, building it
 // first when no ISO for these inputs exists; then older ISOs of name are
 // removed. built is nil when the cached ISO was used. Concurrent calls for
 // one name wait for each other.
 func (c *Cache) Ensure(ctx context.Context, name string, spec Spec) (file string, built *Result, err error) {
-	if !validName.MatchString(name) {
+	if !validName().MatchString(name) {
 		return "", nil, fmt.Errorf("iso: cache name %q", name)
 	}
 	key, err := spec.Key()
@@ -70,7 +70,7 @@ func (c *Cache) Ensure(ctx context.Context, name string, spec Spec) (file string
 
 // Remove deletes every ISO of name.
 func (c *Cache) Remove(name string) error {
-	if !validName.MatchString(name) {
+	if !validName().MatchString(name) {
 		return fmt.Errorf("iso: cache name %q", name)
 	}
 	lock := c.lock(name)

@@ -9,6 +9,7 @@ import (
 	"unicode"
 
 	"castiron/fault/pyrepr"
+	"sync"
 )
 
 // Python's str.isspace(): Unicode whitespace plus the ASCII separators
@@ -20,15 +21,19 @@ func pyIsSpace(r rune) bool {
 func pyStrip(s string) string { return strings.TrimFunc(s, pyIsSpace) }
 
 var (
-	pyFloatPattern = regexp.MustCompile(`^[+-]?(?:(?:\d(?:_?\d)*)?\.?\d(?:_?\d)*(?:[eE][+-]?\d(?:_?\d)*)?|\d(?:_?\d)*\.(?:[eE][+-]?\d(?:_?\d)*)?|inf|infinity|nan)$`)
-	pyIntPattern   = regexp.MustCompile(`^[+-]?\d(?:_?\d)*$`)
-	pyNumLiteral   = regexp.MustCompile(`^[+-]*(?:(?:[1-9](?:_?\d)*|0(?:_?0)*)|(?:\d(?:_?\d)*)?\.\d(?:_?\d)*(?:[eE][+-]?\d(?:_?\d)*)?|\d(?:_?\d)*\.(?:[eE][+-]?\d(?:_?\d)*)?|\d(?:_?\d)*[eE][+-]?\d(?:_?\d)*)$`)
+	pyFloatPattern = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^[+-]?(?:(?:\d(?:_?\d)*)?\.?\d(?:_?\d)*(?:[eE][+-]?\d(?:_?\d)*)?|\d(?:_?\d)*\.(?:[eE][+-]?\d(?:_?\d)*)?|inf|infinity|nan)$`)
+	})
+	pyIntPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[+-]?\d(?:_?\d)*$`) })
+	pyNumLiteral = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^[+-]*(?:(?:[1-9](?:_?\d)*|0(?:_?0)*)|(?:\d(?:_?\d)*)?\.\d(?:_?\d)*(?:[eE][+-]?\d(?:_?\d)*)?|\d(?:_?\d)*\.(?:[eE][+-]?\d(?:_?\d)*)?|\d(?:_?\d)*[eE][+-]?\d(?:_?\d)*)$`)
+	})
 )
 
 // pyFloat is Python's float(s) for a string.
 func pyFloat(s string) (float64, error) {
 	t := strings.ToLower(pyStrip(s))
-	if !pyFloatPattern.MatchString(t) {
+	if !pyFloatPattern().MatchString(t) {
 		return 0, typeErrorf("could not convert string to float: %s", pyrepr.Quote(s))
 	}
 	f, err := strconv.ParseFloat(strings.ReplaceAll(t, "_", ""), 64)
@@ -46,7 +51,7 @@ func isRangeErr(err error) bool {
 // pyInt is Python's int(s) in base 10.
 func pyInt(s string) (int64, bool) {
 	t := pyStrip(s)
-	if !pyIntPattern.MatchString(t) {
+	if !pyIntPattern().MatchString(t) {
 		return 0, false
 	}
 	n, err := strconv.ParseInt(strings.ReplaceAll(t, "_", ""), 10, 64)
@@ -65,7 +70,7 @@ func pyInt(s string) (int64, bool) {
 // pyLiteralNumber is ast.literal_eval(s) where the result must be a number.
 func pyLiteralNumber(s string) (float64, error) {
 	t := strings.TrimLeft(s, " \t")
-	if !pyNumLiteral.MatchString(t) {
+	if !pyNumLiteral().MatchString(t) {
 		return 0, typeErrorf("malformed node or string: %s", pyrepr.Quote(s))
 	}
 	neg := false

@@ -13,6 +13,7 @@ import (
 	"castiron/fault"
 
 	"github.com/bougou/go-ipmi/pkg/types"
+	"sync"
 )
 
 // Ironic's defaults and limits for driver_info (ironic/drivers/modules/ipmitool.py).
@@ -40,7 +41,9 @@ var privLevels = map[string]types.PrivilegeLevel{
 }
 
 // hostnameRE is Ironic's is_hostname_safe pattern (RFC 952/1123).
-var hostnameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9\-]{0,61}[a-z0-9])?(\.[a-z0-9\-_]{0,62}[a-z0-9])*\.?$`)
+var hostnameRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[a-z0-9]([a-z0-9\-]{0,61}[a-z0-9])?(\.[a-z0-9\-_]{0,62}[a-z0-9])*\.?$`)
+})
 
 // info is a node's driver_info, parsed and checked.
 type info struct {
@@ -90,7 +93,7 @@ func parseInfo(n driver.Node) (*info, error) {
 		return nil, fault.New(fault.Invalid, "Invalid IPMI address \"%v\" for node %s. Must be a valid IP address or hostname.", di["ipmi_address"], n.UUID)
 	}
 	addr = strings.TrimSpace(addr)
-	if _, err := netip.ParseAddr(addr); err != nil && (len(addr) > 255 || !hostnameRE.MatchString(addr)) {
+	if _, err := netip.ParseAddr(addr); err != nil && (len(addr) > 255 || !hostnameRE().MatchString(addr)) {
 		return nil, fault.New(fault.Invalid, "Invalid IPMI address \"%s\" for node %s. Must be a valid IP address or hostname.", addr, n.UUID)
 	}
 	inf.address = addr

@@ -11,6 +11,7 @@ import (
 
 	"castiron/engine/driver"
 	"castiron/fault"
+	"sync"
 )
 
 // Authentication methods (redfish_auth_type), as Ironic names them.
@@ -24,7 +25,7 @@ const defaultRoot = "/redfish/v1"
 
 // schemeRE matches an address that names its scheme ("https://..."); any
 // other address gets Ironic's default scheme, https.
-var schemeRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*://`)
+var schemeRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*://`) })
 
 // info is a node's driver_info, parsed and checked.
 type info struct {
@@ -85,7 +86,7 @@ func parseInfo(n driver.Node) (*info, error) {
 	if a, err := netip.ParseAddr(addr); err == nil && a.Is6() {
 		addr = "[" + addr + "]" // Ironic's escape_ipv6
 	}
-	if !schemeRE.MatchString(addr) {
+	if !schemeRE().MatchString(addr) {
 		addr = "https://" + addr
 	}
 	u, err := url.Parse(addr)
