@@ -54,15 +54,23 @@ type asset struct {
 }
 
 type handler struct {
-	opts   Options
-	assets map[string]*asset
-	states []byte
+	opts Options
+	// assets and states are made on the first request that needs them:
+	// most servers never serve the UI, and reading the embedded files
+	// copies them to the heap.
+	assets func() map[string]*asset
+	states func() []byte
 }
 
 // Handler serves the UI: "/" is the single page, /ui/<file> its assets and
 // /ui/api/states the provision state machine as JSON.
 func Handler(opts Options) http.Handler {
-	h := &handler{opts: opts, assets: map[string]*asset{}}
+	return &handler{opts: opts, assets: sync.OnceValue(loadAssets), states: sync.OnceValue(stateJSON)}
+}
+
+// loadAssets reads every embedded file, with its ETag.
+func loadAssets() map[string]*asset {
+	assets := map[string]*asset{}
 	sub, err := fs.Sub(staticFS, "static")
 	if err != nil {
 		panic(err)
@@ -75,17 +83,21 @@ func Handler(opts Options) http.Handler {
 		if err != nil {
 			return err
 		}
-		h.assets[p] = newAsset(p, b)
+		assets[p] = newAsset(p, b)
 		return nil
 	})
 	if err != nil {
 		panic(err)
 	}
-	h.states, err = json.Marshal(StateTable())
+	return assets
+}
+
+func stateJSON() []byte {
+	b, err := json.Marshal(StateTable())
 	if err != nil {
 		panic(err)
 	}
-	return h
+	return b
 }
 
 func newAsset(name string, b []byte) *asset {
@@ -149,15 +161,15 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case p == "/" || p == "/ui/index.html":
 		hdr.Set("Content-Security-Policy", csp)
 		hdr.Set("Referrer-Policy", "no-referrer")
-		h.serveAsset(w, r, h.assets["index.html"])
+		h.serveAsset(w, r, h.assets()["index.html"])
 	case p == "/ui" || p == "/ui/":
 		http.Redirect(w, r, "/", http.StatusFound)
 	case p == "/ui/api/states":
 		hdr.Set("Content-Type", "application/json")
 		hdr.Set("Cache-Control", "no-cache")
-		w.Write(h.states)
+		w.Write(h.states())
 	case strings.HasPrefix(p, "/ui/"):
-		a := h.assets[strings.TrimPrefix(p, "/ui/")]
+		a := h.assets()[strings.TrimPrefix(p, "/ui/")]
 		if a == nil {
 			http.NotFound(w, r)
 			return

@@ -217,7 +217,7 @@ func TestAssets(t *testing.T) {
 	// Every embedded file has a type of its own (a new kind of file needs
 	// its line in contentType).
 	h := Handler(Options{}).(*handler)
-	for name, a := range h.assets {
+	for name, a := range h.assets() {
 		if a.ctype == "application/octet-stream" {
 			t.Errorf("%s: no content type for its extension", name)
 		}
@@ -251,7 +251,7 @@ func TestAssets(t *testing.T) {
 // Every asset the page references exists, and no asset reaches off-site.
 func TestAssetsSelfContained(t *testing.T) {
 	h := Handler(Options{}).(*handler)
-	for name, a := range h.assets {
+	for name, a := range h.assets() {
 		body := string(a.body)
 		for _, bad := range []string{"http://", "https://"} {
 			// A URL with a host after the scheme; a scheme put in front of
@@ -267,7 +267,7 @@ func TestAssetsSelfContained(t *testing.T) {
 	}
 	for _, ref := range []string{"style.css", "icon.svg", "js/app.js", "js/ui.js", "js/api.js", "js/store.js", "js/fleet.js",
 		"js/node.js", "js/actions.js", "js/conductors.js", "js/import.js"} {
-		if h.assets[ref] == nil {
+		if h.assets()[ref] == nil {
 			t.Errorf("missing asset %s", ref)
 		}
 	}
