@@ -17,7 +17,7 @@ TESTFLAGS ?= -count=1 -timeout 35m
 
 export CGO_ENABLED := 0
 
-.PHONY: all help build run test unit deps vet bench states clean tempest
+.PHONY: all help build run test test-vmkernel unit deps vet bench states clean tempest
 
 all: build
 
@@ -27,6 +27,7 @@ help:
 	@echo "make test    install missing Debian test packages (as root), go mod tidy check, go vet, go test, then make e2e (as root)"
 	@echo "make ramdisk build the agent and the PXE ramdisk into castiron-data/ramdisk (needs linux-image-amd64);"
 	@echo "             ARCH=arm64: the arm64 one into castiron-data/ramdisk/aarch64 (Debian arm64 packages, fetched)"
+	@echo "             RAMDISK_KERNEL=vm: castiron's small kernel for VMs (built from linux-source-6.1, cached)"
 	@echo "make e2e     end-to-end: real DHCP/TFTP/iPXE boot of qemu VMs behind ipmi_sim (root)"
 	@echo "make deb     build/castiron_VERSION_ARCH.deb: binary, castiron.service, /etc/castiron/castiron.yaml, man page"
 	@echo "make image   build/castiron-image.tar (docker/podman load) and build/castiron-oci/ (OCI layout): no container daemon needed"
@@ -48,9 +49,16 @@ run: build
 # The README's test command. tests/deps.sh installs what is missing (root
 # only); tests/gotest turns `go test -json` back into go test's usual output
 # and ends with the pass/fail/skip counts.
-test: deps vet unit
+test: deps vet test-vmkernel unit
 	@if [ "$$(id -u)" -eq 0 ]; then $(MAKE) --no-print-directory e2e; \
 	else echo "make test: not root, so the end-to-end suite (make e2e) was not run" >&2; fi
+
+# The small VM kernel (RAMDISK_KERNEL=vm), built or taken from its cache
+# before the unit tests: ramdisk/initramfs's TestBootQEMU/vm boots it, and
+# make e2e may use it. Without its source that subtest skips (fails under CI=true).
+test-vmkernel:
+	@if [ -f '$(RAMDISK_KERNEL_SRC)' ]; then $(MAKE) --no-print-directory ramdisk-kernel-vm; \
+	else echo "make test: no $(RAMDISK_KERNEL_SRC) (apt-get install linux-source-6.1), so the VM kernel is not built" >&2; fi
 
 unit:
 	$(GO) test -json $(TESTFLAGS) ./... | $(GO) run ./tests/gotest
@@ -94,6 +102,13 @@ clean:
 #                   full: also the NICs and disk controllers of physical servers (Intel, Broadcom,
 #                   Mellanox, Realtek, NVMe, LSI/Broadcom SAS/RAID): make ramdisk RAMDISK_MODULES=full
 # RAMDISK_FLAGS     more mkinitramfs flags, e.g. -extra /etc/ssl/certs/ca.pem=ca.pem -v
+# RAMDISK_KERNEL    debian (default): the host's Debian kernel (linux-image-amd64: Secure Boot-signed, every
+#                   driver as a module; physical servers, with RAMDISK_MODULES=full)
+#                   vm: castiron's small kernel for virtual machines, built from Debian's kernel source
+#                   (linux-source-6.1) with ramdisk/kernel/vm.config (tinyconfig + VM drivers, all built in, lz4):
+#                   faster to boot under emulation; the first build takes minutes, then it is cached in
+#                   $(RAMDISK_KERNEL_CACHE)/<hash of the config> (ramdisk/kernel/build.sh).
+# RAMDISK_KERNEL_SRC, RAMDISK_KERNEL_CONFIG, RAMDISK_KERNEL_CACHE  the vm kernel's source tarball, config fragment, cache
 # SOURCE_DATE_EPOCH if set, the recorded build time: the initramfs is then reproducible byte for byte
 # ARCH              amd64 (default: the host's kernel) or arm64: an arm64 agent, Debian's
 #                   linux-image-arm64 and network GRUB (grub-efi-arm64-signed) fetched as
@@ -106,18 +121,28 @@ RAMDISK_KVER     ?=
 RAMDISK_COMPRESS ?=
 RAMDISK_MODULES  ?=
 RAMDISK_FLAGS    ?=
+RAMDISK_KERNEL   ?= debian
+RAMDISK_KERNEL_SRC    ?= /usr/src/linux-source-6.1.tar.xz
+RAMDISK_KERNEL_CONFIG ?= ramdisk/kernel/vm.config
+RAMDISK_KERNEL_CACHE  ?= build/vmkernel
 AGENT_BIN        ?= build/castiron-agent
 MKINITRAMFS      ?= build/mkinitramfs
 ARCH             ?= amd64
 ramdisk_args      = $(strip $(if $(RAMDISK_COMPRESS),-compress $(RAMDISK_COMPRESS)) $(if $(RAMDISK_KVER),-kver $(RAMDISK_KVER)) \
                     $(if $(RAMDISK_MODULES),-modules '$(RAMDISK_MODULES)') $(RAMDISK_FLAGS))
 
-.PHONY: ramdisk ramdisk-amd64 ramdisk-arm64 ramdisk-agent ramdisk-kernel ramdisk-mkinitramfs
+.PHONY: ramdisk ramdisk-amd64 ramdisk-arm64 ramdisk-agent ramdisk-kernel ramdisk-kernel-vm ramdisk-kernel-debian ramdisk-mkinitramfs
 
 ramdisk: ramdisk-$(ARCH)
 
+# With RAMDISK_KERNEL=vm the kernel comes from the cache entry ramdisk-kernel
+# names in $(RAMDISK_KERNEL_CACHE)/selected.
 ramdisk-amd64: ramdisk-kernel ramdisk-agent ramdisk-mkinitramfs
-	$(MKINITRAMFS) -agent $(AGENT_BIN) -agent-version '$(VERSION)' -out $(RAMDISK_DIR) $(ramdisk_args)
+	kargs=(); if [ '$(RAMDISK_KERNEL)' = vm ]; then \
+		kdir=$$(cat $(RAMDISK_KERNEL_CACHE)/selected); \
+		kargs=(-kver "$$(cat "$$kdir/kver")" -boot-dir "$$kdir/boot" -modules-root "$$kdir/lib/modules"); \
+	fi; \
+	$(MKINITRAMFS) -agent $(AGENT_BIN) -agent-version '$(VERSION)' -out $(RAMDISK_DIR) "$${kargs[@]}" $(ramdisk_args)
 
 ramdisk-mkinitramfs:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(MKINITRAMFS) ./ramdisk/initramfs/mkinitramfs
@@ -142,7 +167,20 @@ ramdisk-agent:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w -X main.version=$(VERSION)' -o $(AGENT_BIN) ./ramdisk/agent
 
 # Runs first, so a host without a kernel gets one clear line and no build.
+# (A recipe, not a prerequisite: make e2e sets RAMDISK_KERNEL per target.)
 ramdisk-kernel:
+	@$(MAKE) --no-print-directory ramdisk-kernel-$(RAMDISK_KERNEL) RAMDISK_KERNEL=$(RAMDISK_KERNEL)
+
+# The small VM kernel: built once per config (minutes), then cached.
+ramdisk-kernel-vm:
+	@mkdir -p $(RAMDISK_KERNEL_CACHE)
+	ramdisk/kernel/build.sh $(RAMDISK_KERNEL_CONFIG) $(RAMDISK_KERNEL_SRC) $(RAMDISK_KERNEL_CACHE) > $(RAMDISK_KERNEL_CACHE)/selected.tmp
+	mv $(RAMDISK_KERNEL_CACHE)/selected.tmp $(RAMDISK_KERNEL_CACHE)/selected
+
+ramdisk-kernel-%:
+	@echo "make ramdisk: RAMDISK_KERNEL=$* is not a kernel (want debian or vm)" >&2; exit 1
+
+ramdisk-kernel-debian:
 	@kver='$(RAMDISK_KVER)'; \
 	if [ -n "$$kver" ]; then set -- "/boot/vmlinuz-$$kver"; else set -- /boot/vmlinuz-*; fi; \
 	for k in "$$@"; do \
@@ -163,6 +201,11 @@ ramdisk-kernel:
 # E2E_PORTLESS=1, E2E_ARM64=1 (TestInspectArm64; make e2e and make e2e-arm64 set it), CI=true (missing tools fail instead of skipping).
 
 E2EFLAGS ?=
+# The kernel of make e2e's x86 VMs: debian, or vm (the small VM kernel,
+# RAMDISK_KERNEL=vm, built from linux-source-6.1 and cached). The arm64 VM
+# boots Debian's arm64 kernel with its modules either way.
+E2E_RAMDISK_KERNEL ?= debian
+e2e e2e-arm64: RAMDISK_KERNEL = $(E2E_RAMDISK_KERNEL)
 
 .PHONY: e2e e2e-root e2e-arm64
 

@@ -24,6 +24,9 @@
 #                                                 on libvirt + qemu) of the redfish driver's conductor test
 #   postgresql                                    throwaway servers for the PostgreSQL store and multi-conductor tests
 #   adduser systemd systemd-container             the .deb's dependency, systemd-analyze verify, systemd-nspawn --boot (tests/pkg)
+#   linux-source-6.1 gcc make bc bison flex libelf-dev lz4
+#                                                 the small VM kernel of the ramdisk (make ramdisk RAMDISK_KERNEL=vm,
+#                                                 ramdisk/kernel/build.sh), which make e2e's x86 VMs boot
 # As root it runs `apt-get update` and `apt-get install -y` for the missing
 # ones; otherwise it only says what is missing (tests that need them skip,
 # except under CI=true where they fail).
@@ -37,7 +40,7 @@ PACKAGES=(python3-openstackclient python3-ironicclient python3-tempest ironic-te
     extlinux syslinux-common isolinux grub-efi-amd64-signed xorriso e2fsprogs gdisk fdisk parted genisoimage kea-admin
     libvirt-daemon-system libvirt-clients python3-libvirt python3-flask python3-requests python3-tenacity
     python3-bcrypt python3-webob python3-pbr apache2-utils curl postgresql
-    adduser systemd systemd-container "$@")
+    adduser systemd systemd-container linux-source-6.1 gcc make bc bison flex libelf-dev lz4 "$@")
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
     echo "tests/deps.sh: no dpkg-query (not Debian?); make sure these are installed: ${PACKAGES[*]}" >&2

@@ -111,6 +111,25 @@ func TestLoadModulesReportsFailures(t *testing.T) {
 	}
 }
 
+// A ramdisk whose kernel has its drivers built in has an empty module
+// list: no coldplug scan, no hotplug listener.
+func TestLoadModulesEmptyList(t *testing.T) {
+	dir := t.TempDir()
+	order := filepath.Join(dir, "modules.order")
+	os.WriteFile(order, nil, 0o644)
+	for _, f := range []string{"modules.alias", "modules.dep"} {
+		os.WriteFile(filepath.Join(dir, f), nil, 0o644)
+	}
+	var buf bytes.Buffer
+	// sys does not exist: a scan of it would log a failure.
+	if hotplug := loadModules(context.Background(), slog.New(slog.NewTextHandler(&buf, nil)), filepath.Join(dir, "nosys"), order, dir); hotplug != nil {
+		t.Error("a hotplug listener for an empty module list")
+	}
+	if !strings.Contains(buf.String(), `msg="kernel modules loaded" loaded=0 of=0`) || strings.Contains(buf.String(), "WARN") {
+		t.Errorf("log:\n%s", buf.String())
+	}
+}
+
 // A zombie re-parented to us is reaped after the grace period, while a
 // child os/exec waits for is left to it.
 func TestReapOrphans(t *testing.T) {

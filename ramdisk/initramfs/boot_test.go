@@ -39,12 +39,39 @@ func hostKernel(t testing.TB) kernel {
 	return k
 }
 
+// vmKernel returns castiron's small VM kernel as ramdisk/kernel/build.sh
+// cached it: the directory named by CASTIRON_VM_KERNEL_DIR, else the one
+// <repo>/build/vmkernel/selected names (make ramdisk RAMDISK_KERNEL=vm, or
+// make test, write it); skips when there is none.
+func vmKernel(t testing.TB) kernel {
+	t.Helper()
+	dir := os.Getenv("CASTIRON_VM_KERNEL_DIR")
+	if dir == "" {
+		b, err := os.ReadFile("../../build/vmkernel/selected")
+		if err != nil {
+			unavailable(t, "no VM kernel (make ramdisk-kernel-vm, or set CASTIRON_VM_KERNEL_DIR): %v", err)
+		}
+		dir = strings.TrimSpace(string(b))
+	}
+	kver, err := os.ReadFile(filepath.Join(dir, "kver"))
+	if err != nil {
+		unavailable(t, "no VM kernel in %s: %v", dir, err)
+	}
+	k := kernelFor(filepath.Join(dir, "lib/modules"), filepath.Join(dir, "boot"), strings.TrimSpace(string(kver)))
+	if err := k.check(); err != nil {
+		t.Fatalf("VM kernel in %s: %v", dir, err)
+	}
+	return k
+}
+
 // TestBootQEMU builds an initramfs for the host kernel with the default
 // modules and a test /init, per compression, appends an overlay archive as
 // a boot loader does (castiron's CA, a virtual media ISO's network_data),
 // boots it in qemu with a virtio NIC (on a hub with no host side: no
 // traffic leaves the VM) and a virtio disk, and checks that init ran with
 // a console, saw eth0 and vda and the overlay's file, and powered the VM off.
+// Subtest vm does the same with castiron's small VM kernel (make ramdisk
+// RAMDISK_KERNEL=vm), whose drivers are built in: no module in the archive.
 func TestBootQEMU(t *testing.T) {
 	qemu, err := exec.LookPath("qemu-system-x86_64")
 	if err != nil {
@@ -62,41 +89,58 @@ func TestBootQEMU(t *testing.T) {
 			if err := k.checkCompression(c); err != nil {
 				t.Skipf("kernel %s: %v", k.version, err)
 			}
-			start := time.Now()
-			res, err := Build(context.Background(), Options{AgentPath: agent, KernelVersion: k.version, Compression: c, OutDir: t.TempDir()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("built %s initramfs: %d bytes, %d modules, in %v", c, res.Size, len(res.Modules), time.Since(start).Round(time.Millisecond))
-
-			initrd := withOverlay(t, res.InitramfsPath, map[string][]byte{"etc/overlay": []byte("yes\n")})
-			out, markerAfter, err := bootVM(t, qemu, res.KernelPath, initrd)
-			if err != nil {
-				t.Fatalf("qemu: %v\n%s", err, tail(out, 40))
-			}
-			marker := markerLine(out)
-			if marker == "" {
-				t.Fatalf("no TESTINIT-OK line on the console\n%s", tail(out, 40))
-			}
-			t.Logf("qemu start to marker %v (guest uptime %ss): %s", markerAfter.Round(time.Millisecond), markerFields(marker)["uptime"], marker)
-			fields := markerFields(marker)
-			if fields["console"] != "c5:1" {
-				t.Errorf("/dev/console in the archive: %q, want c5:1", fields["console"])
-			}
-			if !slices.Contains(strings.Split(fields["ifaces"], ","), "eth0") {
-				t.Errorf("interfaces %q lack eth0 (virtio_net not loaded?)", fields["ifaces"])
-			}
-			if !slices.Contains(strings.Split(fields["disks"], ","), "vda") {
-				t.Errorf("disks %q lack vda (virtio_blk not loaded?)", fields["disks"])
-			}
-			if fields["overlay"] != "yes" {
-				t.Errorf("the overlay appended to the %s archive was not unpacked (overlay=%q)", c, fields["overlay"])
-			}
-			if fields["failed"] != "" {
-				t.Errorf("modules failed to load: %s", fields["failed"])
-			}
+			bootAndCheck(t, qemu, Options{AgentPath: agent, KernelVersion: k.version, Compression: c, OutDir: t.TempDir()})
 		})
 	}
+	t.Run("vm", func(t *testing.T) {
+		vm := vmKernel(t)
+		res := bootAndCheck(t, qemu, Options{AgentPath: agent, KernelVersion: vm.version,
+			ModulesRoot: filepath.Dir(vm.modulesDir), BootDir: filepath.Dir(vm.imagePath), OutDir: t.TempDir()})
+		if len(res.Modules) != 0 || len(res.Missing) != 0 {
+			t.Errorf("vm kernel %s: modules in the archive %q, default modules not built in %q; want none of either",
+				vm.version, res.Modules, res.Missing)
+		}
+	})
+}
+
+// bootAndCheck builds opts, boots the result with an overlay appended and
+// checks what the test init saw.
+func bootAndCheck(t *testing.T, qemu string, opts Options) Result {
+	t.Helper()
+	start := time.Now()
+	res, err := Build(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("built %s initramfs for %s: %d bytes, %d modules, in %v", res.Compression, res.KernelVersion, res.Size, len(res.Modules), time.Since(start).Round(time.Millisecond))
+
+	initrd := withOverlay(t, res.InitramfsPath, map[string][]byte{"etc/overlay": []byte("yes\n")})
+	out, markerAfter, err := bootVM(t, qemu, res.KernelPath, initrd)
+	if err != nil {
+		t.Fatalf("qemu: %v\n%s", err, tail(out, 40))
+	}
+	marker := markerLine(out)
+	if marker == "" {
+		t.Fatalf("no TESTINIT-OK line on the console\n%s", tail(out, 40))
+	}
+	t.Logf("qemu start to marker %v (guest uptime %ss): %s", markerAfter.Round(time.Millisecond), markerFields(marker)["uptime"], marker)
+	fields := markerFields(marker)
+	if fields["console"] != "c5:1" {
+		t.Errorf("/dev/console in the archive: %q, want c5:1", fields["console"])
+	}
+	if !slices.Contains(strings.Split(fields["ifaces"], ","), "eth0") {
+		t.Errorf("interfaces %q lack eth0 (virtio_net not loaded?)", fields["ifaces"])
+	}
+	if !slices.Contains(strings.Split(fields["disks"], ","), "vda") {
+		t.Errorf("disks %q lack vda (virtio_blk not loaded?)", fields["disks"])
+	}
+	if fields["overlay"] != "yes" {
+		t.Errorf("the overlay appended to the %s archive was not unpacked (overlay=%q)", res.Compression, fields["overlay"])
+	}
+	if fields["failed"] != "" {
+		t.Errorf("modules failed to load: %s", fields["failed"])
+	}
+	return res
 }
 
 // withOverlay writes the initramfs followed by an overlay archive of files,
