@@ -129,11 +129,12 @@ func (b *batchLoop) decide(ctx context.Context, msgs []ipv4.Message) {
 	s := b.s
 	for i := range msgs {
 		m := &msgs[i]
-		if at := receivedAt(m.OOB[:m.NN]); !at.IsZero() && time.Since(at) > maxQueueWait {
+		at := receivedAt(m.OOB[:m.NN])
+		if !at.IsZero() && time.Since(at) > maxQueueWait {
 			s.cfg.Meter.DHCPPacket("stale", "none")
 			continue
 		}
-		b.take(ctx, m.Buffers[0][:m.N], addrPortOf(m.Addr))
+		b.take(ctx, at, m.Buffers[0][:m.N], addrPortOf(m.Addr))
 	}
 	b.send()
 }
@@ -160,12 +161,13 @@ func (b *batchLoop) commit(ctx context.Context) {
 	b.send()
 }
 
-// take decides one packet: its answer is queued for the next send, or, for
-// an ACK, held until the round's commit.
-func (b *batchLoop) take(ctx context.Context, pkt []byte, peer netip.AddrPort) {
+// take decides one packet, which the kernel received at (zero: unknown):
+// its answer is queued for the next send, or, for an ACK, held until the
+// round's commit.
+func (b *batchLoop) take(ctx context.Context, at time.Time, pkt []byte, peer netip.AddrPort) {
 	s := b.s
 	defer s.survive(peer)
-	ctx = received(ctx, s.rec)
+	ctx = arrived(ctx, s.rec, at)
 	req, err := dhcpv4.FromBytes(pkt) // copies: pkt's buffer is reused
 	if err != nil {
 		s.cfg.Meter.DHCPPacket("malformed", "none")

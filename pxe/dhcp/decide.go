@@ -321,10 +321,20 @@ func recordEvent(ctx context.Context, rec boot.Recorder, hw net.HardwareAddr, de
 // timeline event carries castiron's time for it (parse, gate, decision,
 // lease commit); not when nothing is recorded.
 func received(ctx context.Context, rec boot.Recorder) context.Context {
+	return arrived(ctx, rec, time.Time{})
+}
+
+// arrived is received for a packet the kernel received at (zero: now):
+// castiron's time then includes the packet's wait in the socket queue,
+// such as a busy loop's coalescing window.
+func arrived(ctx context.Context, rec boot.Recorder, at time.Time) context.Context {
 	if _, off := rec.(boot.Discard); off {
 		return ctx
 	}
-	return boot.WithReceived(ctx, time.Now())
+	if at.IsZero() {
+		at = time.Now()
+	}
+	return boot.WithReceived(ctx, at)
 }
 
 // ignored records, at most once a minute per MAC, that the gate refused it.
