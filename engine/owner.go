@@ -22,6 +22,9 @@ type owners struct {
 	rings map[string]*ring.Ring
 	urls  map[string]string // hostname -> API URL, alive conductors only
 	built bool
+	// byHosts are the distinct rings by their hosts (sorted, NUL-joined),
+	// reused by the next refresh when the same hosts serve a key.
+	byHosts map[string]*ring.Ring
 }
 
 // ringRefresh bounds how stale a conductor's view of the rings may get
@@ -61,18 +64,25 @@ func (c *Conductor) refreshRings(ctx context.Context) error {
 	}
 	rings := make(map[string]*ring.Ring, len(hosts))
 	// Keys served by the same hosts share one ring (with one conductor,
-	// every driver's): a ring is 2^exponent md5 sums per host to build.
+	// every driver's), and a refresh that finds the same hosts keeps the
+	// ring it had: a ring is 2^exponent md5 sums per host to build.
+	c.owners.mu.RLock()
+	prev := c.owners.byHosts
+	c.owners.mu.RUnlock()
 	byHosts := map[string]*ring.Ring{}
 	for key, hs := range hosts {
 		set := slices.Compact(slices.Sorted(slices.Values(hs)))
 		id := strings.Join(set, "\x00")
+		if byHosts[id] == nil {
+			byHosts[id] = prev[id]
+		}
 		if byHosts[id] == nil {
 			byHosts[id] = ring.New(set, 1<<c.cfg.HashPartitionExponent)
 		}
 		rings[key] = byHosts[id]
 	}
 	c.owners.mu.Lock()
-	c.owners.rings, c.owners.urls, c.owners.built = rings, urls, true
+	c.owners.rings, c.owners.urls, c.owners.built, c.owners.byHosts = rings, urls, true, byHosts
 	c.owners.mu.Unlock()
 	return nil
 }
