@@ -7,14 +7,14 @@ import (
 	"time"
 )
 
-// TestAddBootEventsChunks: a batch larger than one INSERT's rows (64 + 32
+// TestAddBootEventsChunks: a batch larger than one INSERT's rows (256 + 32 + 8
 // + 4 here) is stored whole, in order, each row with its own values, and
 // listed by node or by MAC.
 func TestAddBootEventsChunks(t *testing.T) {
 	s := openTest(t)
 	ctx := context.Background()
 	t0 := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
-	const n = 100
+	const n = 300
 	evs := make([]BootEvent, n)
 	for i := range evs {
 		evs[i] = BootEvent{At: t0.Add(time.Duration(i) * time.Millisecond), MAC: fmt.Sprintf("52:54:00:EE:00:%02X", i%4),
