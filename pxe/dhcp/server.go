@@ -116,7 +116,7 @@ func (s *Server) Run(ctx context.Context) error {
 		if ports[i] == portBootServer {
 			n = 1
 		}
-		rd := &reader{pc: ipv4.NewPacketConn(c)}
+		rd := &reader{conn: c, pc: ipv4.NewPacketConn(c)}
 		for range n {
 			wg.Add(1)
 			go func() {
