@@ -56,7 +56,7 @@ BEGIN {
 		"  decide (gate, lease index, reply)|dhcp.(*Server).decide;" \
 		"  timeline events recorded|dhcp.recordEvent;" \
 		"  encode answers|dhcp.appendPacket;" \
-		"  sendmmsg|sendmmsg;" \
+		"  send (sendto)|sendto;" \
 		"  recvmmsg|recvmmsg;" \
 		"packet loop: commit + ACKs|batchLoop).commit;" \
 		"SQLite writer (group commit)|committer).run;" \
