@@ -111,7 +111,10 @@ func TestCastironShare(t *testing.T) {
 		return TimelineEvent{At: at(ms), Kind: kind, Detail: detail}
 	}
 	r := bootRecords{
-		events: []ConsoleLine{{At: at(20), Text: "bmc set boot=pxe"}, {At: at(30), Text: "bmc set power=1"}},
+		events: []ConsoleLine{
+			{At: at(20), Text: "bmc set boot=pxe"}, {At: at(30), Text: "bmc set power=1"},
+			{At: at(9850), Text: "bmc set power=0"}, {At: at(9910), Text: "stop (bmc power off)"},
+		},
 		timeline: []TimelineEvent{
 			ev(-5000, "dhcp_ack", "from an earlier boot took=9.000000s"),
 			ev(3000, "dhcp_discover", "ip=- arch=0 ipxe=true"),
@@ -129,7 +132,7 @@ func TestCastironShare(t *testing.T) {
 		},
 	}
 	got := CastironShare("inspect_bios_castiron", start, at(10000), r, 300*time.Millisecond)
-	want := "E2E-TIMING inspect_bios_castiron total=10.00s castiron=0.2500s share=2.50% power_on=0.0300s dhcp=0.0040s/2 tftp=0.0000s/0 script=0.0010s/1 files=0.0020s/2 agent_api=0.0130s/1 apply=0.2000s cpu=0.30s cpu_share=3.00%"
+	want := "E2E-TIMING inspect_bios_castiron total=10.00s castiron=0.1900s share=1.90% power_on=0.0300s dhcp=0.0040s/2 tftp=0.0000s/0 script=0.0010s/1 files=0.0020s/2 agent_api=0.0130s/1 apply=0.1400s bmc_off=0.0600s cpu=0.30s cpu_share=3.00%"
 	if got != want {
 		t.Errorf("CastironShare =\n%s\nwant\n%s", got, want)
 	}

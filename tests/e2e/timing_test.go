@@ -257,7 +257,9 @@ func TimingLine(label string, start, end time.Time, phases []Phase) string {
 // power_on is the inspect request to the BMC's power-on command (API,
 // state change, IPMI boot device); apply is the inventory accepted to
 // the node leaving inspecting (ports, power off through the BMC,
-// properties). The /n counts are requests. cpu is the castiron process's
+// properties) less bmc_off, the BMC's own time from its power-off command
+// to the VM stopped (castiron polls for it meanwhile; like power_on, which
+// ends at the BMC's command, the BMC's execution is not castiron's). The /n counts are requests. cpu is the castiron process's
 // CPU time over the same span (/proc, 10 ms ticks): everything castiron
 // did, whether on the boot's path or not, as a bound on the per-request sum.
 func CastironShare(label string, start, end time.Time, r bootRecords, cpu time.Duration) string {
@@ -303,9 +305,11 @@ func CastironShare(label string, start, end time.Time, r bootRecords, cpu time.D
 	inventory, okInv := r.firstEvent(start, boot.AgentInspect, "inventory accepted")
 	left, okLeft := r.historyAt(start, "inspecting -> manageable", "inspecting -> inspect failed")
 	if okInv && okLeft && left.After(inventory.At) {
-		part("apply", left.Sub(inventory.At), -1)
+		off := bmcPowerOff(r.events, inventory.At, left)
+		part("apply", left.Sub(inventory.At)-off, -1)
+		fmt.Fprintf(&b, " bmc_off=%.4fs", off.Seconds()) // the BMC's, not summed
 	} else {
-		b.WriteString(" apply=-")
+		b.WriteString(" apply=- bmc_off=-")
 	}
 	head := fmt.Sprintf("E2E-TIMING %s total=%.2fs castiron=%.4fs share=%.2f%%", label, total.Seconds(), sum.Seconds(), pct(sum, total))
 	tail := " cpu=-"
@@ -313,6 +317,20 @@ func CastironShare(label string, start, end time.Time, r bootRecords, cpu time.D
 		tail = fmt.Sprintf(" cpu=%.2fs cpu_share=%.2f%%", cpu.Seconds(), pct(cpu, total))
 	}
 	return head + b.String() + tail
+}
+
+// bmcPowerOff is the BMC's power-off time within [from, to]: its "set
+// power=0" command to the VM's stop, or 0 when either is missing.
+func bmcPowerOff(events []ConsoleLine, from, to time.Time) time.Duration {
+	set, ok := firstLine(events, from, "bmc set power=0")
+	if !ok || set.At.After(to) {
+		return 0
+	}
+	stop, ok := firstLine(events, set.At, "stop (bmc power off)")
+	if !ok || stop.At.After(to) {
+		return 0
+	}
+	return stop.At.Sub(set.At)
 }
 
 func pct(part, whole time.Duration) float64 {
