@@ -11,18 +11,15 @@ import (
 // BatchRecorder queues events and hands them to a sink in batches, so the
 // packet path never waits for a database commit. Record appends to a
 // buffer under a lock and wakes the writer only when a batch is full (else
-// the writer takes what is there flushEvery after the first event of a
-// batch): a boot storm records thousands of events a second, and waking a
-// goroutine for each would cost more than the event. An idle recorder has
-// no timer running, so an idle appliance is not woken ten times a second.
-// When the buffer is full events are dropped and counted (a timeline is
-// diagnostics, not state).
+// the writer takes what is there every flushEvery): a boot storm records
+// thousands of events a second, and waking a goroutine for each would cost
+// more than the event. When the buffer is full events are dropped and
+// counted (a timeline is diagnostics, not state).
 type BatchRecorder struct {
 	sink    func(ctx context.Context, evs []Event) error
 	log     *slog.Logger
 	mu      sync.Mutex
 	buf     []Event
-	first   chan struct{} // one token: buf went from empty to one event
 	full    chan struct{} // one token: buf reached batchEvents
 	dropped atomic.Int64
 }
@@ -39,7 +36,7 @@ const (
 // NewBatchRecorder makes a recorder; Run must be started for events to be
 // written.
 func NewBatchRecorder(sink func(ctx context.Context, evs []Event) error, log *slog.Logger) *BatchRecorder {
-	return &BatchRecorder{sink: sink, log: log, first: make(chan struct{}, 1), full: make(chan struct{}, 1)}
+	return &BatchRecorder{sink: sink, log: log, full: make(chan struct{}, 1)}
 }
 
 // Record implements Recorder.
@@ -54,21 +51,13 @@ func (b *BatchRecorder) Record(_ context.Context, ev Event) {
 		return
 	}
 	b.buf = append(b.buf, ev)
-	n := len(b.buf)
+	wake := len(b.buf) == batchEvents
 	b.mu.Unlock()
-	switch n {
-	case 1:
-		signal(b.first)
-	case batchEvents:
-		signal(b.full)
-	}
-}
-
-// signal leaves a token in a one-slot channel unless one is already there.
-func signal(ch chan struct{}) {
-	select {
-	case ch <- struct{}{}:
-	default:
+	if wake {
+		select {
+		case b.full <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -95,26 +84,15 @@ func (b *BatchRecorder) Run(ctx context.Context) {
 			spare = nil
 		}
 	}
-	wait := time.NewTimer(flushEvery)
-	defer wait.Stop()
+	tick := time.NewTicker(flushEvery)
+	defer tick.Stop()
 	for {
-		// Sleep until the buffer has an event (a stale token only costs
-		// one early, possibly empty, flush).
-		select {
-		case <-ctx.Done():
-			flush(context.WithoutCancel(ctx))
-			return
-		case <-b.first:
-		case <-b.full:
-		}
-		// Then give the batch up to flushEvery to fill.
-		wait.Reset(flushEvery)
 		select {
 		case <-ctx.Done():
 			flush(context.WithoutCancel(ctx))
 			return
 		case <-b.full:
-		case <-wait.C:
+		case <-tick.C:
 		}
 		flush(ctx)
 	}

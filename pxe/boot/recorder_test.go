@@ -116,32 +116,3 @@ func TestBatchRecorderDropsWhenFull(t *testing.T) {
 		t.Fatalf("%d events written after stop, want %d", n, maxQueued)
 	}
 }
-
-// TestBatchRecorderWritesAfterIdle: the writer sleeps with nothing
-// buffered (no periodic timer); an event recorded after an idle spell is
-// still written within flushEvery, and so is the next one.
-func TestBatchRecorderWritesAfterIdle(t *testing.T) {
-	sink := &sinkLog{}
-	rec := NewBatchRecorder(sink.write, slog.Default())
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { rec.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
-
-	for i := range 3 {
-		time.Sleep(3 * flushEvery / 2) // idle: nothing buffered
-		rec.Record(ctx, Event{MAC: "idle", Kind: DHCPDiscover, Detail: fmt.Sprint(i)})
-		deadline := time.Now().Add(10 * flushEvery) // generous on a loaded machine
-		for len(sink.events()) < i+1 && time.Now().Before(deadline) {
-			time.Sleep(time.Millisecond)
-		}
-		if n := len(sink.events()); n != i+1 {
-			t.Fatalf("after idle spell %d: %d events written, want %d", i, n, i+1)
-		}
-	}
-	for _, b := range sink.batches {
-		if len(b) == 0 {
-			t.Fatal("the sink was given an empty batch")
-		}
-	}
-}
