@@ -49,6 +49,7 @@ type vmediaRig struct {
 
 func newVMediaRig(t *testing.T) *vmediaRig {
 	t.Helper()
+	redfishlab.RequireSushy(t) // before the images: without sushy-tools the test skips
 	rd := ramdiskDir(t)
 	for _, f := range []string{"isolinux.bin", "ldlinux.c32", "grubx64-cd.efi"} {
 		if _, err := os.Stat(filepath.Join(rd, f)); err != nil {
