@@ -16,9 +16,9 @@ import (
 	"syscall"
 	"time"
 
+	"castiron/client/workflow"
 	"castiron/engine"
 	"castiron/httpapi"
-	"castiron/httpapi/client/workflow"
 )
 
 // version is set at build time with -ldflags "-X main.version=..."; main

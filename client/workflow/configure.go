@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"castiron/httpapi/client"
+	"castiron/client"
 )
 
 // ConfigureOptions are the defaults `castiron configure` sets.

@@ -21,7 +21,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/config/clouds"
 
-	"castiron/httpapi/client"
+	"castiron/client"
 )
 
 // DefaultEndpoint is where the none and http_basic auth types go when no

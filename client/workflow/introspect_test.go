@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"castiron/httpapi/client"
+	"castiron/client"
 )
 
 // TestIntrospectOnlyManageable: asking for an available node is refused with

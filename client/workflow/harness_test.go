@@ -12,13 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"castiron/client"
 	"castiron/engine"
 	"castiron/engine/driver/fake"
 	"castiron/engine/driver/ipmi"
 	"castiron/engine/driver/redfish"
 	"castiron/engine/enginetest"
 	"castiron/httpapi"
-	"castiron/httpapi/client"
 	"castiron/storage"
 )
 

@@ -18,7 +18,7 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2"
 
-	"castiron/httpapi/client"
+	"castiron/client"
 )
 
 // isolate clears every variable Resolve or gophercloud reads and gives the

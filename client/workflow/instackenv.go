@@ -1,6 +1,6 @@
 // Package workflow holds castiron's operator workflows (import, introspect,
 // provide, manage, abort, configure, node and conductor listings) on top of
-// the public Ironic REST client in httpapi/client.
+// the public Ironic REST client in client/.
 package workflow
 
 import (

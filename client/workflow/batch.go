@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"castiron/httpapi/client"
+	"castiron/client"
 )
 
 // Runner runs one bulk command: at most Concurrency nodes at a time (the

@@ -6,7 +6,7 @@ import (
 	"net/url"
 	"strings"
 
-	"castiron/httpapi/client"
+	"castiron/client"
 )
 
 // Refusal says why a command will not touch a node; nothing was changed.

@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"castiron/httpapi/client"
+	"castiron/client"
 )
 
 // ImportOptions are `castiron import`'s switches.

@@ -17,8 +17,8 @@ import (
 
 	"golang.org/x/term"
 
-	"castiron/httpapi/client"
-	"castiron/httpapi/client/cloudconfig"
+	"castiron/client"
+	"castiron/client/cloudconfig"
 )
 
 // Commands are the client subcommands Main serves.

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"castiron/httpapi/client"
+	"castiron/client"
 )
 
 // Result is how one node ended in a bulk command.
