@@ -17,8 +17,8 @@ import (
 	"castiron/httpapi/health"
 	"castiron/pxe/boot"
 	"castiron/pxe/dhcp"
-	"castiron/pxe/httpboot"
 	"castiron/pxe/images"
+	"castiron/pxe/netboot"
 	"castiron/pxe/ra"
 	"castiron/pxe/tftp"
 	"castiron/storage"
@@ -51,7 +51,7 @@ type provisioning struct {
 	// trustArchive is the CA overlay (nil without TLS), also for GRUB.
 	trustArchive func(context.Context) ([]byte, error)
 	mounts       map[string]http.Handler
-	boot         *httpboot.Handler // /boot/; nil without --pxe-interface
+	boot         *netboot.Handler // /boot/; nil without --pxe-interface
 	// listeners are the provisioning network's own HTTP listeners: for
 	// the agent (site.agentAddrs) and, with TLS, for iPXE (site.bootAddrs).
 	listeners []*siteListener
@@ -145,7 +145,7 @@ func newProvisioning(c *serveConfig, site provisioningSite, store *storage.SQLit
 	p.mounts["/images/"] = images.Handler(c.pxe.imagesDir, log)
 	// Virtual media ISOs need no provisioning network, only a URL the BMCs
 	// reach (--public-url).
-	p.mounts["/boot/vmedia/"] = httpboot.NewVMedia(httpboot.VMediaConfig{
+	p.mounts["/boot/vmedia/"] = netboot.NewVMedia(netboot.VMediaConfig{
 		Dir: vmediaDir(c), Gate: p.gate, Recorder: p.recorder, Meter: meter, Logger: log,
 	})
 	p.listeners = siteListeners(site, ts)
@@ -161,9 +161,9 @@ func newProvisioning(c *serveConfig, site provisioningSite, store *storage.SQLit
 	// initramfs from castiron's TFTP.
 	arm64Dir := filepath.Join(c.pxe.ramdiskDir, "aarch64")
 	grub := map[string]string{
-		dhcp.DefaultEFIArm64:   filepath.Join(arm64Dir, dhcp.DefaultEFIArm64),
-		httpboot.GRUBKernel:    filepath.Join(arm64Dir, "vmlinuz"),
-		httpboot.GRUBInitramfs: filepath.Join(arm64Dir, "initramfs"),
+		dhcp.DefaultEFIArm64:  filepath.Join(arm64Dir, dhcp.DefaultEFIArm64),
+		netboot.GRUBKernel:    filepath.Join(arm64Dir, "vmlinuz"),
+		netboot.GRUBInitramfs: filepath.Join(arm64Dir, "initramfs"),
 	}
 	loaders[dhcp.DefaultEFIArm64] = grub[dhcp.DefaultEFIArm64]
 	var trustArchive func(context.Context) ([]byte, error)
@@ -171,13 +171,13 @@ func newProvisioning(c *serveConfig, site provisioningSite, store *storage.SQLit
 		trustArchive = func(ctx context.Context) ([]byte, error) { return caOverlay(ctx, ts) }
 	}
 	p.trustArchive = trustArchive
-	p.boot = httpboot.New(httpboot.Config{
+	p.boot = netboot.New(netboot.Config{
 		URLs:          site.urlsFor,
 		Loaders:       loaders,
 		TrustArchive:  trustArchive,
 		KernelPath:    filepath.Join(c.pxe.ramdiskDir, "vmlinuz"),
 		InitramfsPath: filepath.Join(c.pxe.ramdiskDir, "initramfs"),
-		Ramdisks: map[string]httpboot.Ramdisk{"aarch64": {
+		Ramdisks: map[string]netboot.Ramdisk{"aarch64": {
 			KernelPath: filepath.Join(arm64Dir, "vmlinuz"), InitramfsPath: filepath.Join(arm64Dir, "initramfs")}},
 		Gate:     p.gate,
 		Recorder: p.recorder,
@@ -225,13 +225,13 @@ func newProvisioning(c *serveConfig, site provisioningSite, store *storage.SQLit
 }
 
 // grubConfig answers network GRUB's grub/grub.cfg, asked over TFTP at
-// local, with the node's boot (httpboot.GRUBConfig): GRUB is castiron's
+// local, with the node's boot (netboot.GRUBConfig): GRUB is castiron's
 // arm64 boot loader. With TLS it also answers the CA overlay.
 func (p *provisioning) grubConfig(local netip.Addr) func(context.Context, string, net.IP) ([]byte, bool) {
 	return func(ctx context.Context, name string, client net.IP) ([]byte, bool) {
 		// GRUB names files from the root ("/grub/grub.cfg": its prefix is /grub).
 		name = strings.TrimLeft(name, "/")
-		if name == httpboot.GRUBTrust && p.trustArchive != nil {
+		if name == netboot.GRUBTrust && p.trustArchive != nil {
 			b, err := p.trustArchive(ctx)
 			if err != nil {
 				p.log.Error("CA bundle overlay for GRUB", "err", err)

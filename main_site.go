@@ -8,7 +8,7 @@ import (
 	"net/url"
 	"strings"
 
-	"castiron/pxe/httpboot"
+	"castiron/pxe/netboot"
 )
 
 // provisioningSite is where the provisioning network is and how booting
@@ -30,7 +30,7 @@ type provisioningSite struct {
 	publicURL string
 	// urls4 and urls6 are what a node that reached castiron over IPv4 or
 	// IPv6 is told (iPXE script, kernel command line).
-	urls4, urls6 httpboot.URLs
+	urls4, urls6 netboot.URLs
 	// agentAddrs are extra listeners on the provisioning network for the
 	// agent-facing endpoints only, one per address the API listener does
 	// not cover.
@@ -103,7 +103,7 @@ func siteOf(c *serveConfig) (provisioningSite, error) {
 }
 
 // urlsFor picks the URLs for a node that reached castiron on local.
-func (s provisioningSite) urlsFor(local netip.Addr) httpboot.URLs {
+func (s provisioningSite) urlsFor(local netip.Addr) netboot.URLs {
 	if local.Unmap().Is6() && s.urls6.API != "" {
 		return s.urls6
 	}

@@ -4,7 +4,7 @@ import (
 	"net/netip"
 	"testing"
 
-	"castiron/pxe/httpboot"
+	"castiron/pxe/netboot"
 )
 
 func TestListenCovers(t *testing.T) {
@@ -51,14 +51,14 @@ func TestDHCP6Range(t *testing.T) {
 // TestURLsFor: a node that reached castiron over IPv6 is told IPv6 URLs;
 // a single-family site tells everyone its URLs.
 func TestURLsFor(t *testing.T) {
-	dual := provisioningSite{urls4: httpboot.URLs{API: "http://10.0.0.1:6385"}, urls6: httpboot.URLs{API: "http://[fd51::1]:6385"}}
+	dual := provisioningSite{urls4: netboot.URLs{API: "http://10.0.0.1:6385"}, urls6: netboot.URLs{API: "http://[fd51::1]:6385"}}
 	if u := dual.urlsFor(netip.MustParseAddr("fd51::1")); u.API != "http://[fd51::1]:6385" {
 		t.Errorf("IPv6 node told %s", u.API)
 	}
 	if u := dual.urlsFor(netip.MustParseAddr("::ffff:10.0.0.1")); u.API != "http://10.0.0.1:6385" {
 		t.Errorf("IPv4 node told %s", u.API)
 	}
-	only6 := provisioningSite{urls6: httpboot.URLs{API: "http://[fd51::1]:6385"}}
+	only6 := provisioningSite{urls6: netboot.URLs{API: "http://[fd51::1]:6385"}}
 	if u := only6.urlsFor(netip.Addr{}); u.API != "http://[fd51::1]:6385" {
 		t.Errorf("IPv6-only site told %s", u.API)
 	}

@@ -1,4 +1,4 @@
-// Package httpboot serves the HTTP half of a network boot under /boot/ on
+// Package netboot serves the HTTP half of a network boot under /boot/ on
 // the API port: the per-node iPXE script (only for machines engine's Gate
 // allows) and the agent's kernel and initramfs.
 //
@@ -7,7 +7,7 @@
 //	GET /boot/initramfs?mac=...            initramfs (Range, HEAD)
 //	GET /boot/snponly.efi                  an iPXE binary (UEFI HTTP boot)
 //	GET /boot/ca.cpio                      castiron's CA as an initramfs overlay (TLS)
-package httpboot
+package netboot
 
 import (
 	"context"
@@ -77,7 +77,7 @@ type Handler struct {
 func New(cfg Config) *Handler {
 	h := newHandler(cfg)
 	if cfg.Gate == nil {
-		h.log.Warn("httpboot: no gate configured, refusing every boot script")
+		h.log.Warn("netboot: no gate configured, refusing every boot script")
 	}
 	// GET patterns answer HEAD too.
 	h.mux.HandleFunc("GET /boot/ipxe", h.serveScript)

@@ -1,4 +1,4 @@
-package httpboot
+package netboot
 
 import (
 	"io"
@@ -31,7 +31,7 @@ func BenchmarkDownload(b *testing.B) {
 	for _, s := range []struct {
 		name string
 		base string
-	}{{"httpboot", ours.URL}, {"http.FileServer", plain.URL}} {
+	}{{"netboot", ours.URL}, {"http.FileServer", plain.URL}} {
 		b.Run(s.name, func(b *testing.B) {
 			b.SetBytes(kernelSize + initrdSize)
 			client := &http.Client{}

@@ -1,4 +1,4 @@
-package httpboot
+package netboot
 
 import (
 	"context"
