@@ -3,30 +3,25 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
-	"log/slog"
-	"net"
 	"os"
-	"os/signal"
-	"path/filepath"
 	"strings"
-	"syscall"
-	"time"
 
+	"castiron/appliance"
 	"castiron/client/workflow"
 	"castiron/engine"
 	"castiron/httpapi"
 )
 
-// version is set at build time with -ldflags "-X main.version=..."; main
-// falls back to what the Go toolchain recorded (versionOf).
+// version is set at build time with -ldflags "-X main.version=..." and
+// only read: main passes appliance.Version's reading of it (the stamp, else
+// what the Go toolchain recorded) down to what reports it.
 var version = "dev"
 
 func main() {
-	version = versionOf(version, buildInfo())
+	ver := appliance.Version(version)
 	args := os.Args[1:]
 	cmd := "serve"
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
@@ -35,19 +30,19 @@ func main() {
 	var err error
 	switch cmd {
 	case "serve":
-		err = serve(args)
+		err = appliance.Serve(args, ver)
 	case "version":
-		fmt.Println("castiron", version, "(Ironic API 1.1 -", fmt.Sprintf("1.%d)", httpapi.MaxMinor))
+		fmt.Println("castiron", ver, "(Ironic API 1.1 -", fmt.Sprintf("1.%d)", httpapi.MaxMinor))
 	case "states":
 		err = states(args)
 	case "config":
-		err = printConfig(args)
+		err = appliance.PrintConfig(args)
 	case "backup":
-		err = backupCmd(args)
+		err = appliance.Backup(args)
 	case "restore":
-		err = restoreCmd(args)
+		err = appliance.Restore(args)
 	case "tls":
-		err = tlsCommand(args)
+		err = appliance.TLS(args)
 	case "import", "introspect", "provide", "manage", "abort", "configure", "node", "conductor":
 		os.Exit(workflow.Main(cmd, args))
 	case "help", "-h", "--help":
@@ -84,182 +79,6 @@ Every serve flag also reads an environment variable (--data-dir:
 CASTIRON_DATA_DIR) and a key of the --config file (data-dir: ...);
 a flag wins over the environment, which wins over the file.
 `)
-}
-
-type serveConfig struct {
-	configPath                                     string
-	listen, dataDir, conductorName, conductorGroup string
-	database, conductorURL                         string
-	heartbeatInterval, heartbeatTimeout            time.Duration
-	htpasswd, tlsCert, tlsKey, logLevel, logFormat string
-	tlsCA                                          string
-	tlsAuto                                        bool
-	insecureNoauth, automatedClean                 bool
-	callbackTimeout, powerSync                     time.Duration
-	pxe                                            pxeConfig
-	inspectOverwrite, cleanFullErase               bool
-	metrics                                        bool
-	rulesFile, rulesMask                           string
-	discovery                                      discoveryConfig
-}
-
-// discoveryConfig are the discovery flags beside --pxe-discovery.
-type discoveryConfig struct {
-	driver, bmcUser string
-	manage          bool
-	maxEnroll       int
-	rate            float64
-}
-
-// serveFlags declares serve's flags. Declare a new setting here the usual
-// way: it then also reads CASTIRON_<NAME> and the configuration file's
-// <name> key (main_config.go), and `castiron config` prints it.
-func serveFlags() (*flag.FlagSet, *serveConfig) {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	c := &serveConfig{}
-	str := func(p *string, name, def, help string) { fs.StringVar(p, name, def, help) }
-	boolFlag := func(p *bool, name string, def bool, help string) { fs.BoolVar(p, name, def, help) }
-	dur := func(p *time.Duration, name string, def time.Duration, help string) {
-		fs.DurationVar(p, name, def, help)
-	}
-	str(&c.configPath, configFlag, "", "configuration file (YAML, keys are these flags' names); flags and CASTIRON_* variables win over it")
-	str(&c.listen, "listen", "127.0.0.1:6385", "address:port of the API")
-	str(&c.dataDir, "data-dir", "./castiron-data", "directory for the SQLite database")
-	str(&c.database, "database", "", "postgres://user:password@host/db to share one PostgreSQL database between conductors (default: SQLite in DATA-DIR)")
-	str(&c.conductorName, "conductor-name", "", "this conductor's hostname in the API (default: this host's name)")
-	str(&c.conductorGroup, "conductor-group", "", "this conductor's conductor_group")
-	str(&c.conductorURL, "conductor-url", "", "how the other conductors on --database reach this one's API (default: http(s)://LISTEN, with the conductor name for a wildcard address)")
-	dur(&c.heartbeatInterval, "heartbeat-interval", 5*time.Second, "how often this conductor records that it is alive")
-	dur(&c.heartbeatTimeout, "heartbeat-timeout", 15*time.Second, "a conductor silent this long is dead: its nodes move to the others")
-	str(&c.htpasswd, "htpasswd", "", "bcrypt htpasswd file: enables Ironic's http_basic auth")
-	str(&c.tlsCert, "tls-cert", "", "TLS certificate (PEM); with --tls-key serves HTTPS")
-	str(&c.tlsKey, "tls-key", "", "TLS private key (PEM)")
-	boolFlag(&c.tlsAuto, "tls-auto", false, "without --tls-cert: serve HTTPS with a certificate from castiron's own CA, made on first use in DATA-DIR/tls (castiron tls rotate replaces it)")
-	str(&c.tlsCA, "tls-ca", "", "CA bundle (PEM) the ramdisk trusts for castiron with --tls-cert (default: the --tls-cert file's certificates)")
-	choice(fs, &c.logLevel, "log-level", "info", []string{"debug", "info", "warn", "error"}, "log level")
-	choice(fs, &c.logFormat, "log-format", "text", []string{"text", "json"}, "log lines on stderr as logfmt text or JSON objects")
-	boolFlag(&c.insecureNoauth, "insecure-noauth", false, "allow unauthenticated access on a non-loopback address")
-	boolFlag(&c.automatedClean, "automated-clean", true, "clean nodes on provide and undeploy unless a node says otherwise")
-	dur(&c.callbackTimeout, "callback-timeout", 1800*time.Second, "how long a node may wait for the ramdisk (inspect wait, clean wait, wait call-back, ...)")
-	dur(&c.powerSync, "power-sync-interval", 60*time.Second, "how often power states are read back from BMCs")
-	p := &c.pxe
-	str(&p.iface, "pxe-interface", "", "network interface of the provisioning network; unset: no DHCP/TFTP/PXE")
-	choice(fs, &p.dhcpMode, "dhcp-mode", "full", []string{"full", "proxy"}, "full (castiron hands out addresses) or proxy (the site's DHCP server does; castiron adds boot options)")
-	str(&p.dhcpRange, "dhcp-range", "", "FIRST,LAST addresses to hand out in full mode (default: the upper part of the interface's subnet)")
-	choice(fs, &p.dhcp6Mode, "dhcp6-mode", "full", []string{"full", "off"}, "full: DHCPv6 hands out addresses and boot files when the PXE interface has a global IPv6 address; off: no DHCPv6")
-	str(&p.dhcp6Range, "dhcp6-range", "", "FIRST,LAST IPv6 addresses (one /64) DHCPv6 hands out (default: <prefix>::1000 to <prefix>::1fff of the interface's /64)")
-	choice(fs, &p.raMode, "router-advertisements", "auto", []string{"auto", "managed", "empty", "off"},
-		"IPv6 router advertisements on the PXE interface: managed (M/O flags, the interface's prefix on-link), empty (configure nothing; stops iPXE waiting for IPv6), off (the site has a router), auto (managed with DHCPv6, else empty)")
-	str(&p.publicURL, "public-url", "", "how nodes reach castiron's API, e.g. http://10.0.0.1:6385 (default: the PXE interface's address and the API port; https with TLS)")
-	str(&p.ipxeDir, "ipxe-dir", "/usr/lib/ipxe", "directory of the iPXE binaries (Debian package ipxe)")
-	str(&p.bootHTTPPort, "boot-http-port", "8080", "with TLS: plain-HTTP port on the provisioning addresses for iPXE's script, kernel, initramfs and CA bundle (iPXE cannot check castiron's certificate)")
-	str(&p.ramdiskDir, "ramdisk-dir", "", "directory with vmlinuz and initramfs written by make ramdisk (default DATA-DIR/ramdisk)")
-	str(&p.imagesDir, "images-dir", "", "directory of OS images castiron serves to nodes at /images/ (default DATA-DIR/images)")
-	boolFlag(&p.discovery, "pxe-discovery", false, "network-boot unknown machines and enroll them as nodes (discovery)")
-	dc := &c.discovery
-	choice(fs, &dc.driver, "discovery-driver", "ipmi", []string{"ipmi", "redfish", "fake-hardware", "manual-management"}, "hardware type of discovered nodes")
-	boolFlag(&dc.manage, "discovery-manage", false, "move every discovered node on to manage, also one without BMC credentials (with credentials, from a rule or --discovery-bmc-user, it goes anyway)")
-	str(&dc.bmcUser, "discovery-bmc-user", "", "IPMI user the ramdisk of a discovered machine creates (or resets) in-band with a random password, admin on LAN; driver_info gets it (off when empty)")
-	fs.IntVar(&dc.maxEnroll, "discovery-max-enroll", engine.DefaultDiscoveryMaxEnroll, "discovery stops while this many nodes wait in enroll (negative: no cap)")
-	fs.Float64Var(&dc.rate, "discovery-rate", engine.DefaultDiscoveryRate, "at most this many nodes discovered per minute")
-	boolFlag(&c.inspectOverwrite, "inspect-overwrite", false, "let inspection replace properties that are already set")
-	boolFlag(&c.cleanFullErase, "clean-full-erase", false, "automated cleaning overwrites whole disks, not only their metadata")
-	boolFlag(&c.metrics, "metrics", true, "serve Prometheus metrics at /metrics (with the API's authentication)")
-	str(&c.rulesFile, "inspection-rules-file", "", "YAML file of built-in inspection rules, applied after every inspection (Ironic's [inspection_rules]built_in_rules)")
-	choice(fs, &c.rulesMask, "inspection-rules-mask-secrets", "always", []string{"always", "never", "sensitive"},
-		"what inspection rules see of secrets in the inspection data: always masked, never, or sensitive (rules marked sensitive see them)")
-	return fs, c
-}
-
-// parseServeFlags resolves serve's settings: flag > environment > file >
-// default (resolveFlags).
-func parseServeFlags(args []string, lookupEnv func(string) (string, bool)) (*serveConfig, error) {
-	fs, c := serveFlags()
-	if err := resolveFlags(fs, args, lookupEnv); err != nil {
-		return nil, err
-	}
-	if c.conductorName == "" {
-		host, err := os.Hostname()
-		if err != nil {
-			return nil, fmt.Errorf("--conductor-name not set and no hostname: %w", err)
-		}
-		c.conductorName = host
-	}
-	p := &c.pxe
-	if p.ramdiskDir == "" {
-		p.ramdiskDir = filepath.Join(c.dataDir, "ramdisk")
-	}
-	if p.imagesDir == "" {
-		p.imagesDir = filepath.Join(c.dataDir, "images")
-	}
-	return c, nil
-}
-
-// printConfig is `castiron config [serve flags]`: the configuration file
-// for the settings given (flags, environment, --config), every other key
-// commented out at its default.
-func printConfig(args []string) error {
-	fs, _ := serveFlags()
-	if err := resolveFlags(fs, args, os.LookupEnv); err != nil {
-		return err
-	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	return writeConfig(os.Stdout, fs, set)
-}
-
-func serve(args []string) error {
-	c, err := parseServeFlags(args, os.LookupEnv)
-	if err != nil {
-		return err
-	}
-	log, err := newLogger(os.Stderr, c.logFormat, c.logLevel)
-	if err != nil {
-		return err
-	}
-	slog.SetDefault(log)
-	if c.database == "" {
-		// One castiron per SQLite data dir; restore checks the same lock.
-		lock, err := lockDataDir(c.dataDir)
-		if err != nil {
-			return err
-		}
-		defer lock.release()
-	}
-
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	a, err := newApp(ctx, c, log)
-	if err != nil {
-		return err
-	}
-	defer a.close()
-	return a.run(ctx)
-}
-
-// authFor picks the auth strategy: http_basic with --htpasswd; noauth on
-// loopback; anywhere else noauth only with --insecure-noauth.
-func authFor(c *serveConfig) (httpapi.Authenticator, error) {
-	if c.htpasswd != "" {
-		return httpapi.LoadHTPasswd(c.htpasswd)
-	}
-	host, _, err := net.SplitHostPort(c.listen)
-	if err != nil {
-		return nil, fmt.Errorf("--listen %q: %w", c.listen, err)
-	}
-	ip := net.ParseIP(host)
-	loopback := host == "localhost" || (ip != nil && ip.IsLoopback())
-	if !loopback && !c.insecureNoauth {
-		return nil, fmt.Errorf("refusing to serve without authentication on %s: give --htpasswd FILE (bcrypt) or, knowingly, --insecure-noauth", c.listen)
-	}
-	return nil, nil
-}
-
-func authName(a httpapi.Authenticator) string {
-	if a == nil {
-		return "noauth"
-	}
-	return "http_basic"
 }
 
 func states(args []string) error {

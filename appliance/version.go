@@ -1,4 +1,4 @@
-package main
+package appliance
 
 import "runtime/debug"
 
@@ -42,3 +42,7 @@ func buildInfo() *debug.BuildInfo {
 	}
 	return bi
 }
+
+// Version is what castiron reports as its version: stamped (main's
+// -X main.version) when set, else what the toolchain recorded (versionOf).
+func Version(stamped string) string { return versionOf(stamped, buildInfo()) }

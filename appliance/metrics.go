@@ -1,4 +1,4 @@
-package main
+package appliance
 
 import (
 	"context"
@@ -22,7 +22,7 @@ type observers struct {
 
 // newObservers makes /metrics for this process, with the store's node
 // counts and group commits.
-func newObservers(enabled bool, store *storage.SQLite) observers {
+func newObservers(enabled bool, version string, store *storage.SQLite) observers {
 	if !enabled {
 		return observers{}
 	}

@@ -1,4 +1,4 @@
-package main
+package appliance
 
 import (
 	"bytes"
@@ -150,7 +150,7 @@ func TestServeStopsOnBadEnvironment(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "data")
 	t.Setenv("CASTIRON_DATA_DIR", data)
 	t.Setenv("CASTIRON_AUTOMATED_CLEAN", "sometimes")
-	err := serve([]string{"--listen", "127.0.0.1:0"})
+	err := Serve([]string{"--listen", "127.0.0.1:0"}, "dev")
 	if err == nil || !strings.Contains(err.Error(), "CASTIRON_AUTOMATED_CLEAN") {
 		t.Fatalf("serve: %v", err)
 	}

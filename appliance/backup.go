@@ -1,4 +1,4 @@
-package main
+package appliance
 
 import (
 	"context"
@@ -68,8 +68,8 @@ castiron.db.pre-restore-<time>; it refuses while a castiron runs on that data
 dir. With --database (PostgreSQL) use pg_dump and pg_restore instead.
 `
 
-// backupCmd is `castiron backup [flags] FILE`.
-func backupCmd(args []string) error {
+// Backup is `castiron backup [flags] FILE`.
+func Backup(args []string) error {
 	c, dest, err := backupFlags("backup", args)
 	if err != nil {
 		return err
@@ -84,8 +84,8 @@ func backupCmd(args []string) error {
 	return nil
 }
 
-// restoreCmd is `castiron restore [flags] FILE`.
-func restoreCmd(args []string) error {
+// Restore is `castiron restore [flags] FILE`.
+func Restore(args []string) error {
 	c, src, err := backupFlags("restore", args)
 	if err != nil {
 		return err

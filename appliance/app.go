@@ -1,4 +1,4 @@
-package main
+package appliance
 
 import (
 	"context"
@@ -71,7 +71,7 @@ func newApp(ctx context.Context, c *serveConfig, log *slog.Logger) (*app, error)
 	}
 	hw, rf := hardwareTypes(log)
 	a.redfish = rf
-	obs := newObservers(c.metrics, store)
+	obs := newObservers(c.metrics, c.version, store)
 	cfg := conductorConfig(c, site, obs.engine, log)
 	if a.tls != nil {
 		cfg.VMedia.CABundle = a.tls.bundle
@@ -206,7 +206,7 @@ func (a *app) serve(ctx context.Context) error {
 	a.apiUp.Store(true)
 	go func() { apiErr <- srv.Serve(ln); a.apiUp.Store(false) }()
 	a.log.Info("castiron serving", "listen", ln.Addr().String(), "data_dir", a.cfg.dataDir,
-		"conductor", a.cfg.conductorName, "auth", authName(a.auth), "version", version)
+		"conductor", a.cfg.conductorName, "auth", authName(a.auth), "version", a.cfg.version)
 	// Start-up (migrations, package inits, the first periodic tasks) leaves
 	// garbage behind: hand it back to the OS instead of keeping the heap at
 	// its start-up peak until the scavenger gets to it. A second after

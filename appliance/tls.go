@@ -1,4 +1,4 @@
-package main
+package appliance
 
 import (
 	"crypto/sha256"
@@ -170,11 +170,11 @@ func fingerprint(bundle []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// tlsCommand is `castiron tls rotate [--data-dir DIR]`: a new CA replaces
+// TLS is `castiron tls rotate [--data-dir DIR]`: a new CA replaces
 // castiron's own (--tls-auto). A running castiron takes it up at its next
 // handshake; ramdisks booted through iPXE get it with their next boot, an
 // initramfs or ISO with the CA built in must be rebuilt.
-func tlsCommand(args []string) error {
+func TLS(args []string) error {
 	if len(args) == 0 || args[0] != "rotate" {
 		return errors.New("usage: castiron tls rotate [--data-dir DIR]")
 	}

@@ -1,4 +1,4 @@
-package main
+package appliance
 
 import (
 	"bytes"
@@ -47,7 +47,7 @@ func TestTLSSourceAuto(t *testing.T) {
 	}
 	before, _ := trust.Bundle(dir)
 	time.Sleep(10 * time.Millisecond)
-	if err := tlsCommand([]string{"rotate", "--data-dir", dir}); err != nil {
+	if err := TLS([]string{"rotate", "--data-dir", dir}); err != nil {
 		t.Fatal(err)
 	}
 	ts.checked = time.Time{} // skip the wait between checks
