@@ -10,7 +10,7 @@ LDFLAGS  := -s -w -X main.version=$(VERSION)
 # Arguments for `make run`, e.g. make run ARGS="--listen 127.0.0.1:6390".
 ARGS     ?=
 # go test flags; the whole suite (openstack CLI, kill -9 recovery, ipmi_sim)
-# takes a few minutes on 2 idle cores. The root package spawns the openstack
+# takes a few minutes on 2 idle cores. tests/cli spawns the openstack
 # CLI a few hundred times; on a loaded machine that alone passed 20 minutes,
 # so the per-package limit leaves room for load rather than fail a slow run.
 TESTFLAGS ?= -count=1 -timeout 35m

@@ -24,7 +24,7 @@ import (
 	"castiron/storage"
 )
 
-// testServer is castiron wired as main.go wires it (engine + httpapi + the
+// testServer is castiron wired as appliance/ wires it (engine + httpapi + the
 // UI) on a loopback HTTP server over a temp SQLite file with fake hardware
 // (and the redfish type, for imports: no test here talks to a BMC).
 type testServer struct {

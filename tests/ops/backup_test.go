@@ -1,4 +1,4 @@
-package main
+package ops
 
 import (
 	"bytes"
@@ -84,7 +84,7 @@ func listNodeUUIDs(t *testing.T, endpoint string) map[string]bool {
 func TestBackupRestoreUnderLoad(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
-	srv := cliStart(t, opsBinary(t), data, filepath.Join(dir, "castiron.log"))
+	srv := opsStart(t, opsBinary(t), data, filepath.Join(dir, "castiron.log"))
 
 	type ack struct {
 		uuid string
@@ -107,7 +107,7 @@ func TestBackupRestoreUnderLoad(t *testing.T) {
 					return
 				default:
 				}
-				uuid, err := createNode(srv.endpoint, map[string]any{"writer": w, "i": i})
+				uuid, err := createNode(srv.Endpoint, map[string]any{"writer": w, "i": i})
 				at := time.Now()
 				mu.Lock()
 				if err == nil {
@@ -154,8 +154,8 @@ func TestBackupRestoreUnderLoad(t *testing.T) {
 	if out, err := castironCmd(t, "restore", "--data-dir", data2, backup); err != nil {
 		t.Fatalf("restore: %v\n%s", err, out)
 	}
-	srv2 := cliStart(t, opsBinary(t), data2, filepath.Join(dir, "castiron-restored.log"))
-	got := listNodeUUIDs(t, srv2.endpoint)
+	srv2 := opsStart(t, opsBinary(t), data2, filepath.Join(dir, "castiron-restored.log"))
+	got := listNodeUUIDs(t, srv2.Endpoint)
 	var before, missing, after, afterFound int
 	for _, a := range acks {
 		switch {

@@ -1,4 +1,4 @@
-package main
+package cli
 
 // TestOpenstackCLI drives a real castiron process with the real OpenStack
 // client (`openstack baremetal ...`, Debian python3-openstackclient and

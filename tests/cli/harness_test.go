@@ -1,4 +1,4 @@
-package main
+package cli
 
 // The harness of the openstack CLI tests: a castiron process of its own, the
 // openstack client run against it, and readers of its answers.

@@ -1,4 +1,4 @@
-package main
+package ops
 
 // Tests of castiron as a service (issue 16): health and readiness probes,
 // metrics, logs, backup and restore, each against a running castiron
@@ -19,6 +19,9 @@ import (
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
+	_ "modernc.org/sqlite" // the "sqlite" driver TestHealthProbes locks the database with (the root package had it through storage)
+
+	"castiron/tests/castironserve"
 )
 
 var opsBin struct {
@@ -36,7 +39,7 @@ func TestMain(m *testing.M) {
 }
 
 // opsBinary builds castiron once for the tests that run it, the way
-// cliBuild does (static, CGO off).
+// castironserve.Build does (static, CGO off, the module's main package).
 func opsBinary(t *testing.T) string {
 	t.Helper()
 	opsBin.once.Do(func() {
@@ -44,7 +47,7 @@ func opsBinary(t *testing.T) string {
 			return
 		}
 		opsBin.path = filepath.Join(opsBin.dir, "castiron")
-		cmd := exec.Command("go", "build", "-trimpath", "-o", opsBin.path, ".")
+		cmd := exec.Command("go", "build", "-trimpath", "-o", opsBin.path, "castiron")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			opsBin.err = fmt.Errorf("%v\n%s", err, out)
@@ -54,6 +57,17 @@ func opsBinary(t *testing.T) string {
 		t.Fatalf("go build: %v", opsBin.err)
 	}
 	return opsBin.path
+}
+
+// opsConductor is the conductor name of the castiron these tests run (the
+// CLI test's, as when both lived in the root package).
+const opsConductor = "cli-test-conductor"
+
+// opsStart runs `castiron serve` on 127.0.0.1:0, waits for GET /v1, and
+// stops it by PID when the test ends.
+func opsStart(t *testing.T, bin, dataDir, logPath string, extra ...string) *castironserve.Server {
+	t.Helper()
+	return castironserve.Start(t, bin, dataDir, logPath, append([]string{"--conductor-name", opsConductor}, extra...)...)
 }
 
 // opsGet is a GET with optional basic auth; it returns status and body.
@@ -97,16 +111,16 @@ func TestHealthProbes(t *testing.T) {
 	dir := t.TempDir()
 	bin := opsBinary(t)
 	data := filepath.Join(dir, "data")
-	srv := cliStart(t, bin, data, filepath.Join(dir, "castiron.log"),
+	srv := opsStart(t, bin, data, filepath.Join(dir, "castiron.log"),
 		"--htpasswd", writeHTPasswd(t, dir, "operator", "health-pass-1"))
 
-	if code, _, _ := opsGet(t, srv.endpoint+"/v1/nodes"); code != http.StatusUnauthorized {
+	if code, _, _ := opsGet(t, srv.Endpoint+"/v1/nodes"); code != http.StatusUnauthorized {
 		t.Fatalf("GET /v1/nodes without credentials: %d, want 401 (auth is on)", code)
 	}
-	if code, body, _ := opsGet(t, srv.endpoint+"/healthz"); code != 200 || body != "ok\n" {
+	if code, body, _ := opsGet(t, srv.Endpoint+"/healthz"); code != 200 || body != "ok\n" {
 		t.Errorf("/healthz: %d %q", code, body)
 	}
-	code, body, hdr := opsGet(t, srv.endpoint+"/readyz")
+	code, body, hdr := opsGet(t, srv.Endpoint+"/readyz")
 	if want := "[+]database ok\n[+]conductor ok\n[+]api listener ok\nready\n"; code != 200 || body != want {
 		t.Errorf("/readyz: %d %q, want 200 %q", code, body, want)
 	}
@@ -117,10 +131,10 @@ func TestHealthProbes(t *testing.T) {
 	}
 
 	// /metrics follows the API's authentication.
-	if code, _, _ := opsGet(t, srv.endpoint+"/metrics"); code != http.StatusUnauthorized {
+	if code, _, _ := opsGet(t, srv.Endpoint+"/metrics"); code != http.StatusUnauthorized {
 		t.Errorf("/metrics without credentials: %d, want 401", code)
 	}
-	if code, body, _ := opsGet(t, srv.endpoint+"/metrics", "operator", "health-pass-1"); code != 200 || !strings.Contains(body, "castiron_build_info") {
+	if code, body, _ := opsGet(t, srv.Endpoint+"/metrics", "operator", "health-pass-1"); code != 200 || !strings.Contains(body, "castiron_build_info") {
 		t.Errorf("/metrics with credentials: %d", code)
 	}
 
@@ -144,7 +158,7 @@ func TestHealthProbes(t *testing.T) {
 		t.Helper()
 		deadline := time.Now().Add(30 * time.Second)
 		for {
-			code, body, _ := opsGet(t, srv.endpoint+"/readyz")
+			code, body, _ := opsGet(t, srv.Endpoint+"/readyz")
 			if code == wantCode && strings.Contains(body, wantLine) {
 				return
 			}
@@ -155,7 +169,7 @@ func TestHealthProbes(t *testing.T) {
 		}
 	}
 	waitReady(503, "[-]database failed: ")
-	if code, _, _ := opsGet(t, srv.endpoint+"/healthz"); code != 200 {
+	if code, _, _ := opsGet(t, srv.Endpoint+"/healthz"); code != 200 {
 		t.Errorf("/healthz while the database is locked: %d", code)
 	}
 	if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {

@@ -1,4 +1,4 @@
-package main
+package ops
 
 import (
 	"bufio"
@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"castiron/tests/k9"
 )
 
 // opsAuthDo is opsDo with http_basic credentials and extra headers.
@@ -65,9 +67,9 @@ func TestLogsNoSecretsAndRequestIDs(t *testing.T) {
 	}
 	pass := secrets["http_basic password"]
 	logPath := filepath.Join(dir, "castiron.log")
-	srv := cliStart(t, opsBinary(t), filepath.Join(dir, "data"), logPath,
+	srv := opsStart(t, opsBinary(t), filepath.Join(dir, "data"), logPath,
 		"--htpasswd", writeHTPasswd(t, dir, user, pass), "--log-format", "json")
-	api := srv.endpoint + "/v1"
+	api := srv.Endpoint + "/v1"
 	do := func(method, path string, body any) (int, map[string]any, http.Header) {
 		t.Helper()
 		code, b, h := opsAuthDo(t, method, api+path, user, pass, body, nil)
@@ -105,7 +107,7 @@ func TestLogsNoSecretsAndRequestIDs(t *testing.T) {
 
 	// BMC passwords: create, patch, validate, and power calls that fail
 	// (a BMC that never answers; a Redfish URL nobody listens on).
-	bmc := k9BlackHole(t)
+	bmc := k9.BlackHole(t)
 	ipmiNode, _ := must(201, "POST", "/nodes", map[string]any{"driver": "ipmi", "name": "log-ipmi",
 		"driver_info": map[string]any{"ipmi_address": "127.0.0.1", "ipmi_port": bmc, "ipmi_username": "admin",
 			"ipmi_password": secrets["ipmi_password"]}})
@@ -173,7 +175,7 @@ func TestLogsNoSecretsAndRequestIDs(t *testing.T) {
 	}
 	log := string(b)
 	// The paths that handle the secrets did run (and log).
-	for _, want := range []string{`"msg":"power change failed","conductor":"cli-test-conductor","node":"` + k9Str(ipmiNode["uuid"]),
+	for _, want := range []string{`"msg":"power change failed","conductor":"cli-test-conductor","node":"` + k9.Str(ipmiNode["uuid"]),
 		`"msg":"agent heartbeat with a wrong token"`, `"verb":"rescue"`, `"state":"wait call-back"`} {
 		if !strings.Contains(log, want) {
 			t.Errorf("log has no %s", want)

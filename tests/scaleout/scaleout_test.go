@@ -1,4 +1,4 @@
-package main
+package scaleout
 
 // TestScaleOut runs three castiron conductors on loopback over one
 // PostgreSQL database (issue 14): 1,000 fake-hardware nodes enrolled through
@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"castiron/storage/pgtest"
+	"castiron/tests/k9"
 )
 
 func TestScaleOut(t *testing.T) {
@@ -28,21 +29,21 @@ func TestScaleOut(t *testing.T) {
 	pg := pgtest.New(t)
 	db := pg.Database(t)
 	tmp := t.TempDir()
-	bin := k9Build(t, tmp)
-	bmcPort := k9BlackHole(t)
+	bin := k9.Build(t, tmp)
+	bmcPort := k9.BlackHole(t)
 	names := []string{"c1", "c2", "c3"}
-	start := func(name string) *k9Server {
+	start := func(name string) *k9.Server {
 		dir := filepath.Join(tmp, name)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		return k9Start(t, bin, dir, tmp, "--database", db, "--conductor-name", name, "--callback-timeout", "30m")
+		return k9.Start(t, bin, dir, tmp, "--database", db, "--conductor-name", name, "--callback-timeout", "30m")
 	}
-	srv := map[string]*k9Server{}
+	srv := map[string]*k9.Server{}
 	for _, n := range names {
 		srv[n] = start(n)
 	}
-	via := func(i int) *k9Server { return srv[names[i%len(names)]] }
+	via := func(i int) *k9.Server { return srv[names[i%len(names)]] }
 
 	// Enroll 1,000 nodes through all three, 12 at a time.
 	const total = 1000
@@ -57,14 +58,14 @@ func TestScaleOut(t *testing.T) {
 			defer wg.Done()
 			for i := range jobs {
 				tag := fmt.Sprintf("n-%04d", i)
-				code, out, err := via(i).do("POST", "/v1/nodes", map[string]any{
+				code, out, err := via(i).Do("POST", "/v1/nodes", map[string]any{
 					"name": tag, "driver": "fake-hardware", "extra": map[string]any{"tag": tag}})
 				if err != nil || code != http.StatusCreated {
 					t.Errorf("create %s: %d %v %v", tag, code, out, err)
 					continue
 				}
 				mu.Lock()
-				nodes = append(nodes, acked{k9Str(out["uuid"]), tag})
+				nodes = append(nodes, acked{k9.Str(out["uuid"]), tag})
 				mu.Unlock()
 			}
 		}()
@@ -81,25 +82,25 @@ func TestScaleOut(t *testing.T) {
 	}
 
 	reserved := map[string]string{} // filled by owners: node -> reservation
-	owners := func(s *k9Server) map[string]string {
+	owners := func(s *k9.Server) map[string]string {
 		t.Helper()
 		out := map[string]string{}
 		clear(reserved)
 		marker := ""
 		for {
-			page := s.must(http.StatusOK, "GET", "/v1/nodes?fields=uuid,conductor,reservation&limit=500"+marker, nil)
+			page := s.Must(http.StatusOK, "GET", "/v1/nodes?fields=uuid,conductor,reservation&limit=500"+marker, nil)
 			list, _ := page["nodes"].([]any)
 			for _, v := range list {
 				n := v.(map[string]any)
-				out[k9Str(n["uuid"])] = k9Str(n["conductor"])
-				if r := k9Str(n["reservation"]); r != "" {
-					reserved[k9Str(n["uuid"])] = r
+				out[k9.Str(n["uuid"])] = k9.Str(n["conductor"])
+				if r := k9.Str(n["reservation"]); r != "" {
+					reserved[k9.Str(n["uuid"])] = r
 				}
 			}
 			if len(list) < 500 {
 				return out
 			}
-			marker = "&marker=" + k9Str(list[len(list)-1].(map[string]any)["uuid"])
+			marker = "&marker=" + k9.Str(list[len(list)-1].(map[string]any)["uuid"])
 		}
 	}
 	count := func(m map[string]string) map[string]int {
@@ -149,8 +150,8 @@ func TestScaleOut(t *testing.T) {
 		}
 	}
 	// A driver's hosts are the alive conductors that enable it.
-	driverHosts := func(s *k9Server) string {
-		return fmt.Sprint(s.must(http.StatusOK, "GET", "/v1/drivers/fake-hardware", nil)["hosts"])
+	driverHosts := func(s *k9.Server) string {
+		return fmt.Sprint(s.Must(http.StatusOK, "GET", "/v1/drivers/fake-hardware", nil)["hosts"])
 	}
 	for _, n := range names {
 		if got := driverHosts(srv[n]); got != "[c1 c2 c3]" {
@@ -158,7 +159,7 @@ func TestScaleOut(t *testing.T) {
 		}
 	}
 	// ?conductor= follows the ring.
-	if l := srv["c3"].must(http.StatusOK, "GET", "/v1/nodes?conductor=c2&limit=2000", nil); len(l["nodes"].([]any)) != spread["c2"] {
+	if l := srv["c3"].Must(http.StatusOK, "GET", "/v1/nodes?conductor=c2&limit=2000", nil); len(l["nodes"].([]any)) != spread["c2"] {
 		t.Errorf("?conductor=c2 lists %d nodes, c2 owns %d", len(l["nodes"].([]any)), spread["c2"])
 	}
 
@@ -171,9 +172,9 @@ func TestScaleOut(t *testing.T) {
 		for i := 0; i < 200; i++ {
 			made++
 			body["name"] = fmt.Sprintf("%s-%v-%d", victim, body["driver"], made)
-			n := srv["c1"].must(http.StatusCreated, "POST", "/v1/nodes", body)
-			if k9Str(n["conductor"]) == victim {
-				return k9Str(n["uuid"])
+			n := srv["c1"].Must(http.StatusCreated, "POST", "/v1/nodes", body)
+			if k9.Str(n["conductor"]) == victim {
+				return k9.Str(n["uuid"])
 			}
 		}
 		t.Fatalf("no node of %s in 200 tries", victim)
@@ -184,42 +185,42 @@ func TestScaleOut(t *testing.T) {
 		waiting = append(waiting, mkOwned(map[string]any{"driver": "fake-hardware", "inspect_interface": "agent"}))
 	}
 	for _, id := range waiting {
-		srv["c1"].must(http.StatusAccepted, "PUT", "/v1/nodes/"+id+"/states/provision", map[string]any{"target": "manage"})
+		srv["c1"].Must(http.StatusAccepted, "PUT", "/v1/nodes/"+id+"/states/provision", map[string]any{"target": "manage"})
 	}
 	waitedAt := map[string]string{}
 	for _, id := range waiting {
-		srv["c1"].waitState(id, "manageable", 60*time.Second)
-		srv["c3"].must(http.StatusAccepted, "PUT", "/v1/nodes/"+id+"/states/provision", map[string]any{"target": "inspect"})
+		srv["c1"].WaitState(id, "manageable", 60*time.Second)
+		srv["c3"].Must(http.StatusAccepted, "PUT", "/v1/nodes/"+id+"/states/provision", map[string]any{"target": "inspect"})
 	}
 	for _, id := range waiting {
-		n := srv["c1"].waitState(id, "inspect wait", 60*time.Second)
-		waitedAt[id] = k9Str(n["provision_updated_at"])
+		n := srv["c1"].WaitState(id, "inspect wait", 60*time.Second)
+		waitedAt[id] = k9.Str(n["provision_updated_at"])
 	}
 	// The work ran on the owner: its history names c2.
-	hist := srv["c3"].must(http.StatusOK, "GET", "/v1/nodes/"+waiting[0]+"/history?detail=true", nil)
+	hist := srv["c3"].Must(http.StatusOK, "GET", "/v1/nodes/"+waiting[0]+"/history?detail=true", nil)
 	for _, v := range hist["history"].([]any) {
-		if e := v.(map[string]any); k9Str(e["conductor"]) != victim {
+		if e := v.(map[string]any); k9.Str(e["conductor"]) != victim {
 			t.Errorf("history of %s: event %q recorded by %v, want %s", waiting[0], e["event"], e["conductor"], victim)
 		}
 	}
 	locked := mkOwned(map[string]any{"driver": "ipmi", "driver_info": map[string]any{
 		"ipmi_address": "127.0.0.1", "ipmi_port": bmcPort, "ipmi_username": "admin", "ipmi_password": "secret"}})
-	srv["c3"].must(http.StatusAccepted, "PUT", "/v1/nodes/"+locked+"/states/provision", map[string]any{"target": "manage"})
-	srv["c1"].waitNode(locked, 30*time.Second, "reserved by "+victim, func(n map[string]any) bool {
+	srv["c3"].Must(http.StatusAccepted, "PUT", "/v1/nodes/"+locked+"/states/provision", map[string]any{"target": "manage"})
+	srv["c1"].WaitNode(locked, 30*time.Second, "reserved by "+victim, func(n map[string]any) bool {
 		return n["provision_state"] == "verifying" && n["reservation"] == victim
 	})
 	// Exclusive across processes: another instance's verb is NodeLocked.
-	if code, out, _ := srv["c3"].do("PUT", "/v1/nodes/"+locked+"/states/power", map[string]any{"target": "power on"}); code != http.StatusConflict {
+	if code, out, _ := srv["c3"].Do("PUT", "/v1/nodes/"+locked+"/states/power", map[string]any{"target": "power on"}); code != http.StatusConflict {
 		t.Errorf("power on a node reserved by %s through c3: %d %v, want 409", victim, code, out)
 	}
 
 	// kill -9 the victim.
-	srv[victim].kill9()
+	srv[victim].Kill9()
 	killed := time.Now()
 	var dead, moved time.Duration
 	deadline := killed.Add(90 * time.Second)
 	for time.Now().Before(deadline) {
-		cs := srv["c1"].must(http.StatusOK, "GET", "/v1/conductors", nil)
+		cs := srv["c1"].Must(http.StatusOK, "GET", "/v1/conductors", nil)
 		for _, v := range cs["conductors"].([]any) {
 			if c := v.(map[string]any); c["hostname"] == victim && c["alive"] == false && dead == 0 {
 				dead = time.Since(killed)
@@ -242,21 +243,21 @@ func TestScaleOut(t *testing.T) {
 		t.Errorf("after kill -9 of %s: fake-hardware hosts %s, want [c1 c3]", victim, got)
 	}
 	// Nothing stays locked: the takeover releases and fails the verifying node.
-	srv["c1"].waitNode(locked, 60*time.Second, "released", func(n map[string]any) bool { return n["reservation"] == nil })
+	srv["c1"].WaitNode(locked, 60*time.Second, "released", func(n map[string]any) bool { return n["reservation"] == nil })
 	if owners(srv["c3"]); len(reserved) != 0 {
 		t.Errorf("nodes still reserved after takeover: %v", reserved)
 	}
 	// Wait states keep their deadlines on their new owners.
 	for _, id := range waiting {
-		n := srv["c3"].node(id)
-		if n["provision_state"] != "inspect wait" || k9Str(n["provision_updated_at"]) != waitedAt[id] || n["conductor"] == victim {
+		n := srv["c3"].Node(id)
+		if n["provision_state"] != "inspect wait" || k9.Str(n["provision_updated_at"]) != waitedAt[id] || n["conductor"] == victim {
 			t.Errorf("waiting node %s after takeover: %v %v conductor %v", id, n["provision_state"], n["provision_updated_at"], n["conductor"])
 		}
 	}
 	// No acknowledged write lost.
 	for _, a := range nodes {
-		n := srv["c1"].node(a.uuid)
-		if ex, _ := n["extra"].(map[string]any); k9Str(ex["tag"]) != a.tag {
+		n := srv["c1"].Node(a.uuid)
+		if ex, _ := n["extra"].(map[string]any); k9.Str(ex["tag"]) != a.tag {
 			t.Errorf("node %s lost its extra: %v", a.uuid, n["extra"])
 		}
 	}
@@ -274,7 +275,7 @@ func TestScaleOut(t *testing.T) {
 	// The agent's calls work whichever instance they reach: lookup and
 	// continue_inspection of waiting nodes through instances that do not
 	// own them.
-	other := func(id string) *k9Server {
+	other := func(id string) *k9.Server {
 		for _, n := range names {
 			if n != back[id] {
 				return srv[n]
@@ -282,11 +283,11 @@ func TestScaleOut(t *testing.T) {
 		}
 		return nil
 	}
-	if l := other(waiting[1]).must(http.StatusOK, "GET", "/v1/lookup?node_uuid="+waiting[1], nil); k9Str(l["node"].(map[string]any)["uuid"]) != waiting[1] {
+	if l := other(waiting[1]).Must(http.StatusOK, "GET", "/v1/lookup?node_uuid="+waiting[1], nil); k9.Str(l["node"].(map[string]any)["uuid"]) != waiting[1] {
 		t.Errorf("lookup of %s through a non-owner: %v", waiting[1], l)
 	}
 	mac := "52:54:00:5c:a1:e0"
-	other(waiting[0]).must(http.StatusAccepted, "POST", "/v1/continue_inspection?node_uuid="+waiting[0], map[string]any{
+	other(waiting[0]).Must(http.StatusAccepted, "POST", "/v1/continue_inspection?node_uuid="+waiting[0], map[string]any{
 		"inventory": map[string]any{
 			"interfaces": []any{map[string]any{"name": "eth0", "mac_address": mac, "has_carrier": true}},
 			"cpu":        map[string]any{"count": 2, "architecture": "x86_64"},
@@ -295,14 +296,14 @@ func TestScaleOut(t *testing.T) {
 			"boot":       map[string]any{"current_boot_mode": "bios", "pxe_interface": mac},
 		},
 	})
-	n := srv[back[waiting[0]]].waitState(waiting[0], "manageable", 60*time.Second)
+	n := srv[back[waiting[0]]].WaitState(waiting[0], "manageable", 60*time.Second)
 	if p, _ := n["properties"].(map[string]any); fmt.Sprint(p["memory_mb"]) != "1024" {
 		t.Errorf("inspection reported through a non-owner: properties %v", n["properties"])
 	}
 	// ... and the owner ran it.
-	hist = srv[back[waiting[0]]].must(http.StatusOK, "GET", "/v1/nodes/"+waiting[0]+"/history?detail=true", nil)
+	hist = srv[back[waiting[0]]].Must(http.StatusOK, "GET", "/v1/nodes/"+waiting[0]+"/history?detail=true", nil)
 	for _, v := range hist["history"].([]any) {
-		if e := v.(map[string]any); k9Str(e["conductor"]) != back[waiting[0]] {
+		if e := v.(map[string]any); k9.Str(e["conductor"]) != back[waiting[0]] {
 			t.Errorf("history of %s: event %q recorded by %v, want its owner %s", waiting[0], e["event"], e["conductor"], back[waiting[0]])
 		}
 	}

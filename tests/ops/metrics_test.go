@@ -1,4 +1,4 @@
-package main
+package ops
 
 import (
 	"bytes"
@@ -101,8 +101,8 @@ func value(m *dto.Metric) float64 {
 // with Prometheus' own parser.
 func TestMetricsScrape(t *testing.T) {
 	dir := t.TempDir()
-	srv := cliStart(t, opsBinary(t), filepath.Join(dir, "data"), filepath.Join(dir, "castiron.log"))
-	api := srv.endpoint + "/v1"
+	srv := opsStart(t, opsBinary(t), filepath.Join(dir, "data"), filepath.Join(dir, "castiron.log"))
+	api := srv.Endpoint + "/v1"
 
 	code, b := opsDo(t, "POST", api+"/nodes", map[string]any{"driver": "fake-hardware", "name": "metrics-1"})
 	if code != 201 {
@@ -135,7 +135,7 @@ func TestMetricsScrape(t *testing.T) {
 	opsDo(t, "GET", api+"/nodes/metrics-1", nil)
 	opsDo(t, "BREW", api+"/nodes", nil) // an odd method keeps the label set bounded
 
-	fams := scrape(t, srv.endpoint+"/metrics")
+	fams := scrape(t, srv.Endpoint+"/metrics")
 	checks := []struct {
 		name   string
 		labels map[string]string

@@ -1,4 +1,4 @@
-package main
+package cli
 
 // TestOpenstackCLIKeystone runs the stock openstack CLI against a real
 // castiron process behind Keystone: the stub identity service of
