@@ -7,7 +7,8 @@ import (
 
 // TestRepr compares Repr with Python 3.11's repr() of the same values (the
 // expected strings were printed by it), and with two strings recorded from
-// Ironic 21.4 (/work/shared/ironic-reference/responses).
+// Ironic 21.4 (ironic-reference/responses in the shared folder, ../shared
+// beside the repository).
 func TestRepr(t *testing.T) {
 	for _, tc := range []struct {
 		v    any

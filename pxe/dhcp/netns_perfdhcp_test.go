@@ -58,7 +58,7 @@ func TestNetnsPerfdhcpRelay(t *testing.T) {
 }
 
 // BenchmarkNetnsPerfdhcp runs perfdhcp in relay mode against the server over
-// a veth, as /work/shared/pxe-bench does (10,000 clients), at
+// a veth, as pxe-bench in ../shared (beside the repository) does (10,000 clients), at
 // PERFDHCP_RATE DORA/s (default 12000) for PERFDHCP_SECONDS (default 10),
 // once per iteration: run it with -benchtime 1x. Reports the achieved
 // DORA/s and the drop percentage.

@@ -1,7 +1,7 @@
 #!/bin/bash
 # bmc-chassis.sh ENVFILE get|set|check PARM [VALUE] ...
 #
-# ipmi_sim "chassis_control" program of the e2e lab (adapted from /work/shared/lab/bmc-chassis.sh).
+# ipmi_sim "chassis_control" program of the e2e lab (adapted from ../shared/lab/bmc-chassis.sh).
 # ipmi_sim runs inside the test's network namespace and calls us through popen():
 #   <prog> ENVFILE get power boot    -> "power:1" / "boot:pxe" lines
 #   <prog> ENVFILE set power "1"     -> nothing on stdout, exit 0 on success

@@ -1,6 +1,6 @@
 #!/bin/bash
 # bmc-lan.sh IP MAC get PARM... : ipmi_sim "lan_config_program" of the e2e lab's in-band BMC
-# (adapted from /work/shared/lab/lancontrol.sh). ipmi_sim appends "get parm..." and reads one
+# (adapted from ../shared/lab/lancontrol.sh). ipmi_sim appends "get parm..." and reads one
 # "parm:value" line per parm; without this program "lan print" answers 0.0.0.0 and a zero MAC, so
 # software in the VM could not learn the BMC's address. set/check are accepted and ignored.
 ip=${1:?usage: bmc-lan.sh IP MAC get PARM...} mac=${2:?}

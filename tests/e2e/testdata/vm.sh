@@ -2,7 +2,7 @@
 # vm.sh ENVFILE : start the e2e lab's "bare-metal" qemu VM (daemonized; pid in $E2E_PIDFILE).
 #
 # Run by bmc-chassis.sh on "chassis power on", inside the test's network namespace (adapted from
-# /work/shared/lab/vm.sh). The boot device is the one the BMC stored ($E2E_BOOTDEV_FILE):
+# ../shared/lab/vm.sh). The boot device is the one the BMC stored ($E2E_BOOTDEV_FILE):
 #   pxe (also none/cdrom/bios: we have neither)  -> first NIC bootindex 1, disks after it
 #   default (IPMI "force boot from hard drive")   -> disks only
 #   disks with an MBR boot signature get the lower boot indexes (see below)

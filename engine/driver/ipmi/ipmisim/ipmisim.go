@@ -33,7 +33,7 @@ type Sim struct {
 }
 
 // chassisScript is ipmi_sim's chassis_control program (see OpenIPMI
-// lanserv/bmc_chassis.c and /work/shared/lab/bmc-chassis.sh). ipmi_sim runs it
+// lanserv/bmc_chassis.c and lab/bmc-chassis.sh of ../shared). ipmi_sim runs it
 // with popen() and reads its stdout until EOF in its only thread, so it must
 // return at once and leave no child behind. "set shutdown" (ACPI soft off)
 // does not turn the power off at once: it records a deadline that "get power"

@@ -68,19 +68,13 @@ func unavailable(t testing.TB, format string, args ...any) {
 	t.Skipf("redfish lab: "+format, args...)
 }
 
-// labDir finds the lab: $REDFISH_LAB, the shared folder beside the
-// repository (as CI lays it out), or this machine's /work/shared.
+// labDir finds the lab: $REDFISH_LAB, or the shared folder beside the
+// repository (../shared/redfish-lab, as CI lays it out).
 func labDir() string {
 	cands := []string{os.Getenv("REDFISH_LAB")}
-	if wd, err := os.Getwd(); err == nil {
-		for d := wd; d != filepath.Dir(d); d = filepath.Dir(d) {
-			if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-				cands = append(cands, filepath.Join(filepath.Dir(d), "shared", "redfish-lab"))
-				break
-			}
-		}
+	if root := repoRoot(); root != "" {
+		cands = append(cands, filepath.Join(filepath.Dir(root), "shared", "redfish-lab"))
 	}
-	cands = append(cands, "/work/shared/redfish-lab")
 	for _, c := range cands {
 		if c == "" {
 			continue
@@ -92,14 +86,32 @@ func labDir() string {
 	return ""
 }
 
-// LockPath is the machine-wide lab lock: $REDFISH_LAB_LOCK, or the one the
-// engineers' worktrees share, or one in /tmp.
+// repoRoot is the directory of the go.mod above the working directory (a
+// test's is its package's folder), "" outside the repository.
+func repoRoot() string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return ""
+	}
+	for d := wd; d != filepath.Dir(d); d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return d
+		}
+	}
+	return ""
+}
+
+// LockPath is the machine-wide lab lock: $REDFISH_LAB_LOCK, or one in the
+// folder that holds the repository (checkouts side by side share it), or
+// one in /tmp when that folder is not writable.
 func LockPath() string {
 	if p := os.Getenv("REDFISH_LAB_LOCK"); p != "" {
 		return p
 	}
-	if st, err := os.Stat("/work/wt"); err == nil && st.IsDir() {
-		return "/work/wt/.redfishlab.lock"
+	if root := repoRoot(); root != "" {
+		if parent := filepath.Dir(root); syscall.Access(parent, 2 /* W_OK */) == nil {
+			return filepath.Join(parent, ".redfishlab.lock")
+		}
 	}
 	return filepath.Join(os.TempDir(), "castiron-redfishlab.lock")
 }
