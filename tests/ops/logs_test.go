@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"castiron/tests/k9"
+	"castiron/tests/crashtest"
 )
 
 // opsAuthDo is opsDo with http_basic credentials and extra headers.
@@ -107,7 +107,7 @@ func TestLogsNoSecretsAndRequestIDs(t *testing.T) {
 
 	// BMC passwords: create, patch, validate, and power calls that fail
 	// (a BMC that never answers; a Redfish URL nobody listens on).
-	bmc := k9.BlackHole(t)
+	bmc := crashtest.BlackHole(t)
 	ipmiNode, _ := must(201, "POST", "/nodes", map[string]any{"driver": "ipmi", "name": "log-ipmi",
 		"driver_info": map[string]any{"ipmi_address": "127.0.0.1", "ipmi_port": bmc, "ipmi_username": "admin",
 			"ipmi_password": secrets["ipmi_password"]}})
@@ -175,7 +175,7 @@ func TestLogsNoSecretsAndRequestIDs(t *testing.T) {
 	}
 	log := string(b)
 	// The paths that handle the secrets did run (and log).
-	for _, want := range []string{`"msg":"power change failed","conductor":"cli-test-conductor","node":"` + k9.Str(ipmiNode["uuid"]),
+	for _, want := range []string{`"msg":"power change failed","conductor":"cli-test-conductor","node":"` + crashtest.Str(ipmiNode["uuid"]),
 		`"msg":"agent heartbeat with a wrong token"`, `"verb":"rescue"`, `"state":"wait call-back"`} {
 		if !strings.Contains(log, want) {
 			t.Errorf("log has no %s", want)

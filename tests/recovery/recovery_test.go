@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"castiron/tests/k9"
+	"castiron/tests/crashtest"
 )
 
 // k9Acked is a node the API acknowledged with 201.
@@ -41,11 +41,11 @@ func TestKill9Recovery(t *testing.T) {
 	if err := os.MkdirAll(dataDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	bin := k9.Build(t, tmp)
-	bmcPort := k9.BlackHole(t)
+	bin := crashtest.Build(t, tmp)
+	bmcPort := crashtest.BlackHole(t)
 
 	// ---- Run 1: set the scene, then kill -9 in the middle of it. ----
-	s1 := k9.Start(t, bin, dataDir, tmp, "--callback-timeout", "30m")
+	s1 := crashtest.Start(t, bin, dataDir, tmp, "--callback-timeout", "30m")
 
 	// (d), (e): fake-hardware nodes with agent inspection wait in
 	// "inspect wait" for a ramdisk that never calls back.
@@ -53,7 +53,7 @@ func TestKill9Recovery(t *testing.T) {
 		n := s1.Must(http.StatusCreated, "POST", "/v1/nodes", map[string]any{
 			"name": name, "driver": "fake-hardware", "inspect_interface": "agent",
 		})
-		return k9.Str(n["uuid"])
+		return crashtest.Str(n["uuid"])
 	}
 	waitID, abortID := mkAgent("k9-inspect-wait"), mkAgent("k9-inspect-abort")
 	for _, id := range []string{waitID, abortID} {
@@ -67,7 +67,7 @@ func TestKill9Recovery(t *testing.T) {
 	for _, id := range []string{waitID, abortID} {
 		n := s1.WaitState(id, "inspect wait", 30*time.Second)
 		if id == waitID {
-			waitUpdatedAt = k9.Str(n["provision_updated_at"])
+			waitUpdatedAt = crashtest.Str(n["provision_updated_at"])
 			if waitUpdatedAt == "" {
 				t.Fatalf("inspect wait node has no provision_updated_at: %v", n)
 			}
@@ -79,10 +79,10 @@ func TestKill9Recovery(t *testing.T) {
 		"ipmi_address": "127.0.0.1", "ipmi_port": bmcPort,
 		"ipmi_username": "admin", "ipmi_password": "secret",
 	}
-	verifyID := k9.Str(s1.Must(http.StatusCreated, "POST", "/v1/nodes", map[string]any{
+	verifyID := crashtest.Str(s1.Must(http.StatusCreated, "POST", "/v1/nodes", map[string]any{
 		"name": "k9-verifying", "driver": "ipmi", "driver_info": ipmiInfo,
 	})["uuid"])
-	powerID := k9.Str(s1.Must(http.StatusCreated, "POST", "/v1/nodes", map[string]any{
+	powerID := crashtest.Str(s1.Must(http.StatusCreated, "POST", "/v1/nodes", map[string]any{
 		"name": "k9-power", "driver": "ipmi", "driver_info": ipmiInfo,
 	})["uuid"])
 
@@ -117,7 +117,7 @@ func TestKill9Recovery(t *testing.T) {
 					"extra": a.extra, "description": a.desc, "resource_class": a.rc,
 				})
 				req, _ := http.NewRequest("POST", s1.Base+"/v1/nodes", bytes.NewReader(body))
-				req.Header.Set("X-OpenStack-Ironic-API-Version", k9.APIVersion)
+				req.Header.Set("X-OpenStack-Ironic-API-Version", crashtest.APIVersion)
 				req.Header.Set("Content-Type", "application/json")
 				resp, err := cl.Do(req)
 				if err != nil {
@@ -140,7 +140,7 @@ func TestKill9Recovery(t *testing.T) {
 					t.Errorf("create %s: %v", a.name, err)
 					return
 				}
-				a.uuid = k9.Str(out["uuid"])
+				a.uuid = crashtest.Str(out["uuid"])
 				mu.Lock()
 				acked = append(acked, a)
 				mu.Unlock()
@@ -163,13 +163,13 @@ func TestKill9Recovery(t *testing.T) {
 	opStart := time.Now()
 	s1.Must(http.StatusAccepted, "PUT", "/v1/nodes/"+verifyID+"/states/provision", map[string]any{"target": "manage"})
 	s1.Must(http.StatusAccepted, "PUT", "/v1/nodes/"+powerID+"/states/power", map[string]any{"target": "power on"})
-	if n := s1.Node(verifyID); n["provision_state"] != "verifying" || n["reservation"] != k9.Conductor {
+	if n := s1.Node(verifyID); n["provision_state"] != "verifying" || n["reservation"] != crashtest.Conductor {
 		t.Fatalf("before kill: verify node provision_state=%v reservation=%v last_error=%v (want verifying, %s)",
-			n["provision_state"], n["reservation"], n["last_error"], k9.Conductor)
+			n["provision_state"], n["reservation"], n["last_error"], crashtest.Conductor)
 	}
-	if n := s1.Node(powerID); n["target_power_state"] != "power on" || n["reservation"] != k9.Conductor {
+	if n := s1.Node(powerID); n["target_power_state"] != "power on" || n["reservation"] != crashtest.Conductor {
 		t.Fatalf("before kill: power node target_power_state=%v reservation=%v last_error=%v (want power on, %s)",
-			n["target_power_state"], n["reservation"], n["last_error"], k9.Conductor)
+			n["target_power_state"], n["reservation"], n["last_error"], crashtest.Conductor)
 	}
 	ackedAtKill := countAcked()
 	s1.Kill9()
@@ -185,7 +185,7 @@ func TestKill9Recovery(t *testing.T) {
 	mu.Unlock()
 
 	// ---- Run 2: same data dir, same conductor name. ----
-	s2 := k9.Start(t, bin, dataDir, tmp, "--callback-timeout", "30m")
+	s2 := crashtest.Start(t, bin, dataDir, tmp, "--callback-timeout", "30m")
 
 	// (a) every acknowledged node is there, fields intact.
 	for _, a := range durable {
@@ -211,7 +211,7 @@ func TestKill9Recovery(t *testing.T) {
 		t.Errorf("(b) verify node after restart: provision_state=%v target_provision_state=%v reservation=%v, want enroll, null, null",
 			n["provision_state"], n["target_provision_state"], n["reservation"])
 	}
-	if le := k9.Str(n["last_error"]); !strings.Contains(le, "restarted") || !strings.Contains(le, "verifying") {
+	if le := crashtest.Str(n["last_error"]); !strings.Contains(le, "restarted") || !strings.Contains(le, "verifying") {
 		t.Errorf("(b) verify node last_error = %q, want a mention of the conductor restart in verifying", le)
 	} else {
 		t.Logf("(b) verifying -> enroll: %s", le)
@@ -223,7 +223,7 @@ func TestKill9Recovery(t *testing.T) {
 		t.Errorf("(c) power node after restart: target_power_state=%v reservation=%v, want null, null",
 			n["target_power_state"], n["reservation"])
 	}
-	if le := k9.Str(n["last_error"]); !strings.Contains(le, "aborted") || !strings.Contains(le, "power") {
+	if le := crashtest.Str(n["last_error"]); !strings.Contains(le, "aborted") || !strings.Contains(le, "power") {
 		t.Errorf("(c) power node last_error = %q, want the pending power operation reported aborted", le)
 	} else {
 		t.Logf("(c) pending power operation cleared: %s", le)
@@ -250,13 +250,13 @@ func TestKill9Recovery(t *testing.T) {
 	if n["target_provision_state"] != "manageable" {
 		t.Errorf("(e) aborted node target_provision_state = %v, want manageable", n["target_provision_state"])
 	}
-	if le := k9.Str(n["last_error"]); !strings.Contains(strings.ToLower(le), "abort") {
+	if le := crashtest.Str(n["last_error"]); !strings.Contains(strings.ToLower(le), "abort") {
 		t.Errorf("(e) aborted node last_error = %q, want it to say aborted", le)
 	}
 
 	// (f) the conductor is alive again.
-	c := s2.Must(http.StatusOK, "GET", "/v1/conductors/"+k9.Conductor, nil)
-	if c["alive"] != true || c["hostname"] != k9.Conductor {
+	c := s2.Must(http.StatusOK, "GET", "/v1/conductors/"+crashtest.Conductor, nil)
+	if c["alive"] != true || c["hostname"] != crashtest.Conductor {
 		t.Errorf("(f) conductor after restart: %v", c)
 	}
 	if t.Failed() {
@@ -265,10 +265,10 @@ func TestKill9Recovery(t *testing.T) {
 
 	// ---- Run 3: crash again, come back with a 2 s callback timeout. ----
 	s2.Kill9()
-	s3 := k9.Start(t, bin, dataDir, tmp, "--callback-timeout", "2s")
+	s3 := crashtest.Start(t, bin, dataDir, tmp, "--callback-timeout", "2s")
 	// The first wait-timeout check runs one interval (10 s) after start.
 	n = s3.WaitState(waitID, "inspect failed", 40*time.Second)
-	if le := k9.Str(n["last_error"]); !strings.Contains(le, "Timeout reached while waiting for callback") {
+	if le := crashtest.Str(n["last_error"]); !strings.Contains(le, "Timeout reached while waiting for callback") {
 		t.Errorf("(d) timed-out node last_error = %q, want a callback timeout", le)
 	} else {
 		t.Logf("(d) inspect wait -> inspect failed: %s", le)
@@ -276,7 +276,7 @@ func TestKill9Recovery(t *testing.T) {
 	if n["target_provision_state"] != "manageable" {
 		t.Errorf("(d) timed-out node target_provision_state = %v, want manageable", n["target_provision_state"])
 	}
-	c = s3.Must(http.StatusOK, "GET", "/v1/conductors/"+k9.Conductor, nil)
+	c = s3.Must(http.StatusOK, "GET", "/v1/conductors/"+crashtest.Conductor, nil)
 	if c["alive"] != true {
 		t.Errorf("(f) conductor after second restart: %v", c)
 	}

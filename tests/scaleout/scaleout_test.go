@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"castiron/storage/pgtest"
-	"castiron/tests/k9"
+	"castiron/tests/crashtest"
 )
 
 func TestScaleOut(t *testing.T) {
@@ -29,21 +29,21 @@ func TestScaleOut(t *testing.T) {
 	pg := pgtest.New(t)
 	db := pg.Database(t)
 	tmp := t.TempDir()
-	bin := k9.Build(t, tmp)
-	bmcPort := k9.BlackHole(t)
+	bin := crashtest.Build(t, tmp)
+	bmcPort := crashtest.BlackHole(t)
 	names := []string{"c1", "c2", "c3"}
-	start := func(name string) *k9.Server {
+	start := func(name string) *crashtest.Server {
 		dir := filepath.Join(tmp, name)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		return k9.Start(t, bin, dir, tmp, "--database", db, "--conductor-name", name, "--callback-timeout", "30m")
+		return crashtest.Start(t, bin, dir, tmp, "--database", db, "--conductor-name", name, "--callback-timeout", "30m")
 	}
-	srv := map[string]*k9.Server{}
+	srv := map[string]*crashtest.Server{}
 	for _, n := range names {
 		srv[n] = start(n)
 	}
-	via := func(i int) *k9.Server { return srv[names[i%len(names)]] }
+	via := func(i int) *crashtest.Server { return srv[names[i%len(names)]] }
 
 	// Enroll 1,000 nodes through all three, 12 at a time.
 	const total = 1000
@@ -65,7 +65,7 @@ func TestScaleOut(t *testing.T) {
 					continue
 				}
 				mu.Lock()
-				nodes = append(nodes, acked{k9.Str(out["uuid"]), tag})
+				nodes = append(nodes, acked{crashtest.Str(out["uuid"]), tag})
 				mu.Unlock()
 			}
 		}()
@@ -82,7 +82,7 @@ func TestScaleOut(t *testing.T) {
 	}
 
 	reserved := map[string]string{} // filled by owners: node -> reservation
-	owners := func(s *k9.Server) map[string]string {
+	owners := func(s *crashtest.Server) map[string]string {
 		t.Helper()
 		out := map[string]string{}
 		clear(reserved)
@@ -92,15 +92,15 @@ func TestScaleOut(t *testing.T) {
 			list, _ := page["nodes"].([]any)
 			for _, v := range list {
 				n := v.(map[string]any)
-				out[k9.Str(n["uuid"])] = k9.Str(n["conductor"])
-				if r := k9.Str(n["reservation"]); r != "" {
-					reserved[k9.Str(n["uuid"])] = r
+				out[crashtest.Str(n["uuid"])] = crashtest.Str(n["conductor"])
+				if r := crashtest.Str(n["reservation"]); r != "" {
+					reserved[crashtest.Str(n["uuid"])] = r
 				}
 			}
 			if len(list) < 500 {
 				return out
 			}
-			marker = "&marker=" + k9.Str(list[len(list)-1].(map[string]any)["uuid"])
+			marker = "&marker=" + crashtest.Str(list[len(list)-1].(map[string]any)["uuid"])
 		}
 	}
 	count := func(m map[string]string) map[string]int {
@@ -150,7 +150,7 @@ func TestScaleOut(t *testing.T) {
 		}
 	}
 	// A driver's hosts are the alive conductors that enable it.
-	driverHosts := func(s *k9.Server) string {
+	driverHosts := func(s *crashtest.Server) string {
 		return fmt.Sprint(s.Must(http.StatusOK, "GET", "/v1/drivers/fake-hardware", nil)["hosts"])
 	}
 	for _, n := range names {
@@ -173,8 +173,8 @@ func TestScaleOut(t *testing.T) {
 			made++
 			body["name"] = fmt.Sprintf("%s-%v-%d", victim, body["driver"], made)
 			n := srv["c1"].Must(http.StatusCreated, "POST", "/v1/nodes", body)
-			if k9.Str(n["conductor"]) == victim {
-				return k9.Str(n["uuid"])
+			if crashtest.Str(n["conductor"]) == victim {
+				return crashtest.Str(n["uuid"])
 			}
 		}
 		t.Fatalf("no node of %s in 200 tries", victim)
@@ -194,12 +194,12 @@ func TestScaleOut(t *testing.T) {
 	}
 	for _, id := range waiting {
 		n := srv["c1"].WaitState(id, "inspect wait", 60*time.Second)
-		waitedAt[id] = k9.Str(n["provision_updated_at"])
+		waitedAt[id] = crashtest.Str(n["provision_updated_at"])
 	}
 	// The work ran on the owner: its history names c2.
 	hist := srv["c3"].Must(http.StatusOK, "GET", "/v1/nodes/"+waiting[0]+"/history?detail=true", nil)
 	for _, v := range hist["history"].([]any) {
-		if e := v.(map[string]any); k9.Str(e["conductor"]) != victim {
+		if e := v.(map[string]any); crashtest.Str(e["conductor"]) != victim {
 			t.Errorf("history of %s: event %q recorded by %v, want %s", waiting[0], e["event"], e["conductor"], victim)
 		}
 	}
@@ -250,14 +250,14 @@ func TestScaleOut(t *testing.T) {
 	// Wait states keep their deadlines on their new owners.
 	for _, id := range waiting {
 		n := srv["c3"].Node(id)
-		if n["provision_state"] != "inspect wait" || k9.Str(n["provision_updated_at"]) != waitedAt[id] || n["conductor"] == victim {
+		if n["provision_state"] != "inspect wait" || crashtest.Str(n["provision_updated_at"]) != waitedAt[id] || n["conductor"] == victim {
 			t.Errorf("waiting node %s after takeover: %v %v conductor %v", id, n["provision_state"], n["provision_updated_at"], n["conductor"])
 		}
 	}
 	// No acknowledged write lost.
 	for _, a := range nodes {
 		n := srv["c1"].Node(a.uuid)
-		if ex, _ := n["extra"].(map[string]any); k9.Str(ex["tag"]) != a.tag {
+		if ex, _ := n["extra"].(map[string]any); crashtest.Str(ex["tag"]) != a.tag {
 			t.Errorf("node %s lost its extra: %v", a.uuid, n["extra"])
 		}
 	}
@@ -275,7 +275,7 @@ func TestScaleOut(t *testing.T) {
 	// The agent's calls work whichever instance they reach: lookup and
 	// continue_inspection of waiting nodes through instances that do not
 	// own them.
-	other := func(id string) *k9.Server {
+	other := func(id string) *crashtest.Server {
 		for _, n := range names {
 			if n != back[id] {
 				return srv[n]
@@ -283,7 +283,7 @@ func TestScaleOut(t *testing.T) {
 		}
 		return nil
 	}
-	if l := other(waiting[1]).Must(http.StatusOK, "GET", "/v1/lookup?node_uuid="+waiting[1], nil); k9.Str(l["node"].(map[string]any)["uuid"]) != waiting[1] {
+	if l := other(waiting[1]).Must(http.StatusOK, "GET", "/v1/lookup?node_uuid="+waiting[1], nil); crashtest.Str(l["node"].(map[string]any)["uuid"]) != waiting[1] {
 		t.Errorf("lookup of %s through a non-owner: %v", waiting[1], l)
 	}
 	mac := "52:54:00:5c:a1:e0"
@@ -303,7 +303,7 @@ func TestScaleOut(t *testing.T) {
 	// ... and the owner ran it.
 	hist = srv[back[waiting[0]]].Must(http.StatusOK, "GET", "/v1/nodes/"+waiting[0]+"/history?detail=true", nil)
 	for _, v := range hist["history"].([]any) {
-		if e := v.(map[string]any); k9.Str(e["conductor"]) != back[waiting[0]] {
+		if e := v.(map[string]any); crashtest.Str(e["conductor"]) != back[waiting[0]] {
 			t.Errorf("history of %s: event %q recorded by %v, want its owner %s", waiting[0], e["event"], e["conductor"], back[waiting[0]])
 		}
 	}

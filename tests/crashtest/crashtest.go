@@ -1,7 +1,8 @@
-// Package k9 runs castiron as a process the test may kill -9 and restart on
-// the same data dir and port: the harness of the crash-recovery and
-// scale-out tests (tests/recovery, tests/scaleout), also used by tests/ops.
-package k9
+// Package crashtest runs castiron as a process the test may kill -9 and
+// restart on the same data dir and port: the harness of the crash-recovery
+// and scale-out tests (tests/recovery, tests/scaleout), also used by
+// tests/ops. (In the root package it was the k9* helpers.)
+package crashtest
 
 import (
 	"bytes"
