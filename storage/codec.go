@@ -154,6 +154,7 @@ type (
 	timestamp     = scalar[time.Time, timeKind]
 	nullTimestamp = nullable[time.Time, timeKind]
 	integer       = scalar[int64, intKind]
+	nullInteger   = nullable[int64, intKind]
 )
 
 // jsonKind is what one kind of JSON column adds to jsonCol: its name in

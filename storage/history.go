@@ -34,6 +34,9 @@ func newEventSQL() eventSQL {
 		strCol("verb", func(e *event) *string { return &e.Verb }),
 		strCol("from_state", func(e *event) *string { return &e.FromState }),
 		strCol("to_state", func(e *event) *string { return &e.ToState }),
+		strCol("project", func(e *event) *string { return &e.Project }),
+		strCol("target_provision_state", func(e *event) *string { return &e.TargetProvisionState }),
+		nullIntCol("duration_seconds", func(e *event) **int64 { return &e.DurationSeconds }),
 	}).withRecord(record[event]{
 		uuid:   func(e *event) *string { return &e.UUID },
 		unique: map[string]func(*event) []string{"uuid": one(func(e *event) string { return e.UUID })},

@@ -60,6 +60,15 @@ type Node struct {
 	SecureBoot      *bool
 	Shard           *string
 	ParentNode      *string // uuid of the parent node
+	// DisablePowerOff (API 1.95): castiron never powers the node off; it
+	// reboots where it would power off and on.
+	DisablePowerOff bool
+	// InstanceName (1.104): the instance's name, filled from
+	// instance_info.display_name when unset, cleared on undeploy.
+	InstanceName *string
+	// Health (1.109): OK, Warning or Critical as the BMC last reported it
+	// during power sync; nil when unknown.
+	Health *string
 
 	Properties         JSONObject
 	DriverInfo         JSONObject
@@ -96,8 +105,13 @@ type Port struct {
 	InternalInfo        JSONObject
 	Extra               JSONObject
 	IsSmartNIC          bool
-	CreatedAt           time.Time
-	UpdatedAt           *time.Time
+	Description         *string // API 1.97
+	Vendor              *string // API 1.100
+	Category            *string // API 1.101
+	// AvailableForDynamicPortgroup (1.111) defaults to true.
+	AvailableForDynamicPortgroup bool
+	CreatedAt                    time.Time
+	UpdatedAt                    *time.Time
 }
 
 // Conductor is a conductor service's registration and heartbeat.
@@ -121,9 +135,15 @@ type Event struct {
 	Severity  string // INFO or ERROR
 	Event     string // the message
 	User      string // API user or "agent"/"conductor"
+	Project   string // the user's project (API 1.113); "" none
 	Verb      string // the verb or internal event that caused it
 	FromState string
-	ToState   string
+	ToState   string // the node's provision state after it (API 1.115 "state")
+	// TargetProvisionState is the node's target after the event and
+	// DurationSeconds the time it had spent since its provision state last
+	// changed (API 1.115); UpdateNode fills both.
+	TargetProvisionState string
+	DurationSeconds      *int64
 }
 
 // SortDir is asc or desc.
@@ -163,6 +183,7 @@ type NodeQuery struct {
 	Shards              []string
 	Sharded             *bool
 	ParentNode          *string
+	InstanceName        *string
 	IncludeChildren     bool // false: nodes with a parent are left out
 	Reserved            *bool
 	PowerPending        *bool // target_power_state set or not
@@ -180,4 +201,10 @@ type PortQuery struct {
 	// Shards, when non-nil, keeps the ports whose node is in one of these
 	// shards (Ironic's list_by_node_shards); an empty set matches nothing.
 	Shards []string
+	// ConductorGroups, when non-nil, keeps the ports whose node is in one
+	// of these conductor groups (API 1.99).
+	ConductorGroups []string
+	// DescriptionContains keeps the ports whose description holds it
+	// (case-insensitive).
+	DescriptionContains *string
 }

@@ -84,6 +84,9 @@ func newNodeSQL() nodeSQL {
 		nullBoolCol("secure_boot", func(n *Node) **bool { return &n.SecureBoot }),
 		nullStrCol("shard", func(n *Node) **string { return &n.Shard }),
 		nullStrCol("parent_node", func(n *Node) **string { return &n.ParentNode }),
+		boolCol("disable_power_off", func(n *Node) *bool { return &n.DisablePowerOff }),
+		nullStrCol("instance_name", func(n *Node) **string { return &n.InstanceName }),
+		nullStrCol("health", func(n *Node) **string { return &n.Health }),
 		objectCol("properties", func(n *Node) *JSONObject { return &n.Properties }),
 		objectCol("driver_info", func(n *Node) *JSONObject { return &n.DriverInfo }),
 		objectCol("driver_internal_info", func(n *Node) *JSONObject { return &n.DriverInternalInfo }),
@@ -264,6 +267,7 @@ func (s *DB) nodeFilter(q NodeQuery) *filter {
 	eq("resource_class", q.ResourceClass)
 	eq("owner", q.Owner)
 	eq("lessee", q.Lessee)
+	eq("instance_name", q.InstanceName)
 	if q.DescriptionContains != nil {
 		// Case-insensitive, as on Ironic's MySQL.
 		f.add(`description `+s.r.d.like()+` ? ESCAPE '\'`, "%"+escapeLike(*q.DescriptionContains)+"%")
@@ -317,11 +321,13 @@ func (s *DB) UpdateNode(ctx context.Context, ident string, fn NodeUpdate) (*Node
 			return err
 		}
 		var ev *Event
+		since := n.ProvisionUpdatedAt
 		if err := s.nodes.rewrite(ctx, r, n, func(n *Node) (err error) { ev, err = fn(n); return err }); err != nil {
 			return err
 		}
 		if ev != nil {
 			ev.NodeUUID = n.UUID
+			fillEventState(ev, n, since)
 			if err := s.insertEvent(ctx, r, ev); err != nil {
 				return err
 			}
@@ -333,6 +339,26 @@ func (s *DB) UpdateNode(ctx context.Context, ident string, fn NodeUpdate) (*Node
 		return nil, err
 	}
 	return out, nil
+}
+
+// fillEventState gives ev what Ironic's node_history_record reads off the
+// node (API 1.115): the provision state and target after the change, and
+// the whole seconds since the provision state last changed before it.
+func fillEventState(ev *Event, n *Node, since *time.Time) {
+	if ev.ToState == "" {
+		ev.ToState = n.ProvisionState
+	}
+	if ev.TargetProvisionState == "" && n.TargetProvisionState != nil {
+		ev.TargetProvisionState = *n.TargetProvisionState
+	}
+	if ev.DurationSeconds == nil && since != nil {
+		at := ev.CreatedAt
+		if at.IsZero() {
+			at = time.Now()
+		}
+		d := int64(at.Sub(*since) / time.Second)
+		ev.DurationSeconds = &d
+	}
 }
 
 // DeleteNode removes a node; its ports and history go with it through

@@ -21,6 +21,9 @@ type Portgroup struct {
 	StandalonePortsSupported bool
 	Mode                     *string // bonding mode; Ironic fills a default on create
 	Properties               JSONObject
+	PhysicalNetwork          *string // API 1.102
+	Category                 *string // API 1.103
+	DynamicPortgroup         bool    // API 1.111, read-only
 	CreatedAt                time.Time
 	UpdatedAt                *time.Time
 }
@@ -30,6 +33,10 @@ type PortgroupQuery struct {
 	Page
 	NodeUUID *string
 	Address  *string
+	// Shards and ConductorGroups, when non-nil, keep the portgroups whose
+	// node is in one of them (API 1.106, 1.99).
+	Shards          []string
+	ConductorGroups []string
 }
 
 // PortgroupStore keeps portgroups.
@@ -61,6 +68,9 @@ var portgroupTable = resourceTable("portgroups", func(pg *Portgroup) (*int64, *s
 	boolCol("standalone_ports_supported", func(pg *Portgroup) *bool { return &pg.StandalonePortsSupported }),
 	nullStrCol("mode", func(pg *Portgroup) **string { return &pg.Mode }),
 	objectCol("properties", func(pg *Portgroup) *JSONObject { return &pg.Properties }),
+	nullStrCol("physical_network", func(pg *Portgroup) **string { return &pg.PhysicalNetwork }),
+	nullStrCol("category", func(pg *Portgroup) **string { return &pg.Category }),
+	boolCol("dynamic_portgroup", func(pg *Portgroup) *bool { return &pg.DynamicPortgroup }),
 }, record[Portgroup]{
 	normalize: normalizePortgroup,
 	unique: map[string]func(*Portgroup) []string{
@@ -98,6 +108,13 @@ func (s *DB) ListPortgroups(ctx context.Context, q PortgroupQuery) ([]*Portgroup
 	f := &filter{}
 	f.eq("node_uuid", q.NodeUUID, uuidKey)
 	f.eq("address", q.Address, strings.ToLower)
+	for col, vals := range map[string][]string{"shard": q.Shards, "conductor_group": q.ConductorGroups} {
+		if vals != nil {
+			sub := &filter{}
+			sub.in(col, vals)
+			f.add("node_uuid IN (SELECT uuid FROM nodes"+sub.where()+")", sub.args...)
+		}
+	}
 	return portgroupTable.list(ctx, s.reader(), f, q.Page)
 }
 

@@ -20,6 +20,7 @@ func TestPortgroupRoundTrip(t *testing.T) {
 		UUID: uuid.NewString(), Name: ptr("bond0"), NodeUUID: a.UUID, Address: ptr("52:54:00:AB:CD:EF"),
 		Extra: JSONObject{"k": "v"}, InternalInfo: JSONObject{"tenant_vif_port_id": "vif"},
 		StandalonePortsSupported: true, Mode: ptr("802.3ad"), Properties: JSONObject{"miimon": float64(100)},
+		PhysicalNetwork: ptr("physnet1"), Category: ptr("bond"), DynamicPortgroup: true,
 		CreatedAt: time.Now(), UpdatedAt: ptr(time.Now()),
 	}
 	allFieldsSet(t, full)

@@ -26,6 +26,10 @@ func newPortSQL() portSQL {
 		objectCol("internal_info", func(p *Port) *JSONObject { return &p.InternalInfo }),
 		objectCol("extra", func(p *Port) *JSONObject { return &p.Extra }),
 		boolCol("is_smartnic", func(p *Port) *bool { return &p.IsSmartNIC }),
+		nullStrCol("description", func(p *Port) **string { return &p.Description }),
+		nullStrCol("vendor", func(p *Port) **string { return &p.Vendor }),
+		nullStrCol("category", func(p *Port) **string { return &p.Category }),
+		boolCol("available_for_dynamic_portgroup", func(p *Port) *bool { return &p.AvailableForDynamicPortgroup }),
 	}, record[Port]{
 		normalize: normalizePort,
 		unique: map[string]func(*Port) []string{
@@ -76,6 +80,15 @@ func (s *DB) ListPorts(ctx context.Context, q PortQuery) ([]*Port, error) {
 		sub := &filter{}
 		sub.in("shard", q.Shards)
 		f.add("node_uuid IN (SELECT uuid FROM nodes"+sub.where()+")", sub.args...)
+	}
+	if q.ConductorGroups != nil {
+		sub := &filter{}
+		sub.in("conductor_group", q.ConductorGroups)
+		f.add("node_uuid IN (SELECT uuid FROM nodes"+sub.where()+")", sub.args...)
+	}
+	if q.DescriptionContains != nil {
+		// Case-insensitive, as on Ironic's MySQL.
+		f.add(`description `+s.r.d.like()+` ? ESCAPE '\'`, "%"+escapeLike(*q.DescriptionContains)+"%")
 	}
 	return s.ports.list(ctx, s.reader(), f, q.Page)
 }

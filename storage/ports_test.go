@@ -24,7 +24,7 @@ func TestPorts(t *testing.T) {
 		LocalLinkConnection: JSONObject{"switch_id": "aa:bb", "port_id": "Gi0/1"},
 		PXEEnabled:          true, PhysicalNetwork: ptr("physnet1"),
 		InternalInfo: JSONObject{"tenant_vif_port_id": "x"}, Extra: JSONObject{"k": "v"},
-		IsSmartNIC: true, CreatedAt: time.Now(), UpdatedAt: ptr(time.Now()),
+		IsSmartNIC: true, Description: ptr("uplink"), Vendor: ptr("acme"), Category: ptr("fast"), AvailableForDynamicPortgroup: true, CreatedAt: time.Now(), UpdatedAt: ptr(time.Now()),
 	}
 	allFieldsSet(t, full)
 	mustCreate(t, s.CreatePort, full)

@@ -60,6 +60,7 @@ func fullNode() *Node {
 		AutomatedClean: ptr(false), Protected: true, ProtectedReason: ptr("prod"),
 		Retired: true, RetiredReason: ptr("old"), BootMode: ptr("uefi"), SecureBoot: ptr(true),
 		Shard: ptr("shard-a"), ParentNode: ptr(uuid.NewString()),
+		DisablePowerOff: true, InstanceName: ptr("vm-1"), Health: ptr("OK"),
 		Properties:         JSONObject{"cpus": float64(8), "memory_mb": float64(16384), "capabilities": "boot_mode:uefi"},
 		DriverInfo:         JSONObject{"ipmi_address": "10.0.0.1", "ipmi_password": "secret"},
 		DriverInternalInfo: JSONObject{"agent_url": "http://10.0.0.9:9999", "list": []any{"a", float64(1), true, nil}},

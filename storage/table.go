@@ -43,6 +43,10 @@ func intCol[T any](name string, f func(*T) *int64) column[T] {
 	return column[T]{name: name, ref: func(v *T) codec { return integer{f(v)} }}
 }
 
+func nullIntCol[T any](name string, f func(*T) **int64) column[T] {
+	return column[T]{name: name, ref: func(v *T) codec { return nullInteger{f(v)} }}
+}
+
 func timeCol[T any](name string, f func(*T) *time.Time) column[T] {
 	return column[T]{name: name, ref: func(v *T) codec { return timestamp{f(v)} }}
 }
