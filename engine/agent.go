@@ -13,6 +13,10 @@ import (
 )
 
 // Keys castiron keeps in driver_internal_info for the ramdisk agent.
+// AgentTokenKey is the driver_internal_info key of the per-boot agent
+// secret (Ironic's name).
+const AgentTokenKey = diiAgentToken
+
 const (
 	// diiAgentToken is Ironic's name for the per-boot agent secret.
 	diiAgentToken = "agent_secret_token"

@@ -75,6 +75,23 @@ func (c *Conductor) DeleteInspectionRule(ctx context.Context, uuid string) error
 	return nil
 }
 
+// DeleteAllInspectionRules is DELETE /v1/inspection_rules (the api-ref's
+// "Delete All Inspection Rules"): every stored rule goes; the built-in ones
+// (Config.BuiltInRules) are not stored and stay.
+func (c *Conductor) DeleteAllInspectionRules(ctx context.Context) error {
+	rules, err := c.store.ListInspectionRules(ctx, storage.InspectionRuleQuery{})
+	if err != nil {
+		return err
+	}
+	for _, r := range rules {
+		if err := c.store.DeleteInspectionRule(ctx, r.UUID); err != nil && !fault.Is(err, fault.NotFound) {
+			return err
+		}
+	}
+	c.log.InfoContext(ctx, "inspection rules deleted", "verb", "inspection-rule-delete-all", "count", len(rules))
+	return nil
+}
+
 // inspectionRules are the rules of the main phase: the stored ones (in
 // creation order), then the built-in ones.
 func (c *Conductor) inspectionRules(ctx context.Context) ([]*inspectrules.Rule, error) {

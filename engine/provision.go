@@ -402,7 +402,13 @@ func verifyTask(ctx context.Context, c *Conductor, n *storage.Node) outcome {
 	if err != nil {
 		return failed(fmt.Errorf("Failed to get power state for node %s: %v", n.UUID, err))
 	}
-	return outcome{ev: EvDone, mutate: func(n *storage.Node) { n.PowerState = &ps }}
+	return outcome{ev: EvDone, mutate: func(n *storage.Node) {
+		if ps == "" {
+			n.PowerState = nil // fake-hardware never powered: null, as Ironic
+			return
+		}
+		n.PowerState = &ps
+	}}
 }
 
 // automatedClean reports whether automated cleaning applies to n.

@@ -172,3 +172,46 @@ func pyOptList(items []string) string {
 	}
 	return pyrepr.Repr(items)
 }
+
+// VMediaDevice is one virtual media device as GET /v1/nodes/{id}/vmedia
+// (API 1.93) lists it: Ironic's redfish get_vmedia keys.
+type VMediaDevice struct {
+	MediaTypes []string `json:"media_types"`
+	Inserted   bool     `json:"inserted"`
+	Image      string   `json:"image"`
+}
+
+// VirtualMedia is Ironic's get_virtual_media: with a shared lock (a busy
+// node answers too) it validates the management interface and asks the
+// BMC what its virtual media devices hold. A management interface without
+// virtual media is UnsupportedDriverExtension.
+func (c *Conductor) VirtualMedia(ctx context.Context, ident string) ([]VMediaDevice, error) {
+	n, err := c.store.GetNode(ctx, ident)
+	if err != nil {
+		return nil, err
+	}
+	hw, err := c.hardwareOf(n)
+	if err != nil {
+		return nil, err
+	}
+	if err := hw.Management.Validate(driverNode(n)); err != nil {
+		return nil, err
+	}
+	vm, ok := managementFeature[driver.VirtualMedia](n, hw)
+	if !ok {
+		return nil, unsupported(n, "get_virtual_media")
+	}
+	slots, err := vm.MediaState(ctx, driverNode(n))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]VMediaDevice, 0, len(slots))
+	for _, s := range slots {
+		types := s.MediaTypes
+		if types == nil {
+			types = []string{}
+		}
+		out = append(out, VMediaDevice{MediaTypes: types, Inserted: s.Inserted, Image: s.Image})
+	}
+	return out, nil
+}

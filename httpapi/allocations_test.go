@@ -14,8 +14,8 @@ import (
 	"castiron/storage"
 )
 
-// availableNode enrolls a fake-hardware node and takes it to available
-// (verify reads its power state, which allocation requires).
+// availableNode enrolls a fake-hardware node, takes it to available and
+// powers it off (allocation requires a known power state).
 func (h *apiHarness) availableNode(body map[string]any) map[string]any {
 	h.t.Helper()
 	traits, _ := body["traits"].([]string)
@@ -27,7 +27,27 @@ func (h *apiHarness) availableNode(body map[string]any) map[string]any {
 	}
 	h.moveTo(id, "manage", "manageable")
 	h.expect(http.StatusAccepted, "PUT", "/v1/nodes/"+id+"/states/provision", latest, map[string]any{"target": "provide"})
-	return h.waitState(id, "available")
+	h.waitState(id, "available")
+	return h.powerOff(id)
+}
+
+// powerOff powers a node off and waits for it: a fake-hardware node never
+// powered has no power state, and allocation wants one (the stock tempest
+// plugin's provide_and_power_off_node does the same).
+func (h *apiHarness) powerOff(id string) map[string]any {
+	h.t.Helper()
+	h.expect(http.StatusAccepted, "PUT", "/v1/nodes/"+id+"/states/power", latest, map[string]any{"target": "power off"})
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		n := h.expect(http.StatusOK, "GET", "/v1/nodes/"+id, latest, nil).json(h.t)
+		if n["power_state"] == "power off" && n["target_power_state"] == nil && n["reservation"] == nil {
+			return n
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("node %s did not power off: %v", id, n["power_state"])
+		}
+		time.Sleep(3 * time.Millisecond)
+	}
 }
 
 // waitAllocation polls an allocation until it leaves "allocating".

@@ -93,7 +93,8 @@ type resource[T any] struct {
 	// following can be updated" message when it is not alphabetical; it
 	// holds exactly the fPatch fields (fields_test.go checks).
 	patchOrder []string
-	// gateFirstOp makes a PATCH's version gate look at its first operation
+	// gateFirstOp makes a PATCH's version gate of the fields in shownFrom
+	// look at its first operation
 	// only, as Ironic's is_path_updated does for portgroups (it returns
 	// from inside its loop); the stock tempest plugin patches /extra then
 	// /properties at 1.23 and expects success.
@@ -477,8 +478,8 @@ func (res *resource[T]) checkPatch(ops []patchOp, ver Version) error {
 		}
 	}
 	for i, op := range ops {
-		if res.gateFirstOp && i > 0 {
-			break
+		if _, early := res.shownFrom[op.root()]; res.gateFirstOp && i > 0 && early {
+			continue
 		}
 		if res.newerThan(op.root(), ver) {
 			return errNotAcceptable()

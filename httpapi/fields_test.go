@@ -79,6 +79,7 @@ func TestFieldGatesByVersion(t *testing.T) {
 		"shard": str("s"), "uuid": fresh,
 		"protected": val(true), "protected_reason": str("r"), "retired_reason": str("r"),
 		"network_interface": str("noop"), "storage_interface": str("noop"),
+		"disable_power_off": val(true), "instance_name": func() any { return uniq("vm-") },
 	}
 	for _, k := range []string{"bios", "boot", "console", "deploy", "firmware", "inspect", "management", "power", "raid", "rescue", "vendor"} {
 		nodeSample[k+"_interface"] = str("fake")
@@ -110,15 +111,17 @@ func TestFieldGatesByVersion(t *testing.T) {
 			base: func() map[string]any { return map[string]any{"node_uuid": node, "address": mac()} },
 			sample: map[string]func() any{"address": mac, "node_uuid": val(node), "extra": obj, "is_smartnic": val(true),
 				"local_link_connection": val(map[string]any{"port_id": "p1"}), "physical_network": str("physnet1"),
-				"pxe_enabled": val(false), "name": func() any { return uniq("gate-port") }, "portgroup_uuid": val(pg), "uuid": fresh},
+				"pxe_enabled": val(false), "name": func() any { return uniq("gate-port") }, "portgroup_uuid": val(pg), "uuid": fresh,
+				"description": str("uplink"), "vendor": str("acme"), "category": str("fast"), "available_for_dynamic_portgroup": val(false)},
 			expect:  map[string]int{"address remove": 400, "node_uuid remove": 400},
+			skip:    map[string]string{"node_ident": "it replaces node_uuid (exactly one of them): TestPortNodeIdent"},
 			notFull: []string{"physical_network"}, // the portgroup's ports have none
 		},
 		"portgroup": {path: "/v1/portgroups", min: 23, patchMin: 23, rows: rowsOf(portgroupTable),
 			base: func() map[string]any { return map[string]any{"node_uuid": node} },
 			sample: map[string]func() any{"address": mac, "extra": obj, "mode": str("active-backup"),
 				"name": func() any { return uniq("gate-pg") }, "properties": obj, "standalone_ports_supported": val(false),
-				"node_uuid": val(node), "uuid": fresh},
+				"node_uuid": val(node), "uuid": fresh, "physical_network": str("physnet1"), "category": str("bond")},
 			expect: map[string]int{"mode remove": 400, "node_uuid remove": 400, "standalone_ports_supported remove": 400},
 		},
 		"chassis": {path: "/v1/chassis", min: 1, patchMin: 1, rows: rowsOf(chassisTable),

@@ -136,6 +136,17 @@ func TestGophercloudAllocations(t *testing.T) {
 	}
 	gcProvision(t, ctx, c, n.UUID, nodes.TargetManage, "manageable")
 	gcProvision(t, ctx, c, n.UUID, nodes.TargetProvide, "available")
+	// A fake node never powered has no power state; allocation wants one
+	// (tempest's provide_and_power_off_node).
+	if err := nodes.ChangePowerState(ctx, c, n.UUID, nodes.PowerStateOpts{Target: nodes.PowerOff}).ExtractErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := gophercloud.WaitFor(ctx, func(ctx context.Context) (bool, error) {
+		got, err := nodes.Get(ctx, c, n.UUID).Extract()
+		return err == nil && got.PowerState == "power off" && got.TargetPowerState == "", err
+	}); err != nil {
+		t.Fatal(err)
+	}
 
 	a, err := allocations.Create(ctx, c, allocations.CreateOpts{Name: "gc-alloc", ResourceClass: "gold", Extra: map[string]string{"k": "v"}}).Extract()
 	if err != nil {

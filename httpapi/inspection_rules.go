@@ -309,4 +309,7 @@ func (a *API) deleteInspectionRule(w http.ResponseWriter, r *http.Request) error
 func (a *API) inspectionRuleRoutes() {
 	crudRoutes(a.under(rulesAPI), "/inspection_rules", "uuid", crud{list: a.listInspectionRules, create: a.createInspectionRule,
 		get: a.getInspectionRule, patch: a.patchInspectionRule, del: a.deleteInspectionRule})
+	a.apiRoute("DELETE", "/inspection_rules", rulesAPI, func(w http.ResponseWriter, r *http.Request) error {
+		return removed(w, r, a.cond.DeleteAllInspectionRules)
+	})
 }

@@ -22,10 +22,17 @@ func TestInspectionRuleVersions(t *testing.T) {
 	// At every version the server accepts below 1.96: Ironic's 404/405.
 	const msg = "The API version does not allow inspection rules"
 	id := uuid.NewString()
-	h.belowVersion(t, "/v1/inspection_rules", "/v1/inspection_rules/"+id, msg, "", "1.1", "1.89", latest)
-	if _, has := h.expect(200, "GET", "/v1", latest, nil).json(t)["inspection_rules"]; has {
+	h.belowVersion(t, "/v1/inspection_rules", "/v1/inspection_rules/"+id, msg, "", "1.1", "1.89", "1.95")
+	if _, has := h.expect(200, "GET", "/v1", "1.95", nil).json(t)["inspection_rules"]; has {
 		t.Error("GET /v1 links inspection_rules below 1.96")
 	}
+	if _, has := h.expect(200, "GET", "/v1", latest, nil).json(t)["inspection_rules"]; !has {
+		t.Error("GET /v1 does not link inspection_rules at the maximum")
+	}
+	// Reachable at the default ceiling (1.115), the whole collection's
+	// DELETE included.
+	h.expect(200, "GET", "/v1/inspection_rules", latest, nil)
+	h.expect(204, "DELETE", "/v1/inspection_rules", latest, nil)
 	h = newAPI(t, ceiling(96))
 	h.expect(200, "GET", "/v1/inspection_rules", v96, nil)
 	h.expect(404, "GET", "/v1/inspection_rules", "1.95", nil)

@@ -217,6 +217,14 @@ func nodeRead(name string, min int, flags fieldFlags, get func(v *viewCtx, n *st
 	return nodeField{name, min, flags, nil, nil, get, nil}
 }
 
+// instanceNameField is node.instance_name (1.104): a string of 1 to 255
+// characters or null, checked by Ironic's node schema.
+func instanceNameField() nodeField {
+	f := strField("instance_name", 104, fCreate|fPatch|fFilter|fSort, 255, func(n *storage.Node) **string { return &n.InstanceName })
+	f.value.MinLength = 1
+	return f
+}
+
 // nodes is the node table in Ironic's view order.
 var nodeTable = newNodeTable()
 
@@ -243,16 +251,19 @@ func newNodeTable() *resource[storage.Node] {
 		ifaceField("deploy", 31),
 		nodeRead("deploy_step", 44, 0, func(_ *viewCtx, n *storage.Node) any { return n.DeployStep }),
 		nodeStr("description", 51, cp|fSort, 4096, func(n *storage.Node) **string { return &n.Description }),
+		nodeBool("disable_power_off", 95, cp|fSort, func(n *storage.Node) *bool { return &n.DisablePowerOff }),
 		nodeField{"driver", 1, cp | fRequired | fFilter | fSort, nil, nil, func(_ *viewCtx, n *storage.Node) any { return n.Driver }, setDriver},
 		nodeObj("driver_info", 1, cp, maskDriverInfo, func(n *storage.Node) *storage.JSONObject { return &n.DriverInfo }),
 		nodeObj("driver_internal_info", 3, 0, maskDictPassword, func(n *storage.Node) *storage.JSONObject { return &n.DriverInternalInfo }),
 		nodeObj("extra", 1, cp, nil, func(n *storage.Node) *storage.JSONObject { return &n.Extra }),
 		nodeStr("fault", 42, fFilter|fSort, 0, func(n *storage.Node) **string { return &n.Fault }),
 		ifaceField("firmware", 86),
+		nodeStr("health", 109, fSort, 0, func(n *storage.Node) **string { return &n.Health }),
 		nodeTime("inspection_finished_at", 6, fSort, func(n *storage.Node) *time.Time { return n.InspectionFinishedAt }),
 		nodeTime("inspection_started_at", 6, fSort, func(n *storage.Node) *time.Time { return n.InspectionStartedAt }),
 		ifaceField("inspect", 31),
 		nodeObj("instance_info", 1, cp, maskInstanceInfo, func(n *storage.Node) *storage.JSONObject { return &n.InstanceInfo }),
+		instanceNameField(),
 		nodeField{"instance_uuid", 1, cp | fFilter | fSort, nil, nil, func(_ *viewCtx, n *storage.Node) any { return strOrNil(n.InstanceUUID) },
 			setUUIDPtr("instance_uuid", func(n *storage.Node) **string { return &n.InstanceUUID })},
 		nodeStr("last_error", 1, 0, 0, func(n *storage.Node) **string { return &n.LastError }),

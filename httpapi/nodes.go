@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"castiron/fault"
 	"castiron/fault/pyrepr"
 	"castiron/storage"
 	"sync"
@@ -71,13 +72,20 @@ var nodeFilters = map[string]nodeFilter{
 		}
 		return nil
 	}},
-	"sharded":     {82, boolFilter("sharded", func(q *storage.NodeQuery) **bool { return &q.Sharded })},
-	"parent_node": {0, strFilter(func(q *storage.NodeQuery) **string { return &q.ParentNode })},
+	"sharded":       {82, boolFilter("sharded", func(q *storage.NodeQuery) **bool { return &q.Sharded })},
+	"parent_node":   {0, strFilter(func(q *storage.NodeQuery) **string { return &q.ParentNode })},
+	"instance_name": {0, strFilter(func(q *storage.NodeQuery) **string { return &q.InstanceName })},
 	"include_children": {83, func(q *storage.NodeQuery, v string) error {
 		b, err := parseBoolString(v)
 		q.IncludeChildren = b
 		return err
 	}},
+}
+
+// nodeFilterRefusal is the 406 message of a filter whose Ironic check
+// words its own (check_allow_filter_by_instance_name).
+var nodeFilterRefusal = map[string]string{
+	"instance_name": "instance_name is not acceptable in this API version",
 }
 
 // listNodes is GET /v1/nodes and /v1/nodes/detail.
@@ -95,6 +103,9 @@ func (a *API) listNodes(detail bool) handlerFunc {
 				continue
 			}
 			if !ver.AtLeast(f.minVersion(key)) {
+				if msg, ok := nodeFilterRefusal[key]; ok {
+					return fault.New(fault.NotAcceptable, "%s", msg)
+				}
 				return errNotAcceptable()
 			}
 			if err := f.apply(&q, qs.Get(key)); err != nil {
@@ -293,6 +304,7 @@ func (a *API) patchNode(w http.ResponseWriter, r *http.Request) error {
 		if err := nodeTable.setChanged(n, before, after); err != nil {
 			return err
 		}
+		syncInstanceName(n, before, after)
 		if !ver.AtLeast(10) && n.Name != nil && before["name"] != *n.Name && !regexpHostname().MatchString(*n.Name) {
 			return errInvalid("Node %s: Cannot change name to invalid name '%s'", ident, *n.Name)
 		}
@@ -302,6 +314,18 @@ func (a *API) patchNode(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return nodeTable.writeOK(w, a.view(r), updated, nil)
+}
+
+// syncInstanceName is Ironic's forward compatibility of 1.104, at every
+// version: a patch that changes instance_info while the node has no
+// instance_name takes instance_info.display_name as the name.
+func syncInstanceName(n *storage.Node, before, after map[string]any) {
+	if n.InstanceName != nil && *n.InstanceName != "" || jsonEqual(before["instance_info"], after["instance_info"]) {
+		return
+	}
+	if name, ok := n.InstanceInfo["display_name"].(string); ok && name != "" {
+		n.InstanceName = &name
+	}
 }
 
 // deleteNode is DELETE /v1/nodes/{ident}.

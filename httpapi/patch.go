@@ -33,10 +33,12 @@ func (o patchOp) repr() string {
 	return m + "}"
 }
 
-// root is the top-level field the operation targets ("/extra/a" -> "extra").
+// root is the top-level field the operation targets ("/extra/a" ->
+// "extra"), its RFC 6901 escapes decoded (only paths of 1.98 and later
+// can hold them).
 func (o patchOp) root() string {
 	root, _, _ := strings.Cut(strings.TrimPrefix(o.path, "/"), "/")
-	return root
+	return patchPointerPart(root)
 }
 
 // patchSchema is args.patch: a list of add/replace/remove operations on
@@ -47,10 +49,28 @@ var patchSchema = &jsonschema.Schema{Types: []string{"array"}, Items: jsonschema
 	jsonschema.P("value", &jsonschema.Schema{}),
 )}
 
+// patchSchema98 is patchSchema from 1.98, whose paths may hold keys with
+// "~" or "/" escaped as RFC 6901 ~0 and ~1. Ironic's 1.98 decodes them
+// (patch_validate_allowed_fields, then python-jsonpatch) but kept the old
+// path pattern in args.patch, which refuses "~" before they get there;
+// castiron lets the escapes through from 1.98, as the version promises.
+var patchSchema98 = &jsonschema.Schema{Types: []string{"array"}, Items: jsonschema.Object(true, []string{"op", "path"},
+	jsonschema.P("path", &jsonschema.Schema{Types: []string{"string"}, Pattern: jsonschema.LazyPattern(`^(/([\p{L}\p{N}_-]|~[01])+)+$`), PatternSrc: `^(/[\w-]+)+$`}),
+	jsonschema.P("op", &jsonschema.Schema{Types: []string{"string"}, Enum: []string{"add", "replace", "remove"}}),
+	jsonschema.P("value", &jsonschema.Schema{}),
+)}
+
 // parsePatch checks a PATCH body against Ironic's patch schema, with the
 // error jsonschema's best_match picks.
-func parsePatch(raw any) ([]patchOp, error) {
-	if err := jsonschema.Check("Schema error for patch", patchSchema, raw); err != nil {
+func parsePatch(raw any) ([]patchOp, error) { return parsePatchAt(raw, Version{Minor: MinMinor}) }
+
+// parsePatchAt is parsePatch at ver (1.98 lets RFC 6901 escapes through).
+func parsePatchAt(raw any, ver Version) ([]patchOp, error) {
+	schema := patchSchema
+	if ver.AtLeast(98) {
+		schema = patchSchema98
+	}
+	if err := jsonschema.Check("Schema error for patch", schema, raw); err != nil {
 		return nil, err
 	}
 	list := raw.([]any)
@@ -70,7 +90,7 @@ func readPatch(r *http.Request) ([]patchOp, error) {
 	if err != nil {
 		return nil, err
 	}
-	return parsePatch(raw)
+	return parsePatchAt(raw, versionOf(r))
 }
 
 // patchTouches is Ironic's is_path_updated: whether an operation targets

@@ -16,9 +16,7 @@ type portgroupField = field[storage.Portgroup]
 
 // portgroupTable is Ironic's portgroup table (API 1.23) in its view order.
 // mode and properties (1.26) are shown from 1.23, as Ironic 21.4 shows them
-// (the stock tempest plugin reads them there). physical_network (1.102),
-// category (1.103) and dynamic_portgroup (1.111) are past castiron's
-// maximum version.
+// (the stock tempest plugin reads them there).
 var portgroupTable = func() *resource[storage.Portgroup] {
 	res := newResource("portgroup", []string{"uuid", "address", "name", "links"},
 		portgroupField{"uuid", 23, fCreate | fSort, jsonschema.Types("string", "null"), nil, func(_ *viewCtx, pg *storage.Portgroup) any { return pg.UUID }, nil},
@@ -73,12 +71,18 @@ var portgroupTable = func() *resource[storage.Portgroup] {
 				pg.NodeUUID = node
 				return nil
 			}},
+		strField("physical_network", 102, fCreate|fPatch|fSort, 64, func(pg *storage.Portgroup) **string { return &pg.PhysicalNetwork }),
+		strField("category", 103, fCreate|fPatch|fSort, 80, func(pg *storage.Portgroup) **string { return &pg.Category }),
+		portgroupField{"dynamic_portgroup", 111, fSort, nil, nil, func(_ *viewCtx, pg *storage.Portgroup) any { return pg.DynamicPortgroup }, nil},
 		portgroupField{"links", 23, 0, nil, nil, func(v *viewCtx, pg *storage.Portgroup) any { return selfLinks(v, "portgroups", pg.UUID) }, nil},
 		portgroupField{"ports", 23, 0, nil, nil, func(v *viewCtx, pg *storage.Portgroup) any {
 			return selfLinks(v, "portgroups", pg.UUID+"/ports")
 		}, nil},
 	)
 	res.shownFrom = map[string]int{"mode": 23, "properties": 23}
+	// Ironic's PATCH_ALLOWED_FIELDS order.
+	res.patchOrder = []string{"address", "extra", "mode", "name", "node_uuid", "properties", "standalone_ports_supported",
+		"physical_network", "category"}
 	res.gateFirstOp = true
 	return res
 }()
@@ -126,8 +130,31 @@ func (a *API) listPortgroups(detail bool) handlerFunc {
 			}
 			q.Address = &mac
 		}
-		if nodeIdent != "" && q.Address != nil {
+		var shards, groups []string
+		if qs.Has("shard") {
+			if !versionOf(r).AtLeast(106) {
+				// Ironic's check_allow_portgroup_filter_by_shard.
+				return fault.New(fault.NotAcceptable, "Request not acceptable. The minimal required API version should be 1.106")
+			}
+			shards = argStringList(qs.Get("shard"))
+		}
+		if qs.Has("conductor_groups") {
+			groups = argStringList(qs.Get("conductor_groups")) // 1.99, not gated by Ironic
+		}
+		exclusive := 0
+		for _, set := range []bool{nodeIdent != "", q.Address != nil, len(shards) > 0, len(groups) > 0} {
+			if set {
+				exclusive++
+			}
+		}
+		if exclusive > 1 {
 			return errInvalid("Filtering by node, address, or shard simultaneously is not supported.")
+		}
+		if len(shards) > 0 {
+			q.Shards = shards
+		}
+		if len(groups) > 0 {
+			q.ConductorGroups = groups
 		}
 		fields, page, err := portgroupTable.collQuery(r, detail, portgroupUnsortable)
 		if err != nil {

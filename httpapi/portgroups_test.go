@@ -59,9 +59,13 @@ func TestPortgroupCRUD(t *testing.T) {
 	if full["uuid"] != id || full["mode"] != "active-backup" || !reflect.DeepEqual(full["properties"], map[string]any{}) {
 		t.Fatalf("by name at latest %v", full)
 	}
+	if full["physical_network"] != nil || full["category"] != nil || full["dynamic_portgroup"] != false {
+		t.Errorf("1.102, 1.103, 1.111 fields at latest: %v", full)
+	}
+	old := h.expect(http.StatusOK, "GET", "/v1/portgroups/bond0", "1.101", nil).json(t)
 	for _, f := range []string{"physical_network", "category", "dynamic_portgroup"} {
-		if _, has := full[f]; has {
-			t.Errorf("%s served (after 1.89)", f)
+		if _, has := old[f]; has {
+			t.Errorf("%s served at 1.101", f)
 		}
 	}
 	h.expect(http.StatusOK, "GET", "/portgroups/"+id, latest, nil) // bookmark
@@ -172,7 +176,7 @@ func TestPortgroupErrors(t *testing.T) {
 		{"unknown node of node list", "GET", "/v1/nodes/nope/portgroups", latest, nil, 404, "Node nope could not be found."},
 
 		{"post no node", "POST", "/v1/portgroups", latest, map[string]any{"name": "x"}, 400, "Schema error for portgroup: 'node_uuid' is a required property"},
-		{"post unknown field", "POST", "/v1/portgroups", latest, map[string]any{"node_uuid": nodeID, "physical_network": "p"}, 400, "Schema error for portgroup: Additional properties are not allowed ('physical_network' was unexpected)"},
+		{"post unknown field", "POST", "/v1/portgroups", latest, map[string]any{"node_uuid": nodeID, "bond_mode": "p"}, 400, "Schema error for portgroup: Additional properties are not allowed ('bond_mode' was unexpected)"},
 		{"post node type", "POST", "/v1/portgroups", latest, map[string]any{"node_uuid": 1}, 400, "Schema error for portgroup: 1 is not of type 'string'"},
 		{"post extra type", "POST", "/v1/portgroups", latest, map[string]any{"node_uuid": nodeID, "extra": "x"}, 400, "Schema error for portgroup: 'x' is not of type 'object', 'null'"},
 		{"post standalone type", "POST", "/v1/portgroups", latest, map[string]any{"node_uuid": nodeID, "standalone_ports_supported": 1}, 400, "Schema error for portgroup: 1 is not of type 'string', 'boolean', 'null'"},
@@ -189,7 +193,7 @@ func TestPortgroupErrors(t *testing.T) {
 
 		{"patch unknown", "PATCH", "/v1/portgroups/" + missing, latest, []map[string]any{{"op": "remove", "path": "/extra"}}, 404, "Portgroup " + missing + " could not be found."},
 		{"patch uuid", "PATCH", "/v1/portgroups/bond0", latest, []map[string]any{{"op": "replace", "path": "/uuid", "value": missing}}, 400,
-			"Cannot patch /uuid. Only the following can be updated: address, extra, mode, name, node_uuid, properties, standalone_ports_supported"},
+			"Cannot patch /uuid. Only the following can be updated: address, extra, mode, name, node_uuid, properties, standalone_ports_supported, physical_network, category"},
 		{"patch internal_info", "PATCH", "/v1/portgroups/bond0", latest, []map[string]any{{"op": "add", "path": "/internal_info/a", "value": 1}}, 400, ""},
 		{"patch mode before 1.26", "PATCH", "/v1/portgroups/bond0", "1.25", []map[string]any{{"op": "replace", "path": "/mode", "value": "x"}}, 406, ""},
 		{"patch remove mode", "PATCH", "/v1/portgroups/bond0", latest, []map[string]any{{"op": "remove", "path": "/mode"}}, 400, "'mode' is a mandatory attribute and can not be removed"},

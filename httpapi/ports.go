@@ -49,17 +49,35 @@ var portTable = func() *resource[storage.Port] {
 		objField("extra", 1, nil, func(p *storage.Port) *storage.JSONObject { return &p.Extra }),
 		portField{"internal_info", 18, 0, nil, nil, func(_ *viewCtx, p *storage.Port) any { return p.InternalInfo }, nil},
 		portBool("is_smartnic", 53, cp, false, func(p *storage.Port) *bool { return &p.IsSmartNIC }),
-		objField("local_link_connection", 19, nil, func(p *storage.Port) *storage.JSONObject { return &p.LocalLinkConnection }),
+		llcField(),
 		strField("physical_network", 34, cp|fSort, 64, func(p *storage.Port) **string { return &p.PhysicalNetwork }),
 		portBool("pxe_enabled", 19, cp|fSort, true, func(p *storage.Port) *bool { return &p.PXEEnabled }),
-		portReqStr("node_uuid", func(p *storage.Port) *string { return &p.NodeUUID }),
+		portField{"node_uuid", 1, cp | fSort, jsonschema.Types("string"), nil, func(_ *viewCtx, x *storage.Port) any { return x.NodeUUID },
+			func(x *storage.Port, v any) error { x.NodeUUID, _ = v.(string); return nil }},
+		// node_ident (1.94) names the node of a new port by name or UUID,
+		// in place of node_uuid; createPort resolves it. Never shown.
+		portField{"node_ident", 94, cp, jsonschema.Types("string"), nil, nil, nil},
 		strField("name", 88, cp|fSort, 0, func(p *storage.Port) **string { return &p.Name }),
+		strField("description", 97, cp|fSort, 255, func(p *storage.Port) **string { return &p.Description }),
+		strField("vendor", 100, cp|fSort, 32, func(p *storage.Port) **string { return &p.Vendor }),
+		strField("category", 101, cp|fSort, 80, func(p *storage.Port) **string { return &p.Category }),
+		// Ironic's schema takes a JSON boolean only here (no "true" string,
+		// no null); omitted, it is true.
+		portField{"available_for_dynamic_portgroup", 111, cp | fSort, jsonschema.Types("boolean"), nil,
+			func(_ *viewCtx, x *storage.Port) any { return x.AvailableForDynamicPortgroup },
+			func(x *storage.Port, v any) error { x.AvailableForDynamicPortgroup, _ = v.(bool); return nil }},
 		strField("portgroup_uuid", 24, cp, 0, func(p *storage.Port) **string { return &p.PortgroupUUID }),
 		portField{"links", 1, 0, nil, nil, func(v *viewCtx, p *storage.Port) any { return selfLinks(v, "ports", p.UUID) }, nil},
 	)
+	// Ironic's PORT_SCHEMA: exactly one of node_ident and node_uuid.
+	res.body.OneOf = []*jsonschema.Schema{
+		{Required: []string{"node_ident"}, Repr: "{'required': ['node_ident']}"},
+		{Required: []string{"node_uuid"}, Repr: "{'required': ['node_uuid']}"},
+	}
 	// Ironic's PATCH_ALLOWED_FIELDS order.
-	res.patchOrder = []string{"address", "extra", "is_smartnic", "local_link_connection", "node_uuid",
-		"physical_network", "portgroup_uuid", "pxe_enabled", "name"}
+	res.patchOrder = []string{"address", "extra", "is_smartnic", "local_link_connection", "node_ident", "node_uuid",
+		"physical_network", "portgroup_uuid", "pxe_enabled", "name", "description", "vendor", "category",
+		"available_for_dynamic_portgroup"}
 	return res
 }()
 
@@ -93,6 +111,22 @@ func (a *API) listPorts(detail bool) handlerFunc {
 		if len(shards) > 0 && (nodeIdent != "" || qs.Get("portgroup") != "") {
 			// Ironic's exclusive port filters (node, portgroup, shard).
 			return fault.New(fault.Forbidden, "Operation not permitted.")
+		}
+		if qs.Has("conductor_groups") {
+			// 1.99, not gated by Ironic (the version is a signal only).
+			if nodeIdent != "" || qs.Get("portgroup") != "" || qs.Get("address") != "" {
+				return errInvalid("Filtering by conductor_groups cannot be combined with node_ident, portgroup_ident, or node address filters.")
+			}
+			if len(shards) == 0 {
+				// Ironic's elif chain: a shard filter wins.
+				if groups := argStringList(qs.Get("conductor_groups")); len(groups) > 0 {
+					q.ConductorGroups = groups
+				}
+			}
+		}
+		if s := qs.Get("description_contains"); s != "" {
+			// Came with 1.97, not gated by Ironic.
+			q.DescriptionContains = &s
 		}
 		if nodeIdent != "" {
 			n, err := a.cond.Store().GetNode(r.Context(), nodeIdent)
@@ -128,9 +162,6 @@ func (a *API) listPorts(detail bool) handlerFunc {
 		if err != nil {
 			return err
 		}
-		if err := llcViewGate(ver, list...); err != nil {
-			return err
-		}
 		portTable.writePage(w, r, a.view(r), "ports", "ports", list, func(p *storage.Port) string { return p.UUID }, fields, page)
 		return nil
 	}
@@ -143,9 +174,6 @@ func (a *API) getPort(w http.ResponseWriter, r *http.Request) error {
 	}
 	p, err := a.lookupPort(r)
 	if err != nil {
-		return err
-	}
-	if err := llcViewGate(versionOf(r), p); err != nil {
 		return err
 	}
 	return portTable.writeOK(w, a.view(r), p, fields)
@@ -162,16 +190,24 @@ func (a *API) lookupPort(r *http.Request) (*storage.Port, error) {
 	return a.cond.Store().LookupPort(r.Context(), ident)
 }
 
-// llcKeyMinor holds local_link_connection's keys that are newer than the
-// field itself: network_type (1.64), the OVN VTEP switch keys (1.90).
-var llcKeyMinor = map[string]int{"network_type": 64, "vtep-logical-switch": 90, "vtep-physical-switch": 90}
+// llcKeyRange holds local_link_connection's keys that came later than the
+// field itself, with the versions that accept them ([from, until), until 0:
+// still accepted): network_type (1.64), the OVN VTEP switch keys (1.90,
+// withdrawn at 1.105: Ironic's allow_ovn_vtep_version).
+var llcKeyRange = map[string][2]int{"network_type": {64, 0}, "vtep-logical-switch": {90, 105}, "vtep-physical-switch": {90, 105}}
 
-// llcKeyGate is 406 for a local_link_connection carrying a key newer than
-// the request's version.
+// llcKeyAllowed reports whether ver accepts local_link_connection key k.
+func llcKeyAllowed(ver Version, k string) bool {
+	r, ok := llcKeyRange[k]
+	return !ok || ver.AtLeast(r[0]) && (r[1] == 0 || !ver.AtLeast(r[1]))
+}
+
+// llcKeyGate is 406 for a local_link_connection carrying a key the
+// request's version does not accept.
 func llcKeyGate(ver Version, llc any) error {
 	if m, ok := llc.(map[string]any); ok {
 		for k := range m {
-			if min, newer := llcKeyMinor[k]; newer && !ver.AtLeast(min) {
+			if !llcKeyAllowed(ver, k) {
 				return errNotAcceptable()
 			}
 		}
@@ -179,21 +215,23 @@ func llcKeyGate(ver Version, llc any) error {
 	return nil
 }
 
-// llcViewGate is Ironic's hide_fields_in_newer_versions for ports: below
-// 1.90 a port whose local_link_connection holds an OVN VTEP key cannot be
-// shown at all (406), in a list or alone.
-func llcViewGate(ver Version, ports ...*storage.Port) error {
-	if ver.AtLeast(90) {
-		return nil
-	}
-	for _, p := range ports {
-		for k, min := range llcKeyMinor {
-			if _, has := p.LocalLinkConnection[k]; has && min == 90 {
-				return errNotAcceptable()
+// llcField is port.local_link_connection (1.19). Outside 1.90 - 1.104 a
+// connection holding an OVN VTEP key is shown as {} (Ironic's
+// hide_fields_in_newer_versions: clients of those versions expect the key
+// but cannot read those values).
+func llcField() portField {
+	f := objField("local_link_connection", 19, nil, func(p *storage.Port) *storage.JSONObject { return &p.LocalLinkConnection })
+	f.get = func(v *viewCtx, p *storage.Port) any {
+		if !llcKeyAllowed(v.ver, "vtep-logical-switch") {
+			for _, k := range []string{"vtep-logical-switch", "vtep-physical-switch"} {
+				if _, has := p.LocalLinkConnection[k]; has {
+					return storage.JSONObject{}
+				}
 			}
 		}
+		return p.LocalLinkConnection
 	}
-	return nil
+	return f
 }
 
 // createPort is POST /v1/ports.
@@ -203,7 +241,7 @@ func (a *API) createPort(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	p := &storage.Port{PXEEnabled: true}
+	p := &storage.Port{PXEEnabled: true, AvailableForDynamicPortgroup: true}
 	if u, ok := body["uuid"]; ok && u != nil {
 		s, isStr := u.(string)
 		if _, err := uuid.Parse(s); !isStr || err != nil {
@@ -212,7 +250,12 @@ func (a *API) createPort(w http.ResponseWriter, r *http.Request) error {
 		p.UUID = strings.ToLower(s)
 	}
 	return portTable.create(w, r, a.view(r), "ports", p, body,
-		func() error { return llcKeyGate(ver, body["local_link_connection"]) },
+		func() error {
+			if ident, ok := body["node_ident"].(string); ok {
+				p.NodeUUID = ident // a name or UUID: the engine looks it up
+			}
+			return llcKeyGate(ver, body["local_link_connection"])
+		},
 		func(ctx context.Context, p *storage.Port) error {
 			err := a.cond.CreatePort(ctx, p)
 			if err := engine.Word(err); fault.Is(err, fault.NotFound) && strings.HasPrefix(err.Error(), "Node ") {
@@ -234,8 +277,8 @@ func (a *API) patchPort(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	for key, min := range llcKeyMinor {
-		if !ver.AtLeast(min) && patchTouches(ops, "/local_link_connection/"+key) {
+	for key := range llcKeyRange {
+		if !llcKeyAllowed(ver, key) && patchTouches(ops, "/local_link_connection/"+key) {
 			return errNotAcceptable()
 		}
 	}

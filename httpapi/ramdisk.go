@@ -18,6 +18,7 @@ import (
 func (a *API) ramdiskRoutes() {
 	a.publicRoute("GET", "/lookup", 22, a.lookup)
 	a.publicRoute("POST", "/heartbeat/{ident}", 22, a.heartbeat)
+	a.publicRoute("POST", "/heartbeat", 22, a.heartbeat) // node_ident in the body, as pecan reads arguments
 	a.publicRoute("POST", "/continue_inspection", 1, a.continueInspection)
 	a.route("GET", "/nodes/{ident}/boot_timeline", 1, a.nodeBootTimeline)
 	a.route("GET", "/boot_timeline", 1, a.macBootTimeline)
@@ -64,15 +65,17 @@ func (a *API) lookup(w http.ResponseWriter, r *http.Request) error {
 }
 
 // lookupView is Ironic's lookup answer: the node's uuid, properties and
-// instance_info and driver_internal_info as every view masks them (the
-// agent token too: the agent gets it in config once), and the agent
+// instance_info and driver_internal_info as every view masks them (without
+// the agent token: the agent gets it in config once), and the agent
 // configuration with Ironic's keys. The values are castiron's: it checks
 // sha256/sha512 only (no md5), writes raw and qcow2 images, has no statsd
 // or container steps.
 func (a *API) lookupView(r *http.Request, n *storage.Node, token string) map[string]any {
 	dii := map[string]any{}
 	for k, v := range n.DriverInternalInfo {
-		if k != engine.InventoryKey {
+		// The token travels once, in config.agent_token: not even its
+		// mask goes along in the node.
+		if k != engine.InventoryKey && k != engine.AgentTokenKey {
 			dii[k] = v
 		}
 	}
@@ -107,9 +110,26 @@ func (a *API) heartbeat(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var hb protocol.Heartbeat
+	var named struct {
+		NodeIdent string `json:"node_ident"`
+	}
 	if len(strings.TrimSpace(string(body))) > 0 {
 		if err := json.Unmarshal(body, &hb); err != nil {
 			return errInvalid("Malformed heartbeat body: %v", err)
+		}
+		_ = json.Unmarshal(body, &named) // a non-string node_ident stays ""
+	}
+	ident := r.PathValue("ident")
+	if ident == "" {
+		ident = named.NodeIdent
+		if ident == "" {
+			ident = r.URL.Query().Get("node_ident")
+		}
+		if ident == "" {
+			return errInvalid("Missing argument: \"node_ident\"")
+		}
+		if !argUUIDLike(ident) && !argLogicalName(ident) {
+			return errInvalid("Expected UUID or name for node_ident: %s", ident)
 		}
 	}
 	// Query parameters are Ironic's original way of sending these.
@@ -135,7 +155,6 @@ func (a *API) heartbeat(w http.ResponseWriter, r *http.Request) error {
 	case hb.AgentStatus != "" && hb.AgentStatus != "start" && hb.AgentStatus != "end" && hb.AgentStatus != "error":
 		return errInvalid("Agent status is invalid. Valid states are start,end,error.")
 	}
-	ident := r.PathValue("ident")
 	instr, err := a.cond.AgentHeartbeat(r.Context(), ident, hb)
 	detail := instr.Command
 	if hb.Step != nil {

@@ -97,6 +97,13 @@ func noContent(w http.ResponseWriter, err error) error {
 	return nil
 }
 
+// methodNotAllowed is pecan's 405 for a method or custom action its
+// controller does not have.
+func methodNotAllowed(w http.ResponseWriter, r *http.Request) error {
+	writeRaw(w, http.StatusMethodNotAllowed, codeBody(http.StatusMethodNotAllowed, ""))
+	return nil
+}
+
 // traitsBelow37 answers /v1/nodes/{ident}/traits below 1.37 as Ironic does:
 // its node controller has no traits sub-controller there, so GET reads
 // "traits" as get_one's fields argument (406, traits is a 1.37 field), PUT
@@ -166,12 +173,15 @@ func (a *API) routes() {
 	a.route("PUT", "/nodes/{ident}/states/console", 1, a.putConsole)
 	a.route("GET", "/nodes/states/console/{ident}", 1, a.getConsole) // Ironic's pecan quirk
 	a.route("PUT", "/nodes/{ident}/states/raid", 1, a.putRAID)
+	a.route("PUT", "/nodes/{ident}/states/{action}", 1, methodNotAllowed) // pecan: no such custom action
 	a.route("GET", "/nodes/{ident}/vifs", 28, a.listVIFs)
 	a.route("POST", "/nodes/{ident}/vifs", 28, a.postVIF)
 	a.route("DELETE", "/nodes/{ident}/vifs/{vif}", 28, a.deleteVIF)
-	a.route("GET", "/nodes/{ident}/vmedia", 89, a.getVMedia)
+	a.route("GET", "/nodes/{ident}/vmedia", 93, a.getVMedia)
 	a.route("POST", "/nodes/{ident}/vmedia", 89, a.postVMedia)
 	a.route("DELETE", "/nodes/{ident}/vmedia", 89, a.deleteVMedia)
+	a.route("PUT", "/nodes/{ident}/vmedia", 89, methodNotAllowed)   // 404 below 1.89: the version gate first
+	a.route("PATCH", "/nodes/{ident}/vmedia", 89, methodNotAllowed) // likewise
 
 	// Ports.
 	crudRoutes(a.at(1), "/ports", "uuid", crud{a.listPorts(false), a.listPorts(true), a.createPort, a.getPort, a.patchPort, a.deletePort})

@@ -9,6 +9,7 @@ import (
 
 	"castiron/engine"
 	"castiron/engine/driver"
+	"castiron/fault"
 	"castiron/fault/pyrepr"
 )
 
@@ -74,8 +75,8 @@ func (a *API) putProvision(w http.ResponseWriter, r *http.Request) error {
 	if req.DisableRamdisk, err = getBool(body, "disable_ramdisk", "provision"); err != nil {
 		return err
 	}
-	if req.DisableRamdisk != nil && !ver.AtLeast(70) {
-		return errNotAcceptable()
+	if err := disableRamdiskGate(*target, req.DisableRamdisk, ver); err != nil {
+		return err
 	}
 	if _, has := body["runbook"]; has {
 		// Runbooks are API 1.92, above castiron's maximum.
@@ -111,15 +112,32 @@ func (a *API) putProvision(w http.ResponseWriter, r *http.Request) error {
 				return errNotAcceptable()
 			}
 		case engine.DeployWait:
-			// Ironic gates this at 1.110, above castiron's maximum: castiron
-			// accepts it from 1.89 (its maximum when it came, seed 001), so
-			// that clients speaking 1.89 keep it when the ceiling moves.
-			if !ver.AtLeast(89) {
+			if !ver.AtLeast(110) { // Ironic's allow_deploy_abort
 				return errNotAcceptable()
 			}
 		}
 	}
 	return accepted(w, a.cond.Provision(actorContext(r), r.PathValue("ident"), req), a.statesLocation(r))
+}
+
+// disableRamdiskVerbs are the verbs that take disable_ramdisk, with the
+// version each came at (Ironic's check_allow_disable_ramdisk).
+var disableRamdiskVerbs = map[string]int{"clean": 70, "service": 108}
+
+// disableRamdiskGate is Ironic's check_allow_disable_ramdisk: 406 below the
+// verb's version, 400 for any other verb.
+func disableRamdiskGate(target string, disable *bool, ver Version) error {
+	if disable == nil {
+		return nil
+	}
+	min, ok := disableRamdiskVerbs[target]
+	if !ok {
+		return fault.New(fault.Invalid, "disable_ramdisk is supported only with manual cleaning or servicing")
+	}
+	if !ver.AtLeast(min) {
+		return fault.New(fault.NotAcceptable, "disable_ramdisk is not acceptable in this API version")
+	}
+	return nil
 }
 
 // deleteProvision is DELETE /v1/nodes/{id}/states/provision: abort the running

@@ -12,7 +12,7 @@ import (
 // field Ironic defines up to 1.MaxMinor is served (see README).
 const (
 	MinMinor = 1
-	MaxMinor = 91
+	MaxMinor = 115
 )
 
 const (

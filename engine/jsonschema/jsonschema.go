@@ -41,6 +41,10 @@ type Schema struct {
 	Required         []string
 	Closed           bool // additionalProperties: false
 	AnyOf            []*Schema
+	OneOf            []*Schema
+	// Repr is the schema as Python prints it, for oneOf's "valid under
+	// each of" message (only oneOf branches need it).
+	Repr string
 }
 
 // Prop is one property of an object schema, in the order Ironic's schema
@@ -159,7 +163,40 @@ func validate(s *Schema, v any) []*vError {
 				matchesType: matchesType(s, v), context: all})
 		}
 	}
+	if len(s.OneOf) > 0 {
+		errs = append(errs, oneOf(s, v)...)
+	}
 	return errs
+}
+
+// oneOf is jsonschema's oneOf: an error when no branch matches (its
+// branches' errors as context), another naming the branches when more than
+// one does (the later ones first, then the first that matched).
+func oneOf(s *Schema, v any) []*vError {
+	var all []*vError
+	first := -1
+	for i, sub := range s.OneOf {
+		errs := validate(sub, v)
+		if len(errs) == 0 {
+			first = i
+			break
+		}
+		all = append(all, errs...)
+	}
+	if first < 0 {
+		return []*vError{{keyword: "oneOf", msg: pyrepr.Repr(v) + " is not valid under any of the given schemas", matchesType: matchesType(s, v), context: all}}
+	}
+	var more []string
+	for _, sub := range s.OneOf[first+1:] {
+		if len(validate(sub, v)) == 0 {
+			more = append(more, sub.Repr)
+		}
+	}
+	if len(more) == 0 {
+		return nil
+	}
+	more = append(more, s.OneOf[first].Repr)
+	return []*vError{{keyword: "oneOf", msg: pyrepr.Repr(v) + " is valid under each of " + strings.Join(more, ", "), matchesType: matchesType(s, v)}}
 }
 
 // TypeList is a type keyword's types as jsonschema's message lists them:
@@ -272,11 +309,14 @@ func relevance(a, b *vError) int {
 	if c := comparePath(a.path, b.path); c != 0 {
 		return c
 	}
-	if c := cmpBool(a.keyword != "anyOf", b.keyword != "anyOf"); c != 0 {
+	if c := cmpBool(!weak(a.keyword), !weak(b.keyword)); c != 0 {
 		return c
 	}
 	return cmpBool(!a.matchesType, !b.matchesType)
 }
+
+// weak are jsonschema's WEAK_MATCHES.
+func weak(keyword string) bool { return keyword == "anyOf" || keyword == "oneOf" }
 
 func cmpInt(a, b int) int {
 	switch {

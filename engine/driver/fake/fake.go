@@ -32,10 +32,12 @@ func (d *Driver) Validate(driver.Node) error { return nil }
 // Verify always succeeds.
 func (d *Driver) Verify(ctx context.Context, n driver.Node) error { return ctx.Err() }
 
-// PowerState returns the recorded state, "power off" for a node never powered.
+// PowerState returns the recorded state, as Ironic's fake get_power_state
+// returns node.power_state: "" (null) for a node never powered.
 func (d *Driver) PowerState(ctx context.Context, n driver.Node) (string, error) {
-	if n.PowerState == driver.PowerOn {
-		return driver.PowerOn, ctx.Err()
+	switch n.PowerState {
+	case driver.PowerOn, driver.PowerOff, "":
+		return n.PowerState, ctx.Err()
 	}
 	return driver.PowerOff, ctx.Err()
 }
