@@ -251,6 +251,9 @@ func protocolStep(m map[string]any) *protocol.Step {
 // force it off if it does not, and for a deploy boot the disk.
 func finishAgentWork(deploy, manualClean bool) work {
 	return func(ctx context.Context, c *Conductor, n *storage.Node) outcome {
+		if n.DisablePowerOff {
+			return finishInPlace(ctx, c, n, deploy, manualClean)
+		}
 		if err := c.waitPoweredOff(ctx, n); err != nil {
 			c.endRamdisk(ctx, n)
 			return failed(fmt.Errorf("Failed to power off the node after its agent finished: %v", err))
@@ -287,4 +290,36 @@ func finishAgentWork(deploy, manualClean bool) work {
 			n.PowerState = &on
 		}}
 	}
+}
+
+// finishInPlace is finishAgentWork for a node that must never be powered
+// off (disable_power_off): Ironic's tear_down_cleaning and
+// reboot_to_instance reboot such a node instead of powering it off and on.
+// The boot device goes to disk first for a deploy; the driver resets the
+// node in place (driver.Node.DisablePowerOff).
+func finishInPlace(ctx context.Context, c *Conductor, n *storage.Node, deploy, manualClean bool) outcome {
+	c.endRamdisk(ctx, n)
+	hw, err := c.hardwareOf(n)
+	if err != nil {
+		return failed(err)
+	}
+	dn := driverNode(n)
+	if deploy {
+		if err := hw.Management.SetBootDevice(ctx, dn, driver.BootDisk, true); err != nil {
+			return failed(fmt.Errorf("Failed to set the boot device to disk: %v", err))
+		}
+	}
+	if err := hw.Power.SetPowerState(ctx, dn, driver.Rebooting, c.cfg.PowerTimeout); err != nil {
+		return failed(fmt.Errorf("Failed to reboot the node after its agent finished: %v", err))
+	}
+	ev := EvDone
+	if !deploy && manualClean {
+		ev = EvManage
+	}
+	return outcome{ev: ev, mutate: func(n *storage.Node) {
+		clearSteps(n)
+		wipeToken(n)
+		on := driver.PowerOn
+		n.PowerState = &on
+	}}
 }

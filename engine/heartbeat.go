@@ -53,7 +53,7 @@ func (c *Conductor) AgentHeartbeat(ctx context.Context, ident string, hb protoco
 			e := c.advanceSteps(ctx, cur, hb.Step, &instr, &after, &afterVerb)
 			return e, nil
 		case states[st].Failure:
-			instr = protocol.Instruction{Command: protocol.CmdAbort, Reason: fmt.Sprintf("node is in %s", st)}
+			instr = agentStop(cur, protocol.CmdAbort, fmt.Sprintf("node is in %s", st))
 			return nil, nil
 		case lookupAllowed[st]:
 			return nil, nil // deploying/cleaning: the conductor is between steps
@@ -62,7 +62,7 @@ func (c *Conductor) AgentHeartbeat(ctx context.Context, ident string, hb protoco
 			then = next
 			return e, nil
 		default:
-			instr = protocol.Instruction{Command: protocol.CmdPowerOff, Reason: fmt.Sprintf("node is in %s", st)}
+			instr = agentStop(cur, protocol.CmdPowerOff, fmt.Sprintf("node is in %s", st))
 			return nil, nil
 		}
 	})
@@ -89,7 +89,7 @@ func (c *Conductor) advanceSteps(ctx context.Context, n *storage.Node, rep *prot
 		e := c.fire(ctx, n, EvResume, noTargetState, nil)
 		n.Reservation = strp(c.cfg.Hostname)
 		*after, *afterVerb = finishAgentWork(deploy, manual), "agent-done"
-		*instr = protocol.Instruction{Command: protocol.CmdPowerOff, Reason: "all steps done"}
+		*instr = agentStop(n, protocol.CmdPowerOff, "all steps done")
 		e.User = "agent"
 		return e
 	}
@@ -120,7 +120,7 @@ func (c *Conductor) advanceSteps(ctx context.Context, n *storage.Node, rep *prot
 		e := c.fire(ctx, n, EvFail, noTargetState, &msg)
 		n.Reservation = strp(c.cfg.Hostname)
 		*after, *afterVerb = abortTask(State(n.ProvisionState)), "agent-failed"
-		*instr = protocol.Instruction{Command: protocol.CmdPowerOff, Reason: rep.Error}
+		*instr = agentStop(n, protocol.CmdPowerOff, rep.Error)
 		e.User = "agent"
 		return e
 	case protocol.StepSucceeded:
@@ -139,7 +139,7 @@ func (c *Conductor) advanceSteps(ctx context.Context, n *storage.Node, rep *prot
 			delete(n.DriverInternalInfo, diiAbortAfter)
 			n.Reservation = strp(c.cfg.Hostname)
 			*after, *afterVerb = abortTask(from), "abort"
-			*instr = protocol.Instruction{Command: protocol.CmdAbort, Reason: "aborted by request"}
+			*instr = agentStop(n, protocol.CmdAbort, "aborted by request")
 			return e
 		}
 		if idx+1 >= len(steps) {
@@ -151,6 +151,17 @@ func (c *Conductor) advanceSteps(ctx context.Context, n *storage.Node, rep *prot
 	}
 	run()
 	return nil
+}
+
+// agentStop is the instruction that ends an agent's work on n: cmd
+// (power off, or abort then power off), or, for a node that must never be
+// powered off (disable_power_off), wait: the agent stays up and the
+// conductor reboots the node in place where it would power it off and on.
+func agentStop(n *storage.Node, cmd, reason string) protocol.Instruction {
+	if n.DisablePowerOff {
+		return protocol.Instruction{Command: protocol.CmdWait, Reason: reason + " (disable_power_off: the node stays powered)"}
+	}
+	return protocol.Instruction{Command: cmd, Reason: reason}
 }
 
 func stepLabel(step map[string]any) string {

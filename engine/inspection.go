@@ -232,7 +232,7 @@ func applyInspection(in Inspection) work {
 			return outcome{ev: EvFail, err: fmt.Errorf("Failed to finish inspection: %v", err), mutate: finishInspection(c, false)}
 		}
 		return outcome{ev: EvDone, mutate: func(n *storage.Node) {
-			finishInspection(c, true)(n)
+			finishInspection(c, !n.DisablePowerOff)(n)
 			n.DriverInternalInfo[InventoryKey] = map[string]any{"inventory": in.Inventory, "plugin_data": plugin}
 		}}
 	}

@@ -34,6 +34,11 @@ func (c *Conductor) SetPower(ctx context.Context, ident, target string, timeout 
 	for _, s := range hw.Power.SupportedPowerStates() {
 		supported = supported || s == target
 	}
+	if resultingPower(target) == driver.PowerOff && n.DisablePowerOff {
+		// Ironic's PowerStateFailure (InvalidState, 409), checked by its
+		// API and again by node_power_action.
+		return fault.New(fault.Conflict, "Failed to set node power state to %s.", target)
+	}
 	if !supported {
 		return fault.New(fault.Invalid, "The requested action \"%s\" can not be performed on node \"%s\" while it is in state \"%s\".", target, n.UUID, powerStateWord(n))
 	}
@@ -129,7 +134,7 @@ func (c *Conductor) syncPowerStates(ctx context.Context) error {
 		IncludeChildren: true,
 		// Only what a BMC read needs: this runs every minute over the fleet.
 		Columns: []string{"uuid", "driver", "conductor_group", "power_interface", "provision_state", "power_state",
-			"driver_info", "driver_internal_info", "properties", "boot_mode"},
+			"driver_info", "driver_internal_info", "properties", "boot_mode", "management_interface", "health", "disable_power_off"},
 	})
 	if err != nil {
 		return err
@@ -151,6 +156,9 @@ func (c *Conductor) syncPowerStates(ctx context.Context) error {
 			c.log.WarnContext(ctx, "power sync: cannot read power state", "node", n.UUID, "state", n.ProvisionState, "err", err)
 			continue
 		}
+		if err := c.syncHealth(ctx, n, hw); err != nil {
+			return err
+		}
 		if deref(n.PowerState) == ps {
 			continue
 		}
@@ -168,6 +176,51 @@ func (c *Conductor) syncPowerStates(ctx context.Context) error {
 		c.log.InfoContext(ctx, "power state synced", "node", n.UUID, "state", n.ProvisionState, "verb", "power-sync", "power_state", ps)
 	}
 	return nil
+}
+
+// syncHealth is Ironic's node health update during power sync (API 1.109):
+// a management interface that reads health (driver.HealthReader) has it
+// read; a change is stored with a "monitoring" history event. A driver
+// without it, or a failed read, leaves health as it is.
+func (c *Conductor) syncHealth(ctx context.Context, n *storage.Node, hw *HardwareType) error {
+	hr, ok := managementFeature[driver.HealthReader](n, hw)
+	if !ok {
+		return nil
+	}
+	h, err := hr.Health(ctx, driverNode(n))
+	if err != nil {
+		c.log.WarnContext(ctx, "power sync: cannot read health", "node", n.UUID, "state", n.ProvisionState, "err", err)
+		return nil
+	}
+	if h == deref(n.Health) {
+		return nil
+	}
+	_, err = c.store.UpdateNode(ctx, n.UUID, func(cur *storage.Node) (*storage.Event, error) {
+		old := deref(cur.Health)
+		if old == h {
+			return nil, nil
+		}
+		cur.Health = nil
+		if h != "" {
+			cur.Health = strp(h)
+		}
+		return &storage.Event{NodeUUID: cur.UUID, CreatedAt: c.now(), Conductor: c.cfg.Hostname,
+			EventType: "monitoring", Severity: "INFO", User: "conductor", Verb: "power-sync",
+			Event:     fmt.Sprintf("Node health status changed: health='%s' (previously '%s')", pyNone(h), pyNone(old)),
+			FromState: cur.ProvisionState, ToState: cur.ProvisionState}, nil
+	})
+	if err == nil && (h == driver.HealthWarning || h == driver.HealthCritical) {
+		c.log.WarnContext(ctx, "node health status indicates a problem", "node", n.UUID, "state", n.ProvisionState, "health", h)
+	}
+	return err
+}
+
+// pyNone is s, or "None" (Python's str(None)) when empty.
+func pyNone(s string) string {
+	if s == "" {
+		return "None"
+	}
+	return s
 }
 
 func boolp(b bool) *bool { return &b }

@@ -354,6 +354,8 @@ func driverNode(n *storage.Node) driver.Node {
 		InternalInfo: n.DriverInternalInfo,
 		Properties:   n.Properties,
 		PowerState:   deref(n.PowerState),
+		// Drivers reboot such a node in place.
+		DisablePowerOff: n.DisablePowerOff,
 	}
 	if n.BootMode != nil {
 		dn.BootMode = *n.BootMode
@@ -489,6 +491,7 @@ func tearDownTask(ctx context.Context, c *Conductor, n *storage.Node) outcome {
 	return outcome{ev: EvClean, next: cleanTask(false, nil), mutate: func(n *storage.Node) {
 		n.InstanceInfo = storage.JSONObject{}
 		n.InstanceUUID = nil
+		n.InstanceName = nil // API 1.104: undeploy clears it, as Ironic's tear down
 		delete(n.DriverInternalInfo, "user_deploy_steps")
 	}}
 }

@@ -57,7 +57,11 @@ func bootAgent(ctx context.Context, c *Conductor, n *storage.Node) error {
 		if err := c.insertRamdiskISO(ctx, hw, n); err != nil {
 			return err
 		}
-		dn.PowerState = driver.PowerOff
+		if n.DisablePowerOff && dn.PowerState != driver.PowerOff {
+			target = driver.Rebooting // in place: the ISO boots at the reset
+		} else {
+			dn.PowerState = driver.PowerOff
+		}
 	} else {
 		if err := hw.Management.SetBootDevice(ctx, dn, driver.BootPXE, false); err != nil {
 			return fmt.Errorf("failed to set boot device to PXE: %w", err)
@@ -82,8 +86,9 @@ func bootAgent(ctx context.Context, c *Conductor, n *storage.Node) error {
 
 // insertRamdiskISO is the virtual media half of bootAgent, in the order
 // BMCs want it (Ironic's prepare_ramdisk): the node powered off (insert and
-// eject take effect at the next power on), the ISO built (or reused) and
-// inserted, then the one-time boot override to the CD.
+// eject take effect at the next power on; a disable_power_off node stays
+// on and is reset instead), the ISO built (or reused) and inserted, then
+// the one-time boot override to the CD.
 func (c *Conductor) insertRamdiskISO(ctx context.Context, hw *HardwareType, n *storage.Node) error {
 	vm, ok := managementFeature[driver.VirtualMedia](n, hw)
 	if !ok {
@@ -94,7 +99,7 @@ func (c *Conductor) insertRamdiskISO(ctx context.Context, hw *HardwareType, n *s
 		return err
 	}
 	dn := driverNode(n)
-	if dn.PowerState != driver.PowerOff {
+	if dn.PowerState != driver.PowerOff && !n.DisablePowerOff {
 		if err := hw.Power.SetPowerState(ctx, dn, driver.PowerOff, c.cfg.PowerTimeout); err != nil {
 			return fmt.Errorf("failed to power off the node before inserting virtual media: %w", err)
 		}
@@ -235,11 +240,17 @@ func (c *Conductor) forgetAgent(ctx context.Context, uuid string) error {
 }
 
 // powerOff is best effort at the end of aborts and failures; it also ends
-// a virtual media boot (the ISO is ejected).
+// a virtual media boot (the ISO is ejected). A node with disable_power_off
+// stays on (Ironic skips every such power off).
 func powerOff(ctx context.Context, c *Conductor, n *storage.Node) error {
 	hw, err := c.hardwareOf(n)
 	if err != nil {
 		return err
+	}
+	if n.DisablePowerOff {
+		c.endRamdisk(ctx, n)
+		c.log.InfoContext(ctx, "power off skipped: disable_power_off", "node", n.UUID, "state", n.ProvisionState)
+		return nil
 	}
 	err = hw.Power.SetPowerState(ctx, driverNode(n), driver.PowerOff, c.cfg.PowerTimeout)
 	c.endRamdisk(ctx, n)

@@ -88,6 +88,7 @@ type historyEntry struct {
 	e      *storage.Event
 	detail bool
 	self   string
+	ver    Version
 }
 
 // MarshalJSON writes the entry in Ironic's key order.
@@ -112,6 +113,14 @@ func (h historyEntry) MarshalJSON() ([]byte, error) {
 		kv("event", e.Event, false)
 		kv("conductor", emptyNil(e.Conductor), false)
 		kv("user", emptyNil(e.User), false)
+		if h.ver.AtLeast(113) {
+			kv("project", emptyNil(e.Project), false)
+		}
+		if h.ver.AtLeast(115) {
+			kv("state", emptyNil(e.ToState), false)
+			kv("target_provision_state", emptyNil(e.TargetProvisionState), false)
+			kv("duration_seconds", e.DurationSeconds, false)
+		}
 	} else {
 		// The summary view truncates long events to 255 characters.
 		ev := []rune(e.Event)
@@ -126,7 +135,7 @@ func (h historyEntry) MarshalJSON() ([]byte, error) {
 }
 
 func historyEntryOf(r *http.Request, nodeUUID string, e *storage.Event, detail bool) historyEntry {
-	return historyEntry{e: e, detail: detail, self: baseURL(r) + "/v1/nodes/" + nodeUUID + "/history/" + e.UUID}
+	return historyEntry{e: e, detail: detail, self: baseURL(r) + "/v1/nodes/" + nodeUUID + "/history/" + e.UUID, ver: versionOf(r)}
 }
 
 // listHistory is GET /v1/nodes/{ident}/history.
@@ -229,7 +238,7 @@ func (a *API) getBIOSSetting(w http.ResponseWriter, r *http.Request) error {
 	return fault.New(fault.NotFound, "Node %s doesn't have a BIOS setting '%s'", n.UUID, r.PathValue("setting"))
 }
 
-// firmwareIdentityFields need API 1.114, above castiron's maximum.
+// firmwareIdentityFields are the firmware component fields of API 1.114.
 var firmwareIdentityFields = []string{"model", "serial_number", "vendor"}
 
 // listFirmware is GET /v1/nodes/{ident}/firmware: no cached components.
@@ -240,6 +249,9 @@ func (a *API) listFirmware(w http.ResponseWriter, r *http.Request) error {
 	}
 	var bad []string
 	for _, f := range firmwareIdentityFields {
+		if versionOf(r).AtLeast(114) {
+			break
+		}
 		for _, g := range fields {
 			if f == g {
 				bad = append(bad, f)

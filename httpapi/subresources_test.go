@@ -174,7 +174,7 @@ func TestNodeBIOSAndFirmware(t *testing.T) {
 		{"/bios?fields=name&detail=true", latest, "Can not specify ?detail=True and fields in the same request."},
 		{"/bios/ProcVirtualization", latest, "Node " + id + " doesn't have a BIOS setting 'ProcVirtualization'"},
 		{"/firmware?fields=component&detail=1", latest, "Can not specify ?detail=True and fields in the same request."},
-		{"/firmware?fields=component,vendor", latest, "Fields vendor are not allowed in this API version. They require at least API version 1.114."},
+		{"/firmware?fields=component,vendor", "1.113", "Fields vendor are not allowed in this API version. They require at least API version 1.114."},
 	} {
 		status := http.StatusBadRequest
 		if strings.HasPrefix(c.path, "/bios/") {

@@ -39,6 +39,10 @@ type Node struct {
 	// PowerState is the last power state the conductor recorded; the fake
 	// driver answers with it, as Ironic's fake power interface does.
 	PowerState string
+	// DisablePowerOff (the node's disable_power_off): Rebooting must not
+	// pass through power off; drivers reset the node in place (IPMI power
+	// reset, Redfish ForceRestart), as Ironic's do for such nodes.
+	DisablePowerOff bool
 }
 
 // BootDevice is the current boot device as a BMC reports it.

@@ -57,3 +57,18 @@ type IndicatorReader interface {
 type IndicatorSetter interface {
 	SetIndicatorState(ctx context.Context, n Node, component, name, state string) error
 }
+
+// Hardware health as a BMC reports it (Redfish Status.Health; Ironic's
+// health_states), node.health from API 1.109.
+const (
+	HealthOK       = "OK"
+	HealthWarning  = "Warning"
+	HealthCritical = "Critical"
+)
+
+// HealthReader reads a node's overall hardware health (Ironic's
+// get_node_health), read during power sync: HealthOK, HealthWarning,
+// HealthCritical, or "" when the BMC does not say.
+type HealthReader interface {
+	Health(ctx context.Context, n Node) (string, error)
+}

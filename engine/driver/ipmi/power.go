@@ -52,6 +52,9 @@ func (d *Driver) SetPowerState(ctx context.Context, n driver.Node, target string
 		case driver.SoftPowerOff:
 			return s.setAndWait(ctx, chassis.ChassisControlSoftShutdown, driver.PowerOff, soft)
 		case driver.Rebooting:
+			if n.DisablePowerOff {
+				return s.resetInPlace(ctx, n, hard)
+			}
 			// Ironic's reboot: off (unless already off), then on. Not
 			// "power cycle", which some BMCs refuse when the node is off.
 			if err := s.setAndWait(ctx, chassis.ChassisControlPowerDown, driver.PowerOff, hard); err != nil {
@@ -65,6 +68,32 @@ func (d *Driver) SetPowerState(ctx context.Context, n driver.Node, target string
 			return s.powerOn(ctx, n, hard)
 		}
 	})
+}
+
+// resetInPlace is the reboot of a node that must never be powered off
+// (Ironic's ipmitool reboot with disable_power_off: "power reset"): a node
+// that is on is reset, one that is off is powered on.
+func (s *conn) resetInPlace(ctx context.Context, n driver.Node, timeout time.Duration) error {
+	cur, err := s.powerState(ctx)
+	if err != nil {
+		return err
+	}
+	if cur != driver.PowerOn {
+		return s.powerOn(ctx, n, timeout)
+	}
+	if dev, ok := forcedBootDevice(s.inf, n); ok {
+		if err := s.setBootDevice(ctx, dev, false); err != nil {
+			return err
+		}
+	}
+	c, err := s.client(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := c.ChassisControl(ctx, chassis.ChassisControlHardReset); err != nil {
+		return wrapBMC(ctx, s.inf, err, "IPMI chassis control %q failed", controlName(chassis.ChassisControlHardReset))
+	}
+	return s.waitPower(ctx, driver.PowerOn, timeout, controlName(chassis.ChassisControlHardReset))
 }
 
 // powerOn re-applies a remembered boot device when ipmi_force_boot_device
@@ -142,4 +171,37 @@ func controlName(c chassis.ChassisControl) string {
 		return "power soft"
 	}
 	return fmt.Sprintf("chassis control %d", c)
+}
+
+// Health reads what IPMI's Get Chassis Status says of the hardware (Ironic's
+// ipmitool has no get_node_health; this is castiron's reading of the fault
+// bits): a power fault, power overload, power control fault or an active
+// interlock is Critical; a cooling fan or drive fault, or an open chassis,
+// is Warning; none of them is OK.
+func (d *Driver) Health(ctx context.Context, n driver.Node) (string, error) {
+	inf, err := parseInfo(n)
+	if err != nil {
+		return "", err
+	}
+	var health string
+	err = d.session(ctx, inf, func(s *conn) error {
+		c, err := s.client(ctx)
+		if err != nil {
+			return err
+		}
+		st, err := c.GetChassisStatus(ctx)
+		if err != nil {
+			return wrapBMC(ctx, s.inf, err, "IPMI get chassis status failed")
+		}
+		switch {
+		case st.PowerFault || st.PowerOverload || st.PowerControlFault || st.InterLock:
+			health = driver.HealthCritical
+		case st.CollingFanFault || st.DriveFault || st.ChassisIntrusionActive:
+			health = driver.HealthWarning
+		default:
+			health = driver.HealthOK
+		}
+		return nil
+	})
+	return health, err
 }

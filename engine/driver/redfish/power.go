@@ -48,7 +48,34 @@ func (d *Driver) SetPowerState(ctx context.Context, n driver.Node, target string
 	if err != nil {
 		return err
 	}
+	if target == driver.Rebooting && n.DisablePowerOff {
+		return o.restartInPlace(timeout)
+	}
 	return o.setPower(target, timeout, timeout)
+}
+
+// restartInPlace is the reboot of a node that must never be powered off
+// (Ironic's redfish reboot with disable_power_off): ForceRestart when it is
+// on, On when it is off.
+func (o *op) restartInPlace(timeout time.Duration) error {
+	if timeout <= 0 {
+		timeout = o.d.cfg.PowerTimeout
+	}
+	sys, err := o.system()
+	if err != nil {
+		return err
+	}
+	if powerState(sys.PowerState) != driver.PowerOn {
+		return o.setAndWait(sys, driver.PowerOn, timeout, schemas.OnResetType, schemas.ForceOnResetType)
+	}
+	rt, err := o.pickReset(sys, schemas.ForceRestartResetType)
+	if err != nil {
+		return err
+	}
+	if err := o.reset(sys, rt); err != nil {
+		return err
+	}
+	return o.waitPower(driver.PowerOn, timeout, string(rt))
 }
 
 // setPower drives the node to target within the operation; hard bounds
@@ -184,4 +211,18 @@ func (d *Driver) InjectNMI(ctx context.Context, n driver.Node) error {
 		return err
 	}
 	return o.reset(sys, rt)
+}
+
+// Health is Ironic's redfish get_node_health: the System's Status.Health
+// (OK, Warning, Critical), "" when the BMC gives none.
+func (d *Driver) Health(ctx context.Context, n driver.Node) (string, error) {
+	_, sys, err := d.open(ctx, n)
+	if err != nil {
+		return "", err
+	}
+	switch h := sys.Status.Health; h {
+	case schemas.OKHealth, schemas.WarningHealth, schemas.CriticalHealth:
+		return string(h), nil
+	}
+	return "", nil
 }
