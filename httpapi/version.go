@@ -89,6 +89,29 @@ func negotiate(r *http.Request, maxMinor int) (Version, *versionError) {
 	return Version{Minor: min}, nil
 }
 
+// ParseMaxAPIVersion reads serve --max-api-version (Options.MaxMinor):
+// "1.N" with MinMinor <= N <= MaxMinor pins the ceiling there, as Ironic's
+// [DEFAULT]pin_release_version makes it answer as an older release; "" or
+// "latest" is 0, the newest.
+func ParseMaxAPIVersion(s string) (int, error) {
+	s = strings.TrimSpace(s)
+	if s == "" || strings.EqualFold(s, "latest") {
+		return 0, nil
+	}
+	major, minor, ok := strings.Cut(s, ".")
+	n, err := strconv.Atoi(minor)
+	if !ok || major != "1" || err != nil {
+		return 0, fmt.Errorf("API version %q: want 1.N", s)
+	}
+	switch {
+	case n < MinMinor:
+		return 0, fmt.Errorf("API version %s is below the minimum 1.%d", s, MinMinor)
+	case n > MaxMinor:
+		return 0, fmt.Errorf("API version %s is above the maximum 1.%d", s, MaxMinor)
+	}
+	return n, nil
+}
+
 func setRangeHeaders(h http.Header, maxMinor int) {
 	h.Set(hdrMinVersion, fmt.Sprintf("1.%d", MinMinor))
 	h.Set(hdrMaxVersion, fmt.Sprintf("1.%d", maxMinor))
