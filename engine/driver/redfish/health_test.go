@@ -8,6 +8,7 @@ import (
 
 	"castiron/engine/driver"
 	"castiron/engine/driver/redfish/redfishfake"
+	"castiron/storage"
 )
 
 // TestHealthAndRebootInPlace covers API 1.109 and 1.95 at the driver: the
@@ -54,4 +55,36 @@ func TestHealthAndRebootInPlace(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestConductorSyncsHealth: power sync (every 100 ms here) reads the
+// System's Status.Health into node.health (API 1.109) and records each
+// change as a "monitoring" history event, as Ironic's
+// update_node_health_status does.
+func TestConductorSyncsHealth(t *testing.T) {
+	b := redfishfake.Start(t, "dmtf-rackmount", false)
+	d := newTestDriver(t, Config{})
+	h := startConductor(t, d)
+	n := h.enroll(b.Node(nil).DriverInfo)
+	h.provision(n.UUID, "manage")
+	h.wait(n.UUID, 20*time.Second, func(n *storage.Node) bool { return n.ProvisionState == "manageable" })
+	system := "/redfish/v1/Systems/437XR1138R2"
+	for _, want := range []string{"Warning", "OK"} {
+		b.Set(system, "Status", map[string]any{"State": "Enabled", "Health": want})
+		h.wait(n.UUID, 10*time.Second, func(n *storage.Node) bool { return n.Health != nil && *n.Health == want })
+	}
+	events, err := h.st.ListEvents(context.Background(), n.UUID, storage.Page{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range events {
+		if e.EventType == "monitoring" {
+			got = append(got, e.Event)
+		}
+	}
+	want := []string{"Node health status changed: health='Warning' (previously 'None')", "Node health status changed: health='OK' (previously 'Warning')"}
+	if !slices.Equal(got, want) {
+		t.Errorf("monitoring events %q, want %q", got, want)
+	}
 }
