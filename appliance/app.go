@@ -99,7 +99,7 @@ func newApp(ctx context.Context, c *serveConfig, log *slog.Logger) (*app, error)
 	}
 	obs.mount(mounts, auth)
 	a.api = httpapi.New(a.cond, httpapi.Options{Auth: auth, Logger: log, HTML: ui, Extra: mounts,
-		BootRecorder: a.prov.recorder, Observer: obs.api})
+		BootRecorder: a.prov.recorder, Observer: obs.api, MaxMinor: c.maxMinor})
 	return a, nil
 }
 

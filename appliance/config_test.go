@@ -124,6 +124,8 @@ func TestConfigErrors(t *testing.T) {
 			[]string{`CASTIRON_LOG_LEVEL="loud": want one of debug, info, warn, error`}},
 		{"stray argument", "", []string{"extra"}, nil, []string{`unexpected argument "extra"`}},
 		{"bad flag", "", []string{"--automated-clean=maybe"}, nil, []string{"automated-clean"}},
+		{"api version above the newest", "", []string{"--max-api-version", "1.999"}, nil, []string{"--max-api-version: API version 1.999 is above the maximum"}},
+		{"api version not 1.N", "", nil, map[string]string{"CASTIRON_MAX_API_VERSION": "v2"}, []string{`--max-api-version: API version "v2": want 1.N`}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -209,5 +211,25 @@ func TestConfigRoundTrip(t *testing.T) {
 	}
 	if c.listen != defaults.listen || c.automatedClean != defaults.automatedClean || c.callbackTimeout != defaults.callbackTimeout {
 		t.Errorf("all defaults: %+v", c)
+	}
+}
+
+// TestMaxAPIVersionFlag: --max-api-version (or CASTIRON_MAX_API_VERSION)
+// pins the API's ceiling; unset, the newest is served.
+func TestMaxAPIVersionFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		env  map[string]string
+		want int
+	}{
+		{nil, nil, 0},
+		{[]string{"--max-api-version", "1.89"}, nil, 89},
+		{nil, map[string]string{"CASTIRON_MAX_API_VERSION": "1.96"}, 96},
+		{[]string{"--max-api-version=latest"}, nil, 0},
+	} {
+		c, err := parseServeFlags(tc.args, envMap(tc.env))
+		if err != nil || c.maxMinor != tc.want {
+			t.Errorf("%v %v: maxMinor %v, %v; want %d", tc.args, tc.env, c, err, tc.want)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"castiron/engine"
+	"castiron/httpapi"
 )
 
 // serveConfig is serve's settings: the flags below, and the version the
@@ -28,6 +29,10 @@ type serveConfig struct {
 	metrics                                        bool
 	rulesFile, rulesMask                           string
 	discovery                                      discoveryConfig
+	// maxAPIVersion pins the API's ceiling (--max-api-version); maxMinor
+	// is its minor (0: the newest).
+	maxAPIVersion string
+	maxMinor      int
 }
 
 // discoveryConfig are the discovery flags beside --pxe-discovery.
@@ -63,6 +68,7 @@ func serveFlags() (*flag.FlagSet, *serveConfig) {
 	str(&c.tlsKey, "tls-key", "", "TLS private key (PEM)")
 	boolFlag(&c.tlsAuto, "tls-auto", false, "without --tls-cert: serve HTTPS with a certificate from castiron's own CA, made on first use in DATA-DIR/tls (castiron tls rotate replaces it)")
 	str(&c.tlsCA, "tls-ca", "", "CA bundle (PEM) the ramdisk trusts for castiron with --tls-cert (default: the --tls-cert file's certificates)")
+	str(&c.maxAPIVersion, "max-api-version", "", fmt.Sprintf("newest API microversion served, 1.N (Ironic's pin_release_version: clients see an older Ironic); default: the newest, 1.%d", httpapi.MaxMinor))
 	choice(fs, &c.logLevel, "log-level", "info", []string{"debug", "info", "warn", "error"}, "log level")
 	choice(fs, &c.logFormat, "log-format", "text", []string{"text", "json"}, "log lines on stderr as logfmt text or JSON objects")
 	boolFlag(&c.insecureNoauth, "insecure-noauth", false, "allow unauthenticated access on a non-loopback address")
@@ -104,6 +110,10 @@ func parseServeFlags(args []string, lookupEnv func(string) (string, bool)) (*ser
 	fs, c := serveFlags()
 	if err := resolveFlags(fs, args, lookupEnv); err != nil {
 		return nil, err
+	}
+	var err error
+	if c.maxMinor, err = httpapi.ParseMaxAPIVersion(c.maxAPIVersion); err != nil {
+		return nil, fmt.Errorf("--max-api-version: %w", err)
 	}
 	if c.conductorName == "" {
 		host, err := os.Hostname()
