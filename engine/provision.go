@@ -280,7 +280,14 @@ func abortMessage(from State, n *storage.Node) string {
 			return fmt.Sprintf("Clean operation aborted for node %s.", n.UUID)
 		}
 		return fmt.Sprintf("Clean operation aborted for node %s on step %v.", n.UUID, step)
-	case DeployWait, DeployHold:
+	case DeployWait:
+		// Ironic's do_node_deploy_abort (API 1.110).
+		msg := "By request, the deploy operation was aborted"
+		if iface, step := n.DeployStep["interface"], n.DeployStep["step"]; iface != nil && step != nil {
+			msg += fmt.Sprintf(" during or after the completion of step \"%v.%v\"", iface, step)
+		}
+		return msg
+	case DeployHold:
 		return "Deployment was aborted by request."
 	case RescueWait:
 		return "Rescue operation was aborted by request."

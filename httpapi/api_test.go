@@ -360,10 +360,10 @@ func TestAbortWaitStates(t *testing.T) {
 	h.waitState(id, "available")
 	h.expect(202, "PUT", "/v1/nodes/"+id+"/states/provision", latest, map[string]any{"target": "active"})
 	h.waitState(id, "wait call-back")
-	h.expect(406, "PUT", "/v1/nodes/"+id+"/states/provision", "1.88", map[string]any{"target": "abort"})
+	h.expect(406, "PUT", "/v1/nodes/"+id+"/states/provision", "1.109", map[string]any{"target": "abort"})
 	h.expect(202, "DELETE", "/v1/nodes/"+id+"/states/provision", latest, nil)
 	n = h.waitState(id, "deploy failed")
-	if n["last_error"] != "Deployment was aborted by request." || n["target_provision_state"] != "active" {
+	if lastErr, _ := n["last_error"].(string); !strings.HasPrefix(lastErr, "By request, the deploy operation was aborted") || n["target_provision_state"] != "active" {
 		t.Fatalf("deploy abort: %v %v", n["last_error"], n["target_provision_state"])
 	}
 	h.expect(404, "DELETE", "/v1/nodes/"+id+"/states/provision", latest, nil)

@@ -21,8 +21,9 @@ func TestMicroversionGates92to115(t *testing.T) {
 	h.expect(http.StatusCreated, "POST", "/v1/ports", latest, map[string]any{"node_uuid": node, "address": "52:54:00:00:0c:01"})
 	port := h.expect(http.StatusOK, "GET", "/v1/ports?address=52:54:00:00:0c:01", latest, nil).json(t)["ports"].([]any)[0].(map[string]any)["uuid"].(string)
 	pg := h.expect(http.StatusCreated, "POST", "/v1/portgroups", latest, map[string]any{"node_uuid": node, "name": "g-pg"}).json(t)["uuid"].(string)
+	pgPort := h.expect(http.StatusCreated, "POST", "/v1/ports", latest, map[string]any{"node_uuid": node, "address": "52:54:00:00:0c:09", "portgroup_uuid": pg}).json(t)["uuid"].(string)
 	sub := func(s string) string {
-		return strings.NewReplacer("{node}", node, "{port}", port, "{pg}", pg).Replace(s)
+		return strings.NewReplacer("{node}", node, "{port}", port, "{pg}", pg, "{pgport}", pgPort).Replace(s)
 	}
 	long := func(n int) string { return strings.Repeat("x", n) }
 	vtep := map[string]any{"port_id": "p1", "vtep-logical-switch": "ls", "vtep-physical-switch": "ps"}
@@ -106,6 +107,8 @@ func TestMicroversionGates92to115(t *testing.T) {
 		{"portgroup physical_network below 1.102", "1.101", "POST", "/v1/portgroups", map[string]any{"node_uuid": "{node}", "physical_network": "p"}, 406, "", "", ""},
 		{"portgroup physical_network too long", "1.102", "POST", "/v1/portgroups", map[string]any{"node_uuid": "{node}", "physical_network": long(65)}, 400, "", "", "is too long"},
 		{"portgroup physical_network at 1.102", "1.102", "PATCH", "/v1/portgroups/{pg}", op("add", "/physical_network", "physnet1"), 200, "physical_network", "category", ""},
+		{"port in a portgroup: physical_network below 1.102", "1.101", "PATCH", "/v1/ports/{pgport}", op("add", "/physical_network", "p"), 200, "physical_network", "", ""},
+		{"port in a portgroup: physical_network at 1.102", "1.102", "PATCH", "/v1/ports/{pgport}", op("add", "/physical_network", "p"), 400, "", "", "physical_network cannot be changed while the port belongs to a portgroup."},
 		{"portgroup category below 1.103", "1.102", "PATCH", "/v1/portgroups/{pg}", op("add", "/category", "c"), 406, "", "", ""},
 		{"portgroup category fields below 1.103", "1.102", "GET", "/v1/portgroups/{pg}?fields=category", nil, 406, "", "", ""},
 		{"portgroup category at 1.103", "1.103", "PATCH", "/v1/portgroups/{pg}", op("add", "/category", "lag"), 200, "category", "dynamic_portgroup", ""},

@@ -294,6 +294,10 @@ func (a *API) patchPort(w http.ResponseWriter, r *http.Request) error {
 	v := a.view(r)
 	updated, err := a.cond.UpdatePort(actorContext(r), target.UUID, func(p *storage.Port) error {
 		return portTable.patch(v, p, ops, patchHooks{post: func(before, after map[string]any) error {
+			if ver.AtLeast(102) && patchTouches(ops, "/physical_network") && after["portgroup_uuid"] != nil {
+				// 1.102: a port in a portgroup takes the portgroup's.
+				return errInvalid("physical_network cannot be changed while the port belongs to a portgroup.")
+			}
 			if node, ok := after["node_uuid"].(string); ok && node != before["node_uuid"] {
 				n, err := a.cond.Store().GetNode(r.Context(), node)
 				if err != nil {
