@@ -224,7 +224,7 @@ func applyInspection(in Inspection) work {
 		if len(created) > 0 {
 			c.log.InfoContext(ctx, "ports created by inspection", "node", n.UUID, "state", n.ProvisionState, "verb", "inspect", "macs", created)
 		}
-		if err := powerOff(ctx, c, n); err != nil {
+		if err := powerOffOrReboot(ctx, c, n); err != nil {
 			c.log.WarnContext(ctx, "power off after inspection failed", "node", n.UUID, "state", n.ProvisionState, "err", err)
 		}
 		plugin, err := c.inspectedNode(ctx, n.UUID, in, c.inspectOverwrite(n))
@@ -233,6 +233,10 @@ func applyInspection(in Inspection) work {
 		}
 		return outcome{ev: EvDone, mutate: func(n *storage.Node) {
 			finishInspection(c, !n.DisablePowerOff)(n)
+			if n.DisablePowerOff {
+				on := driver.PowerOn
+				n.PowerState = &on // rebooted in place
+			}
 			n.DriverInternalInfo[InventoryKey] = map[string]any{"inventory": in.Inventory, "plugin_data": plugin}
 		}}
 	}

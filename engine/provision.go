@@ -505,7 +505,11 @@ func tearDownTask(ctx context.Context, c *Conductor, n *storage.Node) outcome {
 
 func abortTask(from State) work {
 	return func(ctx context.Context, c *Conductor, n *storage.Node) outcome {
-		if err := powerOff(ctx, c, n); err != nil {
+		stop := powerOff
+		if from == InspectWait {
+			stop = powerOffOrReboot // Ironic's inspection clean_up reboots a disable_power_off node
+		}
+		if err := stop(ctx, c, n); err != nil {
 			c.log.WarnContext(ctx, "power off after abort failed", "node", n.UUID, "state", string(from), "err", err)
 		}
 		return outcome{}

@@ -239,6 +239,21 @@ func (c *Conductor) forgetAgent(ctx context.Context, uuid string) error {
 	return err
 }
 
+// powerOffOrReboot ends an inspection's ramdisk as Ironic's inspector
+// clean_up does: power off, or, for a node with disable_power_off, a reboot
+// in place (the driver resets it).
+func powerOffOrReboot(ctx context.Context, c *Conductor, n *storage.Node) error {
+	if !n.DisablePowerOff {
+		return powerOff(ctx, c, n)
+	}
+	hw, err := c.hardwareOf(n)
+	if err != nil {
+		return err
+	}
+	c.endRamdisk(ctx, n)
+	return hw.Power.SetPowerState(ctx, driverNode(n), driver.Rebooting, c.cfg.PowerTimeout)
+}
+
 // powerOff is best effort at the end of aborts and failures; it also ends
 // a virtual media boot (the ISO is ejected). A node with disable_power_off
 // stays on (Ironic skips every such power off).
