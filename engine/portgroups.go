@@ -89,11 +89,13 @@ func (c *Conductor) UpdatePortgroup(ctx context.Context, ident string, change fu
 		return nil, err
 	}
 	var node *storage.Node
+	physnetChanged := false
 	out, err := c.store.UpdatePortgroup(ctx, old.UUID, func(pg *storage.Portgroup) error {
 		before := *pg
 		if err := change(pg); err != nil {
 			return err
 		}
+		physnetChanged = deref(before.PhysicalNetwork) != deref(pg.PhysicalNetwork) || (before.PhysicalNetwork == nil) != (pg.PhysicalNetwork == nil)
 		n, err := c.nodeForPortgroup(ctx, pg.NodeUUID)
 		if err != nil {
 			return err
@@ -148,8 +150,34 @@ func (c *Conductor) UpdatePortgroup(ctx context.Context, ident string, change fu
 	if err != nil {
 		return nil, err
 	}
+	if physnetChanged {
+		if err := c.portgroupPhysnetToPorts(ctx, out); err != nil {
+			return nil, err
+		}
+	}
 	c.log.InfoContext(ctx, "portgroup updated", "node", node.UUID, "state", node.ProvisionState, "verb", "portgroup-update", "portgroup", out.UUID)
 	return out, nil
+}
+
+// portgroupPhysnetToPorts is Ironic's update_portgroup_physical_network
+// (API 1.102): the portgroup's member ports take its physical_network.
+func (c *Conductor) portgroupPhysnetToPorts(ctx context.Context, pg *storage.Portgroup) error {
+	members, err := c.portgroupPorts(ctx, pg.UUID, 0)
+	if err != nil {
+		return err
+	}
+	for _, p := range members {
+		if deref(p.PhysicalNetwork) == deref(pg.PhysicalNetwork) && (p.PhysicalNetwork == nil) == (pg.PhysicalNetwork == nil) {
+			continue
+		}
+		if _, err := c.store.UpdatePort(ctx, p.UUID, func(p *storage.Port) error {
+			p.PhysicalNetwork = pg.PhysicalNetwork
+			return nil
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // DeletePortgroup removes a portgroup without ports while its node is not

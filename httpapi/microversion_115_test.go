@@ -240,6 +240,14 @@ func TestVersion115Behaviour(t *testing.T) {
 		t.Errorf("portgroups ?shard=S1: %v", pgs)
 	}
 
+	// 1.102: a portgroup's physical_network goes to its ports.
+	bond := h.expect(http.StatusCreated, "POST", "/v1/portgroups", latest, map[string]any{"node_uuid": node, "name": "b-bond"}).json(t)["uuid"].(string)
+	member := h.expect(http.StatusCreated, "POST", "/v1/ports", latest, map[string]any{"node_uuid": node, "address": "52:54:00:00:0d:05", "portgroup_uuid": bond}).json(t)["uuid"].(string)
+	h.expect(http.StatusOK, "PATCH", "/v1/portgroups/"+bond, "1.102", []any{map[string]any{"op": "add", "path": "/physical_network", "value": "physnet7"}})
+	if got := h.expect(http.StatusOK, "GET", "/v1/ports/"+member, latest, nil).json(t)["physical_network"]; got != "physnet7" {
+		t.Errorf("member port physical_network %v after the portgroup's changed", got)
+	}
+
 	// 1.98: the escapes name keys holding "/" and "~".
 	n := h.expect(http.StatusOK, "PATCH", "/v1/nodes/"+node, "1.98", []any{
 		map[string]any{"op": "add", "path": "/extra/a~1b", "value": 1},
