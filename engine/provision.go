@@ -506,8 +506,11 @@ func tearDownTask(ctx context.Context, c *Conductor, n *storage.Node) outcome {
 func abortTask(from State) work {
 	return func(ctx context.Context, c *Conductor, n *storage.Node) outcome {
 		stop := powerOff
-		if from == InspectWait {
-			stop = powerOffOrReboot // Ironic's inspection clean_up reboots a disable_power_off node
+		if states[from].WaitsForCallback || from == InspectWait {
+			// An abort by request: where Ironic powers off it reboots a
+			// disable_power_off node (inspection clean_up,
+			// tear_down_inband_cleaning); after a failure it leaves it.
+			stop = powerOffOrReboot
 		}
 		if err := stop(ctx, c, n); err != nil {
 			c.log.WarnContext(ctx, "power off after abort failed", "node", n.UUID, "state", string(from), "err", err)
