@@ -503,7 +503,9 @@ func (res *resource[T]) patch(v *viewCtx, x *T, ops []patchOp, h patchHooks) err
 	if res.patchDoc != nil {
 		before = res.patchDoc(x)
 	} else {
-		before = res.doc(v, x)
+		raw := *v
+		raw.raw = true
+		before = res.doc(&raw, x)
 	}
 	after, err := applyPatch(before, ops)
 	if err != nil {

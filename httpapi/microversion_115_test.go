@@ -267,6 +267,13 @@ func TestVersion115Behaviour(t *testing.T) {
 			t.Errorf("local_link_connection at %s: %v", ver, llc)
 		}
 	}
+	// A PATCH at a version that hides them keeps them (it patches the
+	// stored connection, as Ironic's as_dict).
+	h.expect(http.StatusOK, "PATCH", "/v1/ports/"+vt, latest, []any{map[string]any{"op": "replace", "path": "/local_link_connection/port_id", "value": "p2"}})
+	llc := h.expect(http.StatusOK, "GET", "/v1/ports/"+vt, "1.104", nil).json(t)["local_link_connection"].(map[string]any)
+	if llc["port_id"] != "p2" || llc["vtep-logical-switch"] != "ls" {
+		t.Errorf("after a patch at latest: %v", llc)
+	}
 
 	// 1.104: instance_name filled from instance_info.display_name (at any
 	// version) while unset, then filterable.

@@ -19,6 +19,9 @@ type viewCtx struct {
 	// it was rendered with).
 	conductor *string
 	pinned    bool
+	// raw marks the document a PATCH applies to (Ironic's as_dict), not a
+	// view: fields a version hides the values of show them as stored.
+	raw bool
 }
 
 // conductorOf is what n's view shows as its conductor.

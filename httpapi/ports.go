@@ -222,7 +222,7 @@ func llcKeyGate(ver Version, llc any) error {
 func llcField() portField {
 	f := objField("local_link_connection", 19, nil, func(p *storage.Port) *storage.JSONObject { return &p.LocalLinkConnection })
 	f.get = func(v *viewCtx, p *storage.Port) any {
-		if !llcKeyAllowed(v.ver, "vtep-logical-switch") {
+		if !v.raw && !llcKeyAllowed(v.ver, "vtep-logical-switch") {
 			for _, k := range []string{"vtep-logical-switch", "vtep-physical-switch"} {
 				if _, has := p.LocalLinkConnection[k]; has {
 					return storage.JSONObject{}
