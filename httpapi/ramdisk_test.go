@@ -411,3 +411,45 @@ func TestAbortAfterNonInterruptibleStep(t *testing.T) {
 }
 
 func boolPtr(b bool) *bool { return &b }
+
+// TestAgentCleaningDisablePowerOff is 1.95 through the agent: a node with
+// disable_power_off is never told to power off (nor to abort, which powers
+// off): after its last step, or a failed one, the agent waits, and the
+// conductor reboots the node in place; it ends on, not off.
+func TestAgentCleaningDisablePowerOff(t *testing.T) {
+	h := newAgentAPI(t)
+	const mac = "52:54:00:aa:05:09"
+	id := agentNode(h, mac)
+	h.expect(http.StatusOK, "PATCH", "/v1/nodes/"+id, latest, []any{map[string]any{"op": "add", "path": "/disable_power_off", "value": true}})
+	h.moveTo(id, "provide", "clean wait")
+	a := &agent{h: h}
+	a.lookup(mac)
+	step := a.beat(nil).Step
+	in := a.beat(&protocol.StepReport{ID: step.ID, Status: protocol.StepSucceeded})
+	if in.Command != protocol.CmdWait || !strings.Contains(in.Reason, "disable_power_off") {
+		t.Fatalf("after the last step: %+v", in)
+	}
+	n := h.waitState(id, "available")
+	if n["power_state"] != "power on" {
+		t.Errorf("after cleaning: power %v, want power on", n["power_state"])
+	}
+
+	// A failed step: the agent waits, the node stays on in clean failed.
+	h.moveTo(id, "manage", "manageable")
+	h.expect(http.StatusAccepted, "PUT", "/v1/nodes/"+id+"/states/provision", latest, map[string]any{"target": "clean",
+		"clean_steps": []any{map[string]any{"interface": "deploy", "step": protocol.StepEraseDevicesMetadata}}})
+	h.waitState(id, "clean wait")
+	a = &agent{h: h}
+	a.lookup(mac)
+	step = a.beat(nil).Step
+	if in := a.beat(&protocol.StepReport{ID: step.ID, Status: protocol.StepFailed, Error: "disk gone"}); in.Command != protocol.CmdWait {
+		t.Fatalf("after a failed step: %+v", in)
+	}
+	n = h.waitState(id, "clean failed")
+	if n["power_state"] != "power on" {
+		t.Errorf("after the failure: power %v, want power on", n["power_state"])
+	}
+	if in := a.beat(nil); in.Command != protocol.CmdWait {
+		t.Errorf("heartbeat in clean failed: %+v (an abort would power off)", in)
+	}
+}
