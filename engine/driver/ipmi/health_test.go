@@ -1,6 +1,7 @@
 package ipmi
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -22,6 +23,9 @@ func TestHealthAndResetInPlace(t *testing.T) {
 		t.Fatalf("health %q, %v; want OK", h, err)
 	}
 	n.DisablePowerOff = true
+	if err := d.SetPowerState(ctx, n, driver.SoftRebooting, time.Second); err == nil || !strings.Contains(err.Error(), "does not support feature soft power off") {
+		t.Fatalf("soft reboot with disable_power_off: %v", err)
+	}
 	for _, from := range []string{driver.PowerOff, driver.PowerOn} {
 		if got, err := d.PowerState(ctx, n); err != nil || got != from {
 			t.Fatalf("power %q, %v; want %q", got, err, from)

@@ -62,6 +62,12 @@ func (d *Driver) SetPowerState(ctx context.Context, n driver.Node, target string
 			}
 			return s.powerOn(ctx, n, hard)
 		default: // driver.SoftRebooting
+			if n.DisablePowerOff {
+				// IPMI has no graceful restart: a soft reboot is a soft
+				// power off, which such a node must not have (Ironic's
+				// UnsupportedHardwareFeature).
+				return fault.New(fault.Invalid, "Node %s hardware does not support feature %s, which is required based upon the requested configuration.", n.UUID, driver.SoftPowerOff)
+			}
 			if err := s.setAndWait(ctx, chassis.ChassisControlSoftShutdown, driver.PowerOff, soft); err != nil {
 				return err
 			}
