@@ -34,3 +34,30 @@ func TestMessage(t *testing.T) {
 		}
 	}
 }
+
+// TestOneOf is jsonschema's oneOf as Ironic's PORT_SCHEMA uses it (exactly
+// one of node_ident and node_uuid): none matching, both matching (the
+// later branches named first), and the weak keyword losing to a property's
+// own error in best_match.
+func TestOneOf(t *testing.T) {
+	s := Object(true, []string{"address"}, P("address", Types("string")), P("node_ident", Types("string")), P("node_uuid", Types("string")))
+	s.OneOf = []*Schema{
+		{Required: []string{"node_ident"}, Repr: "{'required': ['node_ident']}"},
+		{Required: []string{"node_uuid"}, Repr: "{'required': ['node_uuid']}"},
+	}
+	for _, tc := range []struct {
+		doc  map[string]any
+		want string
+	}{
+		{map[string]any{"address": "a"}, "{'address': 'a'} is not valid under any of the given schemas"},
+		{map[string]any{"address": "a", "node_ident": "n", "node_uuid": "u"},
+			"{'address': 'a', 'node_ident': 'n', 'node_uuid': 'u'} is valid under each of {'required': ['node_uuid']}, {'required': ['node_ident']}"},
+		{map[string]any{"address": "a", "node_uuid": 5}, "5 is not of type 'string'"},
+		{map[string]any{"address": "a", "node_ident": "n"}, ""},
+		{map[string]any{"address": "a", "node_uuid": "u"}, ""},
+	} {
+		if got := Message(s, tc.doc); got != tc.want {
+			t.Errorf("%v: %q, want %q", tc.doc, got, tc.want)
+		}
+	}
+}
