@@ -76,3 +76,12 @@ type Property struct {
 	Name        string
 	Description string
 }
+
+// SessionKeeper is implemented by drivers that keep BMC sessions open
+// between calls (ipmi). The conductor closes what it no longer uses.
+type SessionKeeper interface {
+	// CloseIdleSessions closes sessions unused for longer than idle.
+	CloseIdleSessions(ctx context.Context, idle time.Duration)
+	// CloseSessions closes every kept session.
+	CloseSessions(ctx context.Context)
+}

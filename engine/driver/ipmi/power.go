@@ -13,14 +13,14 @@ import (
 	"github.com/bougou/go-ipmi/pkg/command/chassis"
 )
 
-// PowerState reads Get Chassis Status.
+// PowerState reads Get Chassis Status, on the BMC's kept session.
 func (d *Driver) PowerState(ctx context.Context, n driver.Node) (string, error) {
 	inf, err := parseInfo(n)
 	if err != nil {
 		return "", err
 	}
 	var state string
-	err = d.session(ctx, inf, func(s *conn) error {
+	err = d.withKept(ctx, inf, func(s *conn) error {
 		state, err = s.powerState(ctx)
 		return err
 	})
