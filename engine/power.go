@@ -119,57 +119,6 @@ func (c *Conductor) powerEvent(ctx context.Context, n *storage.Node, verb, sever
 	}
 }
 
-// syncPowerStates reads every idle node's power state from its BMC and
-// records changes (Ironic's _sync_power_states). Fake drivers are skipped.
-func (c *Conductor) syncPowerStates(ctx context.Context) error {
-	nodes, err := c.store.ListNodes(ctx, storage.NodeQuery{
-		Maintenance:     boolp(false),
-		Reserved:        boolp(false),
-		ConductorGroups: []string{c.cfg.ConductorGroup},
-		IncludeChildren: true,
-		// Only what a BMC read needs: this runs every minute over the fleet.
-		Columns: []string{"uuid", "driver", "conductor_group", "power_interface", "provision_state", "power_state",
-			"driver_info", "driver_internal_info", "properties", "boot_mode"},
-	})
-	if err != nil {
-		return err
-	}
-	// Each node's power is read by its owner only.
-	for _, n := range c.owned(nodes) {
-		if ctx.Err() != nil {
-			return nil
-		}
-		if n.PowerInterface == "fake" || State(n.ProvisionState) == Enroll {
-			continue
-		}
-		hw, err := c.hardwareOf(n)
-		if err != nil {
-			continue
-		}
-		ps, err := hw.Power.PowerState(ctx, driverNode(n))
-		if err != nil {
-			c.log.WarnContext(ctx, "power sync: cannot read power state", "node", n.UUID, "state", n.ProvisionState, "err", err)
-			continue
-		}
-		if deref(n.PowerState) == ps {
-			continue
-		}
-		_, err = c.store.UpdateNode(ctx, n.UUID, func(cur *storage.Node) (*storage.Event, error) {
-			if cur.Reservation != nil {
-				return nil, nil // a task started meanwhile; it owns the state
-			}
-			msg := fmt.Sprintf("power state changed outside castiron: %s -> %s", powerStateWord(cur), ps)
-			cur.PowerState = strp(ps)
-			return c.powerEvent(ctx, cur, "power-sync", "INFO", msg), nil
-		})
-		if err != nil {
-			return err
-		}
-		c.log.InfoContext(ctx, "power state synced", "node", n.UUID, "state", n.ProvisionState, "verb", "power-sync", "power_state", ps)
-	}
-	return nil
-}
-
 func boolp(b bool) *bool { return &b }
 
 // SetBootDevice sets the boot device now (Ironic does this synchronously).

@@ -85,3 +85,10 @@ type SessionKeeper interface {
 	// CloseSessions closes every kept session.
 	CloseSessions(ctx context.Context)
 }
+
+// BMCAddresser is implemented by drivers that can name the BMC a node's
+// calls go to ("host:port"), so the conductor can bound its calls per BMC.
+// An empty answer means unknown (driver_info invalid).
+type BMCAddresser interface {
+	BMCAddress(n Node) string
+}

@@ -58,6 +58,7 @@ var (
 	_ driver.Power         = (*Driver)(nil)
 	_ driver.Management    = (*Driver)(nil)
 	_ driver.SessionKeeper = (*Driver)(nil)
+	_ driver.BMCAddresser  = (*Driver)(nil)
 )
 
 // New returns a Driver with cfg's zero fields set to their defaults.
@@ -124,4 +125,13 @@ func Properties() []driver.Property {
 		{Name: "ipmi_hex_kg_key", Description: "Kg key for IPMIv2 authentication; not supported by this driver. Optional."},
 		{Name: "ipmi_terminal_port", Description: "node's UDP port to connect to. Only required for console access."},
 	}
+}
+
+// BMCAddress is ipmi_address:ipmi_port, "" when driver_info is invalid.
+func (d *Driver) BMCAddress(n driver.Node) string {
+	inf, err := parseInfo(n)
+	if err != nil {
+		return ""
+	}
+	return inf.target()
 }

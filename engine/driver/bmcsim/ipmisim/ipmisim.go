@@ -104,15 +104,22 @@ type Stats struct {
 	Received, Dropped, Answered uint64
 	// Controls counts Chassis Control commands that reached the chassis.
 	Controls uint64
+	// Reads counts power reads (Get Chassis Status).
+	Reads uint64
+	// MaxInFlight is the most requests the BMC held at once (received,
+	// not yet answered): how many callers talked to it concurrently.
+	MaxInFlight int64
 }
 
 // Stats returns this BMC's counters.
 func (b *BMC) Stats() Stats {
 	return Stats{
-		Received: b.conn.received.Load(),
-		Dropped:  b.conn.dropped.Load(),
-		Answered: b.conn.answered.Load(),
-		Controls: b.chassis.controls.Load(),
+		Received:    b.conn.received.Load(),
+		Dropped:     b.conn.dropped.Load(),
+		Answered:    b.conn.answered.Load(),
+		Controls:    b.chassis.controls.Load(),
+		Reads:       b.chassis.reads.Load(),
+		MaxInFlight: b.conn.maxInFlight.Load(),
 	}
 }
 
@@ -125,6 +132,8 @@ func (f *Fleet) Stats() Stats {
 		s.Dropped += x.Dropped
 		s.Answered += x.Answered
 		s.Controls += x.Controls
+		s.Reads += x.Reads
+		s.MaxInFlight = max(s.MaxInFlight, x.MaxInFlight)
 	}
 	return s
 }
@@ -260,6 +269,7 @@ type lossyConn struct {
 	dead     atomic.Bool
 
 	received, dropped, answered atomic.Uint64
+	inFlight, maxInFlight       atomic.Int64
 	closed                      atomic.Bool
 }
 
@@ -274,6 +284,9 @@ func (c *lossyConn) ReadFrom(buf []byte) (int, net.Addr, error) {
 			c.dropped.Add(1)
 			continue
 		}
+		v := c.inFlight.Add(1)
+		for m := c.maxInFlight.Load(); v > m && !c.maxInFlight.CompareAndSwap(m, v); m = c.maxInFlight.Load() {
+		}
 		return n, addr, nil
 	}
 }
@@ -287,10 +300,12 @@ func (c *lossyConn) WriteTo(data []byte, addr net.Addr) (int, error) {
 	}
 	c.answered.Add(1)
 	if d <= 0 {
+		c.inFlight.Add(-1)
 		return c.UDPConn.WriteTo(data, addr)
 	}
 	pkt := append([]byte(nil), data...)
 	time.AfterFunc(d, func() {
+		c.inFlight.Add(-1)
 		if !c.closed.Load() {
 			_, _ = c.UDPConn.WriteTo(pkt, addr)
 		}
@@ -327,6 +342,7 @@ type chassis struct {
 	flags    *types.BootOptionParam_BootFlags
 	ack      types.BootOptionParam_BootInfoAcknowledge
 	controls atomic.Uint64
+	reads    atomic.Uint64
 }
 
 func (c *chassis) on() bool {
@@ -345,7 +361,10 @@ func (c *chassis) bootFlags() *types.BootOptionParam_BootFlags {
 	return &cp
 }
 
-func (c *chassis) PowerState(context.Context) (bool, error) { return c.on(), nil }
+func (c *chassis) PowerState(context.Context) (bool, error) {
+	c.reads.Add(1)
+	return c.on(), nil
+}
 
 func (c *chassis) SetPower(_ context.Context, on bool) error {
 	c.controls.Add(1)
