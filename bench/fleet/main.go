@@ -515,7 +515,7 @@ func table(c config, rs []result) string {
 			ratio("after", "before"), ratio("after", "ironic"), strings.Join(sweep, " / "), strings.Join(cold, " / "),
 			strings.Join(pk, " / "), strings.Join(cores, " / "), strings.Join(rss, " / "))
 	}
-	b.WriteString("\n~ extrapolated (N / rate: the window ended first); > the cold sweep was still running at the cap. packets/read counts every packet the BMCs received per power read (session setup, keepalives and Close Session included).\n")
+	b.WriteString("\n~ extrapolated (N / rate: the window ended first); > the cold sweep was still running at the cap. packets/read counts every packet the BMCs received per power read (session setup, keepalives and Close Session included). With the 1 s interval a target reads at most N x 60 a minute: a rate at that ceiling means passes shorter than a second.\n")
 	for _, r := range rs {
 		if r.Errors != "" {
 			fmt.Fprintf(&b, "⚠ %s N=%d: %s\n", r.Target, r.N, r.Errors)

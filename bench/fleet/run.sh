@@ -12,7 +12,8 @@
 #        WINDOW=60s COLD_CAP=90s
 #        BEFORE_REF=main    the git revision "before" is built from
 #        OUT=bench/results  where fleet-<date>.md and .jsonl go
-#        IRONIC_REF=<repo>/../shared/ironic-reference
+#        IRONIC_REF=<repo>/../shared/ironic-reference, or /work/shared/... for
+#                   a worktree under /work/wt
 # Run it under `flock /work/wt/.heavy.lock` on a shared machine. It starts
 # only its own servers and stops exactly those.
 set -euo pipefail
@@ -26,7 +27,12 @@ WINDOW="${WINDOW:-60s}"
 COLD_CAP="${COLD_CAP:-90s}"
 BEFORE_REF="${BEFORE_REF:-main}"
 OUT="${OUT:-$ROOT/bench/results}"
-IRONIC_REF="${IRONIC_REF:-$(cd "$ROOT/.." && pwd)/shared/ironic-reference}"
+if [ -z "${IRONIC_REF:-}" ]; then
+    for d in "$ROOT/../shared/ironic-reference" "$ROOT/../../shared/ironic-reference"; do
+        [ -d "$d" ] && IRONIC_REF="$(cd "$d" && pwd)" && break
+    done
+fi
+IRONIC_REF="${IRONIC_REF:-/nonexistent}"
 TMP="$(mktemp -d /tmp/castiron-fleet.XXXXXX)"
 trap 'rm -rf "$TMP/src" "$TMP/bin"' EXIT
 
