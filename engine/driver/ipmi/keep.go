@@ -83,21 +83,31 @@ func (e *kept) release() { <-e.busy }
 // keeps the session open afterwards unless fn failed. A failure on a
 // session that was already open is retried once on a new one: the BMC may
 // have forgotten the session (restart, eviction).
-func (d *Driver) withKept(ctx context.Context, inf *info, fn func(s *conn) error) error {
+func (d *Driver) withKept(ctx context.Context, inf *info, fn func(ctx context.Context, s *conn) error) error {
+	once := func(s *conn) error { return fn(ctx, s) }
 	if d.cfg.SessionPerOperation {
-		return d.session(ctx, inf, fn)
+		return d.session(ctx, inf, once)
 	}
 	e := d.keep.take(keyOf(inf))
 	if e == nil {
-		return d.session(ctx, inf, fn)
+		return d.session(ctx, inf, once)
 	}
 	defer e.release()
 	s := &conn{d: d, inf: inf, c: e.c}
-	reused := s.c != nil
-	err := fn(s)
-	if err != nil && reused && ctxErr(ctx) == nil && !errors.Is(err, ErrAuthentication) {
-		s.drop(ctx)
-		err = fn(s)
+	var err error
+	if s.c != nil {
+		// A BMC that forgot the session (restart, shorter inactivity
+		// timeout than go-ipmi's 30 s keepalive) does not answer: two
+		// exchange timeouts are enough to tell, then a new session.
+		rctx, cancel := context.WithTimeout(ctx, 2*d.cfg.Timeout)
+		err = fn(rctx, s)
+		cancel()
+		if err != nil && ctxErr(ctx) == nil && !errors.Is(err, ErrAuthentication) {
+			s.drop(ctx)
+			err = fn(ctx, s)
+		}
+	} else {
+		err = fn(ctx, s)
 	}
 	if err != nil {
 		s.drop(ctx)

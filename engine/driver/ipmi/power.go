@@ -20,7 +20,7 @@ func (d *Driver) PowerState(ctx context.Context, n driver.Node) (string, error) 
 		return "", err
 	}
 	var state string
-	err = d.withKept(ctx, inf, func(s *conn) error {
+	err = d.withKept(ctx, inf, func(ctx context.Context, s *conn) error {
 		state, err = s.powerState(ctx)
 		return err
 	})
