@@ -12,9 +12,9 @@
 #        WINDOW=60s COLD_CAP=90s
 #        BEFORE_REF=main    the git revision "before" is built from
 #        OUT=bench/results  where fleet-<date>.md and .jsonl go
-#        IRONIC_REF=<repo>/../shared/ironic-reference, or /work/shared/... for
-#                   a worktree under /work/wt
-# Run it under `flock /work/wt/.heavy.lock` on a shared machine. It starts
+#        IRONIC_REF=<repo>/../shared/ironic-reference (or ../../shared for
+#                   a worktree one folder deeper)
+# Run it under the machine's heavy-work lock (flock) on a shared machine. It starts
 # only its own servers and stops exactly those.
 set -euo pipefail
 
