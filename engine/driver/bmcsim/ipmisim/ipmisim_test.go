@@ -38,6 +38,14 @@ func node(b *ipmisim.BMC, suite int) driver.Node {
 	return driver.Node{UUID: "6c616230-0000-4000-8000-0000000000" + strconv.Itoa(10+suite), DriverInfo: di}
 }
 
+// newDriver is castiron's ipmi driver; the sessions it keeps are closed
+// when the test ends.
+func newDriver(t *testing.T, cfg ipmi.Config) *ipmi.Driver {
+	d := ipmi.New(cfg)
+	t.Cleanup(func() { d.CloseSessions(context.Background()) })
+	return d
+}
+
 func ctxT(t *testing.T, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
@@ -49,7 +57,7 @@ func ctxT(t *testing.T, d time.Duration) context.Context {
 func TestCastironDriver(t *testing.T) {
 	f := start(t, ipmisim.Config{N: 1})
 	b := f.BMCs[0]
-	d := ipmi.New(ipmi.Config{})
+	d := newDriver(t, ipmi.Config{})
 	ctx := ctxT(t, 30*time.Second)
 	for _, suite := range []int{3, 17, -1} {
 		n := node(b, suite)
@@ -171,7 +179,7 @@ func TestIpmitool(t *testing.T) {
 func TestLatencyAndLoss(t *testing.T) {
 	f := start(t, ipmisim.Config{N: 1, LatencyMin: 20 * time.Millisecond, LatencyMax: 50 * time.Millisecond})
 	b := f.BMCs[0]
-	d := ipmi.New(ipmi.Config{Timeout: 300 * time.Millisecond})
+	d := newDriver(t, ipmi.Config{Timeout: 300 * time.Millisecond})
 	ctx := ctxT(t, 30*time.Second)
 	n := node(b, 17)
 	t0 := time.Now()
@@ -203,8 +211,10 @@ func TestLatencyAndLoss(t *testing.T) {
 
 	lossy := start(t, ipmisim.Config{N: 1, DropRate: 0.2})
 	ln := node(lossy.BMCs[0], 3)
+	// A session per read: 70 packets, so some are lost.
+	pd := newDriver(t, ipmi.Config{Timeout: 300 * time.Millisecond, SessionPerOperation: true})
 	for i := 0; i < 10; i++ {
-		if _, err := d.PowerState(ctx, ln); err != nil {
+		if _, err := pd.PowerState(ctx, ln); err != nil {
 			t.Fatalf("20%% loss, read %d: %v", i, err)
 		}
 	}
@@ -226,7 +236,7 @@ func TestFleetAddresses(t *testing.T) {
 	if last := f.BMCs[299].Host(); last != "127.22.2.41" {
 		t.Fatalf("BMC 299 at %s", last)
 	}
-	d := ipmi.New(ipmi.Config{})
+	d := newDriver(t, ipmi.Config{})
 	ctx := ctxT(t, 30*time.Second)
 	for _, i := range []int{0, 5, 299} {
 		f.BMCs[i].SetPower(true)
