@@ -189,6 +189,9 @@ func (d *Driver) closeKept(ctx context.Context, match func(*kept) bool) {
 			defer func() { <-sem; wg.Done() }()
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeTimeout)
 			defer cancel()
+			if ctx.Err() != nil {
+				cancel() // out of time: free the socket, skip Close Session
+			}
 			_ = c.Close(cctx)
 		}()
 	}
