@@ -99,8 +99,17 @@ func newApp(ctx context.Context, c *serveConfig, log *slog.Logger) (*app, error)
 	}
 	obs.mount(mounts, auth)
 	a.api = httpapi.New(a.cond, httpapi.Options{Auth: auth, Logger: log, HTML: ui, Extra: mounts,
-		BootRecorder: a.prov.recorder, Observer: obs.api, MaxMinor: c.maxMinor})
+		BootRecorder: a.prov.recorder, Observer: obs.api, MaxMinor: c.maxMinor, ViewCacheBytes: viewCacheBytes(c.viewCacheMiB)})
 	return a, nil
+}
+
+// viewCacheBytes is --view-cache-mib for httpapi.Options: 0 (follow the
+// fleet) and negative (none) pass through.
+func viewCacheBytes(mib int) int {
+	if mib <= 0 {
+		return mib
+	}
+	return mib << 20
 }
 
 // hardwareTypes is the enabled hardware types, and the redfish driver whose
@@ -130,6 +139,9 @@ func conductorConfig(c *serveConfig, site provisioningSite, obs engine.Observer,
 		HeartbeatTimeout:   c.heartbeatTimeout,
 		CallbackTimeout:    c.callbackTimeout,
 		PowerSyncInterval:  c.powerSync,
+		PowerSyncWorkers:   c.powerSyncWorkers,
+		PowerSyncPerBMC:    c.powerSyncPerBMC,
+		PowerSyncTimeout:   c.powerSyncTimeout,
 		AutomatedClean:     c.automatedClean,
 		Discovery:          c.pxe.discovery,
 		InspectOverwrite:   c.inspectOverwrite,

@@ -24,6 +24,9 @@ type serveConfig struct {
 	tlsAuto                                        bool
 	insecureNoauth, automatedClean                 bool
 	callbackTimeout, powerSync                     time.Duration
+	powerSyncTimeout                               time.Duration
+	powerSyncWorkers, powerSyncPerBMC              int
+	viewCacheMiB                                   int
 	pxe                                            pxeConfig
 	inspectOverwrite, cleanFullErase               bool
 	metrics                                        bool
@@ -75,6 +78,10 @@ func serveFlags() (*flag.FlagSet, *serveConfig) {
 	boolFlag(&c.automatedClean, "automated-clean", true, "clean nodes on provide and undeploy unless a node says otherwise")
 	dur(&c.callbackTimeout, "callback-timeout", 1800*time.Second, "how long a node may wait for the ramdisk (inspect wait, clean wait, wait call-back, ...)")
 	dur(&c.powerSync, "power-sync-interval", 60*time.Second, "how often power states are read back from BMCs")
+	fs.IntVar(&c.powerSyncWorkers, "power-sync-workers", engine.DefaultPowerSyncWorkers, "BMC reads of a power sync in flight at once")
+	fs.IntVar(&c.powerSyncPerBMC, "power-sync-per-bmc", 1, "power sync reads in flight at once per BMC address (nodes behind one BMC)")
+	dur(&c.powerSyncTimeout, "power-sync-timeout", 15*time.Second, "longest one node's power sync read may take (a dead BMC holds one worker this long)")
+	fs.IntVar(&c.viewCacheMiB, "view-cache-mib", 0, "MiB of rendered node views kept for reads; 0 follows the fleet (2 KiB a node, 1-32 MiB), negative keeps none")
 	p := &c.pxe
 	str(&p.iface, "pxe-interface", "", "network interface of the provisioning network; unset: no DHCP/TFTP/PXE")
 	choice(fs, &p.dhcpMode, "dhcp-mode", "full", []string{"full", "proxy"}, "full (castiron hands out addresses) or proxy (the site's DHCP server does; castiron adds boot options)")

@@ -33,8 +33,26 @@ type Config struct {
 	// conductor is alive while its last heartbeat is younger than HeartbeatTimeout.
 	HeartbeatInterval time.Duration
 	HeartbeatTimeout  time.Duration
-	// PowerSyncInterval is how often power states are read back from BMCs.
+	// PowerSyncInterval is how often power states are read back from BMCs
+	// (Ironic's [conductor]sync_power_state_interval, 60 s).
 	PowerSyncInterval time.Duration
+	// PowerSyncWorkers bounds the BMC reads of a power sync pass in flight
+	// at once (default 100; Ironic: sync_power_state_workers 8 green
+	// threads). PowerSyncPerBMC bounds them per BMC address (host:port,
+	// default 1): nodes behind one BMC are read one after the other.
+	PowerSyncWorkers int
+	PowerSyncPerBMC  int
+	// PowerSyncTimeout bounds one node's read, so a dead or slow BMC holds
+	// one worker that long and delays no other BMC (default 15 s).
+	PowerSyncTimeout time.Duration
+	// PowerSyncMaxRetries is Ironic's power_state_sync_max_retries (3):
+	// a node whose BMC fails more reads in a row than this goes to
+	// maintenance with fault "power failure" and power state None.
+	PowerSyncMaxRetries int
+	// PowerFailureRecoveryInterval is how often nodes in maintenance for
+	// a power failure are read again, and taken out of maintenance when
+	// their BMC answers (Ironic's power_failure_recovery_interval, 300 s).
+	PowerFailureRecoveryInterval time.Duration
 	// TimeoutCheckInterval is how often wait-state deadlines are checked.
 	TimeoutCheckInterval time.Duration
 	// PowerTimeout bounds one power operation when the request names none.
@@ -106,6 +124,21 @@ func (c *Config) setDefaults() {
 	if c.PowerSyncInterval == 0 {
 		c.PowerSyncInterval = 60 * time.Second
 	}
+	if c.PowerSyncWorkers <= 0 {
+		c.PowerSyncWorkers = DefaultPowerSyncWorkers
+	}
+	if c.PowerSyncPerBMC <= 0 {
+		c.PowerSyncPerBMC = 1
+	}
+	if c.PowerSyncTimeout <= 0 {
+		c.PowerSyncTimeout = 15 * time.Second
+	}
+	if c.PowerSyncMaxRetries == 0 {
+		c.PowerSyncMaxRetries = 3
+	}
+	if c.PowerFailureRecoveryInterval == 0 {
+		c.PowerFailureRecoveryInterval = 300 * time.Second
+	}
 	if c.TimeoutCheckInterval == 0 {
 		c.TimeoutCheckInterval = 10 * time.Second
 	}
@@ -159,6 +192,7 @@ type Conductor struct {
 	tookOver tookOver
 	obs      Observer
 	verbs    verbClock
+	psync    powerSync
 }
 
 // heartbeatStatus is the outcome of the conductor's own heartbeats, for
@@ -252,6 +286,7 @@ func (c *Conductor) Start(ctx context.Context) error {
 	c.every(c.cfg.TimeoutCheckInterval, "wait-timeouts", c.checkTimeouts)
 	c.every(c.cfg.HeartbeatInterval, "takeover", c.takeOverDead)
 	c.every(c.cfg.PowerSyncInterval, "power-sync", c.syncPowerStates)
+	c.every(c.cfg.PowerFailureRecoveryInterval, "power-failure-recovery", c.recoverPowerFailures)
 	return nil
 }
 
@@ -269,6 +304,7 @@ func (c *Conductor) Stop(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	c.closeBMCSessions(ctx)
 	c.started = false
 	return c.store.UnregisterConductor(ctx, c.cfg.Hostname)
 }

@@ -124,60 +124,6 @@ func (c *Conductor) powerEvent(ctx context.Context, n *storage.Node, verb, sever
 	}
 }
 
-// syncPowerStates reads every idle node's power state from its BMC and
-// records changes (Ironic's _sync_power_states). Fake drivers are skipped.
-func (c *Conductor) syncPowerStates(ctx context.Context) error {
-	nodes, err := c.store.ListNodes(ctx, storage.NodeQuery{
-		Maintenance:     boolp(false),
-		Reserved:        boolp(false),
-		ConductorGroups: []string{c.cfg.ConductorGroup},
-		IncludeChildren: true,
-		// Only what a BMC read needs: this runs every minute over the fleet.
-		Columns: []string{"uuid", "driver", "conductor_group", "power_interface", "provision_state", "power_state",
-			"driver_info", "driver_internal_info", "properties", "boot_mode", "management_interface", "health", "disable_power_off"},
-	})
-	if err != nil {
-		return err
-	}
-	// Each node's power is read by its owner only.
-	for _, n := range c.owned(nodes) {
-		if ctx.Err() != nil {
-			return nil
-		}
-		if n.PowerInterface == "fake" || State(n.ProvisionState) == Enroll {
-			continue
-		}
-		hw, err := c.hardwareOf(n)
-		if err != nil {
-			continue
-		}
-		ps, err := hw.Power.PowerState(ctx, driverNode(n))
-		if err != nil {
-			c.log.WarnContext(ctx, "power sync: cannot read power state", "node", n.UUID, "state", n.ProvisionState, "err", err)
-			continue
-		}
-		if err := c.syncHealth(ctx, n, hw); err != nil {
-			return err
-		}
-		if deref(n.PowerState) == ps {
-			continue
-		}
-		_, err = c.store.UpdateNode(ctx, n.UUID, func(cur *storage.Node) (*storage.Event, error) {
-			if cur.Reservation != nil {
-				return nil, nil // a task started meanwhile; it owns the state
-			}
-			msg := fmt.Sprintf("power state changed outside castiron: %s -> %s", powerStateWord(cur), ps)
-			cur.PowerState = strp(ps)
-			return c.powerEvent(ctx, cur, "power-sync", "INFO", msg), nil
-		})
-		if err != nil {
-			return err
-		}
-		c.log.InfoContext(ctx, "power state synced", "node", n.UUID, "state", n.ProvisionState, "verb", "power-sync", "power_state", ps)
-	}
-	return nil
-}
-
 // syncHealth is Ironic's node health update during power sync (API 1.109):
 // a management interface that reads health (driver.HealthReader) has it
 // read; a change is stored with a "monitoring" history event. A driver
@@ -192,10 +138,16 @@ func (c *Conductor) syncHealth(ctx context.Context, n *storage.Node, hw *Hardwar
 		c.log.WarnContext(ctx, "power sync: cannot read health", "node", n.UUID, "state", n.ProvisionState, "err", err)
 		return nil
 	}
+	return c.recordHealth(ctx, n, h)
+}
+
+// recordHealth stores a health reading that differs from the node's, with
+// a "monitoring" history event.
+func (c *Conductor) recordHealth(ctx context.Context, n *storage.Node, h string) error {
 	if h == deref(n.Health) {
 		return nil
 	}
-	_, err = c.store.UpdateNode(ctx, n.UUID, func(cur *storage.Node) (*storage.Event, error) {
+	_, err := c.store.UpdateNode(ctx, n.UUID, func(cur *storage.Node) (*storage.Event, error) {
 		old := deref(cur.Health)
 		if old == h {
 			return nil, nil

@@ -331,7 +331,20 @@ func syncInstanceName(n *storage.Node, before, after map[string]any) {
 // deleteNode is DELETE /v1/nodes/{ident}.
 func (a *API) deleteNode(w http.ResponseWriter, r *http.Request) error {
 	identWithSuffix(r, "ident", a.cond.Store().GetNode)
-	return deleteItem(w, r, "ident", nil, a.cond.DeleteNode)
+	return deleteItem(w, r, "ident", nil, func(ctx context.Context, ident string) error {
+		if a.views == nil {
+			return a.cond.DeleteNode(ctx, ident)
+		}
+		// The cache is keyed by uuid; a name is resolved first.
+		nv, lookErr := a.cond.Store().GetNodeVersion(ctx, ident)
+		if err := a.cond.DeleteNode(ctx, ident); err != nil {
+			return err
+		}
+		if lookErr == nil {
+			a.views.forget(nv.UUID)
+		}
+		return nil
+	})
 }
 
 // regexpHostname is Ironic's old is_hostname_safe check for names before 1.10.

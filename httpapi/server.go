@@ -50,7 +50,8 @@ type Options struct {
 	// rules, 1.96) raise it for their server.
 	MaxMinor int
 	// ViewCacheBytes bounds the rendered node views kept for reads
-	// (viewcache.go): 0 is 32 MiB, negative keeps none.
+	// (viewcache.go): 0 follows the fleet (2 KiB a node, 1-32 MiB),
+	// negative keeps none.
 	ViewCacheBytes int
 }
 
@@ -81,7 +82,7 @@ func New(cond *engine.Conductor, opts Options) *API {
 	if opts.MaxMinor == 0 {
 		opts.MaxMinor = MaxMinor
 	}
-	a := &API{cond: cond, opts: opts, log: opts.Logger, mux: http.NewServeMux(), views: newViewCache(opts.ViewCacheBytes)}
+	a := &API{cond: cond, opts: opts, log: opts.Logger, mux: http.NewServeMux(), views: newViewCache(opts.ViewCacheBytes, cond.Store().NodeCount)}
 	a.routes()
 	for pattern, h := range opts.Extra {
 		a.mux.Handle(pattern, h)

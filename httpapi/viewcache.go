@@ -1,20 +1,32 @@
 package httpapi
 
 import (
+	"context"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/google/uuid"
 
 	"castiron/storage"
 )
 
-// defaultViewCacheBytes bounds the rendered node views kept in memory: a
-// full node view is 2-3 KB, a list summary 0.4 KB, so the full views of
-// about 6,000 nodes fit, or the summaries of 40,000. The Go heap grows to
-// about twice what it holds, so this is about twice it in RSS after load.
-const defaultViewCacheBytes = 16 << 20
+// By default the budget of rendered node views follows the fleet: a full
+// node view is 2-3 KB, a list summary 0.4 KB, so viewBytesPerNode keeps
+// the full view of most nodes, between minViewCacheBytes and
+// maxAutoViewCacheBytes (10,000 nodes: 20 MiB). The Go heap grows to about
+// twice what it holds, so this is about twice it in RSS after load. A fixed
+// budget kept views of deleted nodes the fleet had long forgotten: 16 MiB
+// whatever the fleet (issue 28's soak).
+const (
+	viewBytesPerNode      = 2 << 10
+	minViewCacheBytes     = 1 << 20
+	maxAutoViewCacheBytes = 32 << 20
+	// resizeEvery bounds how often the fleet is counted (one COUNT(*)).
+	resizeEvery  = 10 * time.Second
+	countTimeout = 2 * time.Second
+)
 
 // maxViewKeys bounds the kinds of view kept (microversion x base URL x
 // fields): real clients use a handful, and the Host header is the client's.
@@ -35,6 +47,10 @@ type viewCache struct {
 	views map[string]map[string]*cachedView // view key -> node uuid -> view
 	size  int                               // bytes of all bodies
 	max   int
+	// count, when set, sizes max from the number of nodes (re-counted at
+	// most every resizeEvery, by a put); nil: max is the operator's.
+	count   func(context.Context) (int, error)
+	sizedAt time.Time
 }
 
 type cachedView struct {
@@ -44,15 +60,69 @@ type cachedView struct {
 }
 
 // newViewCache returns a cache of up to max bytes of views; nil (no cache)
-// when max is negative.
-func newViewCache(max int) *viewCache {
+// when max is negative. max 0 sizes it from count (the number of nodes),
+// or minViewCacheBytes when count is nil.
+func newViewCache(max int, count func(context.Context) (int, error)) *viewCache {
 	if max < 0 {
 		return nil
 	}
+	c := &viewCache{views: map[string]map[string]*cachedView{}, max: max}
 	if max == 0 {
-		max = defaultViewCacheBytes
+		c.max = minViewCacheBytes
+		c.count = count
 	}
-	return &viewCache{views: map[string]map[string]*cachedView{}, max: max}
+	return c
+}
+
+// budgetFor is the automatic budget for a fleet of nodes.
+func budgetFor(nodes int) int {
+	return min(max(nodes*viewBytesPerNode, minViewCacheBytes), maxAutoViewCacheBytes)
+}
+
+// resize re-counts the fleet when that is due and sets the budget from
+// it, shrinking the cache if it now holds more. It runs on a put, outside
+// the request's context (a view is kept after the answer is made), bounded
+// by countTimeout.
+func (c *viewCache) resize() {
+	if c.count == nil {
+		return
+	}
+	c.mu.Lock()
+	due := time.Since(c.sizedAt) >= resizeEvery
+	if due {
+		c.sizedAt = time.Now() // one counter at a time
+	}
+	c.mu.Unlock()
+	if !due {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), countTimeout)
+	defer cancel()
+	n, err := c.count(ctx)
+	if err != nil {
+		return // keep the budget; try again when due
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.max = budgetFor(n)
+	if c.size > c.max {
+		c.shrink()
+	}
+}
+
+// forget drops every view of node (deleted).
+func (c *viewCache) forget(node string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, m := range c.views {
+		if e := m[node]; e != nil {
+			c.size -= cap(e.body)
+			delete(m, node)
+			if len(m) == 0 {
+				delete(c.views, k)
+			}
+		}
+	}
 }
 
 // viewKey names what shapes a node's view besides its row.
@@ -117,11 +187,12 @@ func (c *viewCache) getAll(key string, nodes []*storage.NodeVersion, conductor f
 // conductor. The body must not change afterwards; its capacity counts
 // against the budget (callers give exact-size copies).
 func (c *viewCache) put(key, node string, version int64, conductor string, body []byte) {
+	c.resize()
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if len(body) > c.max/64 {
 		return
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	m := c.views[key]
 	if m == nil {
 		if len(c.views) >= maxViewKeys {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"castiron/engine"
 	"castiron/engine/driver/fake"
@@ -137,7 +138,7 @@ func neverStale(t *testing.T, h *apiHarness) {
 
 // TestViewCacheBounded: the cache keeps no more than its budget.
 func TestViewCacheBounded(t *testing.T) {
-	c := newViewCache(64 << 10)
+	c := newViewCache(64<<10, nil)
 	body := bytes.Repeat([]byte("x"), 1000)
 	for i := range 1000 {
 		c.put("k", string(rune('a'+i%26))+string(rune(i)), int64(i), "", body)
@@ -153,5 +154,98 @@ func TestViewCacheBounded(t *testing.T) {
 	}
 	if got := c.get("k", "x", 1, ""); got != nil {
 		t.Fatal("a view found for a version it was not made from")
+	}
+}
+
+// TestViewCacheForgetsDeletedNodes: deleting a node, by uuid or by name,
+// drops its views at once instead of leaving them until the budget is full.
+func TestViewCacheForgetsDeletedNodes(t *testing.T) {
+	h := newAPI(t)
+	api := New(h.cond, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	var ids []string
+	for _, name := range []string{"fd-a", "fd-b", "fd-c"} {
+		ids = append(ids, h.createNode(map[string]any{"name": name})["uuid"].(string))
+	}
+	for _, id := range ids {
+		for _, p := range []string{"/v1/nodes/" + id, "/v1/nodes/" + id + "?fields=uuid,name"} {
+			if code, body := serveWith(h, api, "GET", p, latest); code != http.StatusOK {
+				t.Fatalf("GET %s: %d %s", p, code, body)
+			}
+		}
+	}
+	if code, _ := serveWith(h, api, "GET", "/v1/nodes", latest); code != http.StatusOK {
+		t.Fatal(code)
+	}
+	has := func(id string) int {
+		api.views.mu.RLock()
+		defer api.views.mu.RUnlock()
+		n := 0
+		for _, m := range api.views.views {
+			if m[id] != nil {
+				n++
+			}
+		}
+		return n
+	}
+	if has(ids[0]) != 3 || has(ids[1]) != 3 {
+		t.Fatalf("views before delete: %d, %d, want 3 each (full, fields, list)", has(ids[0]), has(ids[1]))
+	}
+	size := api.views.size
+	for _, ident := range []string{ids[0], "fd-b"} {
+		if code, body := serveWith(h, api, "DELETE", "/v1/nodes/"+ident, latest); code != http.StatusNoContent {
+			t.Fatalf("DELETE %s: %d %s", ident, code, body)
+		}
+	}
+	if has(ids[0]) != 0 || has(ids[1]) != 0 || has(ids[2]) != 3 {
+		t.Fatalf("views after deleting two nodes: %d, %d, %d, want 0, 0, 3", has(ids[0]), has(ids[1]), has(ids[2]))
+	}
+	if api.views.size >= size {
+		t.Fatalf("cache size %d after deletes, %d before", api.views.size, size)
+	}
+	// A failed delete leaves the views alone.
+	if code, _ := serveWith(h, api, "DELETE", "/v1/nodes/no-such-node", latest); code != http.StatusNotFound {
+		t.Fatalf("DELETE of a missing node: %d", code)
+	}
+	if has(ids[2]) != 3 {
+		t.Fatal("views of another node dropped")
+	}
+}
+
+// TestViewCacheFollowsFleet: without a size given, the budget follows the
+// number of nodes (counted in the store), and a fleet that shrinks shrinks
+// the cache.
+func TestViewCacheFollowsFleet(t *testing.T) {
+	h := newAPI(t)
+	for i := range 3 {
+		h.createNode(map[string]any{"name": "ff-" + string(rune('a'+i))})
+	}
+	if n, err := h.cond.Store().NodeCount(context.Background()); err != nil || n != 3 {
+		t.Fatalf("NodeCount: %d %v, want 3", n, err)
+	}
+	nodes := 20000
+	c := newViewCache(0, func(context.Context) (int, error) { return nodes, nil })
+	body := bytes.Repeat([]byte("x"), 4000)
+	for i := range 8000 {
+		c.put("k", "n"+string(rune(i)), 1, "", body)
+	}
+	if c.max != maxAutoViewCacheBytes || c.size > c.max || c.size < c.max/2 {
+		t.Fatalf("20,000 nodes: budget %d (want %d), holding %d", c.max, maxAutoViewCacheBytes, c.size)
+	}
+	nodes = 1000
+	c.mu.Lock()
+	c.sizedAt = time.Time{} // the next put re-counts
+	c.mu.Unlock()
+	c.put("k", "one-more", 1, "", body)
+	if want := budgetFor(1000); c.max != want || c.size > c.max {
+		t.Fatalf("1,000 nodes: budget %d (want %d), holding %d", c.max, want, c.size)
+	}
+	if budgetFor(0) != minViewCacheBytes || budgetFor(10000) != 10000*viewBytesPerNode {
+		t.Fatal("budgetFor")
+	}
+	// An operator's size is kept whatever the fleet.
+	fixed := newViewCache(64<<10, func(context.Context) (int, error) { return 1e6, nil })
+	fixed.put("k", "n", 1, "", []byte("x"))
+	if fixed.max != 64<<10 {
+		t.Fatalf("fixed budget became %d", fixed.max)
 	}
 }

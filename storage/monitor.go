@@ -41,3 +41,12 @@ func (s *DB) CountNodes(ctx context.Context) ([]NodeStateCount, error) {
 	}, `SELECT provision_state, COALESCE(power_state, ''), maintenance, COUNT(*)
 		FROM nodes GROUP BY provision_state, COALESCE(power_state, ''), maintenance`)
 }
+
+// NodeCount is the number of nodes (what sizes the API's view cache).
+func (s *DB) NodeCount(ctx context.Context) (int, error) {
+	var n int
+	if err := s.reader().queryRow(ctx, "SELECT COUNT(*) FROM nodes").Scan(&n); err != nil {
+		return 0, fmt.Errorf("storage: count nodes: %w", err)
+	}
+	return n, nil
+}

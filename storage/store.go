@@ -21,6 +21,8 @@ type Store interface {
 	CreateNode(ctx context.Context, n *Node) error
 	// GetNode finds a node by UUID, or by name when ident is not a UUID.
 	GetNode(ctx context.Context, ident string) (*Node, error)
+	// NodeCount is the number of nodes, of every conductor group.
+	NodeCount(ctx context.Context) (int, error)
 	// GetNodeVersion finds a node as GetNode does, reading only its row
 	// version and what places it on the hash ring.
 	GetNodeVersion(ctx context.Context, ident string) (*NodeVersion, error)

@@ -80,3 +80,19 @@ type Property struct {
 	Name        string
 	Description string
 }
+
+// SessionKeeper is implemented by drivers that keep BMC sessions open
+// between calls (ipmi). The conductor closes what it no longer uses.
+type SessionKeeper interface {
+	// CloseIdleSessions closes sessions unused for longer than idle.
+	CloseIdleSessions(ctx context.Context, idle time.Duration)
+	// CloseSessions closes every kept session.
+	CloseSessions(ctx context.Context)
+}
+
+// BMCAddresser is implemented by drivers that can name the BMC a node's
+// calls go to ("host:port"), so the conductor can bound its calls per BMC.
+// An empty answer means unknown (driver_info invalid).
+type BMCAddresser interface {
+	BMCAddress(n Node) string
+}

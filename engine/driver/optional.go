@@ -72,3 +72,10 @@ const (
 type HealthReader interface {
 	Health(ctx context.Context, n Node) (string, error)
 }
+
+// PowerHealthReader reads the power state and the health in one BMC
+// exchange (IPMI's chassis status and Redfish's System hold both), so that
+// power sync reads each BMC once a pass, not twice.
+type PowerHealthReader interface {
+	PowerStateHealth(ctx context.Context, n Node) (power, health string, err error)
+}

@@ -35,22 +35,30 @@ type Config struct {
 	// up to MaxPollInterval. Defaults 50ms and 2s.
 	PollInterval    time.Duration
 	MaxPollInterval time.Duration
+	// SessionPerOperation opens and closes a session for every power read
+	// too. By default a power read leaves its session open for the next
+	// read of the same BMC (keep.go): 1 round trip instead of 7.
+	SessionPerOperation bool
 	// Logger receives the few events worth keeping (cipher suite fallback,
 	// boot timeout refused). Default slog.Default().
 	Logger *slog.Logger
 }
 
 // Driver implements driver.Power and driver.Management. It is safe for
-// concurrent use; each operation opens its own session.
+// concurrent use. Power changes and boot device calls open their own
+// session; power reads reuse one kept per BMC (keep.go).
 type Driver struct {
 	cfg    Config
 	log    *slog.Logger
 	suites suiteCache
+	keep   keptPool
 }
 
 var (
-	_ driver.Power      = (*Driver)(nil)
-	_ driver.Management = (*Driver)(nil)
+	_ driver.Power         = (*Driver)(nil)
+	_ driver.Management    = (*Driver)(nil)
+	_ driver.SessionKeeper = (*Driver)(nil)
+	_ driver.BMCAddresser  = (*Driver)(nil)
 )
 
 // New returns a Driver with cfg's zero fields set to their defaults.
@@ -117,4 +125,13 @@ func Properties() []driver.Property {
 		{Name: "ipmi_hex_kg_key", Description: "Kg key for IPMIv2 authentication; not supported by this driver. Optional."},
 		{Name: "ipmi_terminal_port", Description: "node's UDP port to connect to. Only required for console access."},
 	}
+}
+
+// BMCAddress is ipmi_address:ipmi_port, "" when driver_info is invalid.
+func (d *Driver) BMCAddress(n driver.Node) string {
+	inf, err := parseInfo(n)
+	if err != nil {
+		return ""
+	}
+	return inf.target()
 }

@@ -381,7 +381,8 @@ func TestUnreachable(t *testing.T) {
 
 func TestCipherSuiteFallback(t *testing.T) {
 	s := ipmisim.StartSim(t)
-	d := newTestDriver(t, Config{})
+	// Every read sets a session up: that is what is tested here.
+	d := newTestDriver(t, Config{SessionPerOperation: true})
 	n := testNode(s.DriverInfo())
 	ctx := ctxT(t, 30*time.Second)
 	key := suiteKey{uuid: n.UUID, address: "127.0.0.1", port: s.Port}

@@ -13,14 +13,14 @@ import (
 	"github.com/bougou/go-ipmi/pkg/command/chassis"
 )
 
-// PowerState reads Get Chassis Status.
+// PowerState reads Get Chassis Status, on the BMC's kept session.
 func (d *Driver) PowerState(ctx context.Context, n driver.Node) (string, error) {
 	inf, err := parseInfo(n)
 	if err != nil {
 		return "", err
 	}
 	var state string
-	err = d.session(ctx, inf, func(s *conn) error {
+	err = d.withKept(ctx, inf, func(ctx context.Context, s *conn) error {
 		state, err = s.powerState(ctx)
 		return err
 	})
@@ -185,12 +185,19 @@ func controlName(c chassis.ChassisControl) string {
 // interlock is Critical; a cooling fan or drive fault, or an open chassis,
 // is Warning; none of them is OK.
 func (d *Driver) Health(ctx context.Context, n driver.Node) (string, error) {
+	_, health, err := d.PowerStateHealth(ctx, n)
+	return health, err
+}
+
+// PowerStateHealth reads the power state and the health from one Get
+// Chassis Status on the BMC's kept session (power sync reads both).
+func (d *Driver) PowerStateHealth(ctx context.Context, n driver.Node) (string, string, error) {
 	inf, err := parseInfo(n)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
-	var health string
-	err = d.session(ctx, inf, func(s *conn) error {
+	var power, health string
+	err = d.withKept(ctx, inf, func(ctx context.Context, s *conn) error {
 		c, err := s.client(ctx)
 		if err != nil {
 			return err
@@ -199,15 +206,23 @@ func (d *Driver) Health(ctx context.Context, n driver.Node) (string, error) {
 		if err != nil {
 			return wrapBMC(ctx, s.inf, err, "IPMI get chassis status failed")
 		}
-		switch {
-		case st.PowerFault || st.PowerOverload || st.PowerControlFault || st.InterLock:
-			health = driver.HealthCritical
-		case st.CollingFanFault || st.DriveFault || st.ChassisIntrusionActive:
-			health = driver.HealthWarning
-		default:
-			health = driver.HealthOK
+		power = driver.PowerOff
+		if st.PowerIsOn {
+			power = driver.PowerOn
 		}
+		health = chassisHealth(st)
 		return nil
 	})
-	return health, err
+	return power, health, err
+}
+
+// chassisHealth is castiron's reading of the chassis status fault bits.
+func chassisHealth(st *chassis.GetChassisStatusResponse) string {
+	switch {
+	case st.PowerFault || st.PowerOverload || st.PowerControlFault || st.InterLock:
+		return driver.HealthCritical
+	case st.CollingFanFault || st.DriveFault || st.ChassisIntrusionActive:
+		return driver.HealthWarning
+	}
+	return driver.HealthOK
 }

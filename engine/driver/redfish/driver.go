@@ -70,6 +70,7 @@ var (
 	_ driver.Management   = (*Driver)(nil)
 	_ driver.VirtualMedia = (*Driver)(nil)
 	_ driver.Inspector    = (*Driver)(nil)
+	_ driver.BMCAddresser = (*Driver)(nil)
 )
 
 // New returns a Driver with cfg's zero fields set to their defaults.
@@ -245,4 +246,14 @@ func (d *Driver) Verify(ctx context.Context, n driver.Node) error {
 // SupportedPowerStates is Ironic's list for the redfish power interface.
 func (d *Driver) SupportedPowerStates() []string {
 	return []string{driver.PowerOn, driver.PowerOff, driver.Rebooting, driver.SoftRebooting, driver.SoftPowerOff}
+}
+
+// BMCAddress is the BMC's scheme://host:port (what power sync bounds its
+// reads per), "" when driver_info is invalid.
+func (d *Driver) BMCAddress(n driver.Node) string {
+	inf, err := parseInfo(n)
+	if err != nil {
+		return ""
+	}
+	return inf.base
 }

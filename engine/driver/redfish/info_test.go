@@ -83,3 +83,25 @@ func TestPropertiesNameEveryKey(t *testing.T) {
 		t.Fatalf("properties %v", names)
 	}
 }
+
+// BMCAddress names the BMC (what power sync bounds its reads per): nodes
+// on one Redfish service share it, whatever their system id.
+func TestBMCAddress(t *testing.T) {
+	d := New(Config{})
+	for _, c := range []struct {
+		addr, system, want string
+	}{
+		{"10.0.0.5", "/redfish/v1/Systems/1", "https://10.0.0.5"},
+		{"http://127.0.0.1:8000", "/redfish/v1/Systems/a", "http://127.0.0.1:8000"},
+		{"http://127.0.0.1:8000", "/redfish/v1/Systems/b", "http://127.0.0.1:8000"},
+	} {
+		n := driver.Node{UUID: "6c616230-0000-4000-8000-000000000001", DriverInfo: map[string]any{
+			"redfish_address": c.addr, "redfish_system_id": c.system, "redfish_username": "u", "redfish_password": "p"}}
+		if got := d.BMCAddress(n); got != c.want {
+			t.Errorf("%s: %q, want %q", c.addr, got, c.want)
+		}
+	}
+	if got := d.BMCAddress(driver.Node{DriverInfo: map[string]any{}}); got != "" {
+		t.Errorf("no address: %q", got)
+	}
+}

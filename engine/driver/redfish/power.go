@@ -220,9 +220,24 @@ func (d *Driver) Health(ctx context.Context, n driver.Node) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	switch h := sys.Status.Health; h {
-	case schemas.OKHealth, schemas.WarningHealth, schemas.CriticalHealth:
-		return string(h), nil
+	return systemHealth(sys.Status.Health), nil
+}
+
+// PowerStateHealth is PowerState and Health from one GET of the System.
+func (d *Driver) PowerStateHealth(ctx context.Context, n driver.Node) (string, string, error) {
+	_, sys, err := d.open(ctx, n)
+	if err != nil {
+		return "", "", err
 	}
-	return "", nil
+	return powerState(sys.PowerState), systemHealth(sys.Status.Health), nil
+}
+
+// systemHealth is Ironic's node health for a Redfish Status.Health: OK,
+// Warning, Critical, or "" when the BMC does not say.
+func systemHealth(h schemas.Health) string {
+	switch h {
+	case schemas.OKHealth, schemas.WarningHealth, schemas.CriticalHealth:
+		return string(h)
+	}
+	return ""
 }

@@ -1,0 +1,525 @@
+// Command fleet measures power sync against a fleet of simulated IPMI BMCs
+// (engine/driver/bmcsim/ipmisim: IPMI 2.0 lanplus, cipher suite 17, every
+// answer 20-50 ms late, each BMC on its own 127.x.y.z address), side by side
+// in one run: castiron before (main's sequential loop), castiron after, and
+// OpenStack Ironic 21.4 with its ipmi driver (ipmitool) where it can run.
+//
+// For every N and target: a fresh fleet of N BMCs, a fresh server, N ipmi
+// nodes created "available" (API 1.10, so no BMC is touched before the
+// sync), power sync as fast as the target goes (interval 1 s). Counted at
+// the BMCs, so every target is measured the same way:
+//
+//   - cold sweep: from the last node created until every BMC was read once
+//     (session setup included), capped at -cold-cap;
+//
+//   - reads/min over a -window that starts once the cold sweep is done (or
+//     capped), and the warm sweep: from the window's start until every BMC
+//     was read again (extrapolated as N / rate when the window ends first,
+//     marked ~);
+//
+//   - the server's CPU (cores, children included: Ironic's ipmitool
+//     processes) over the window and its RSS at the end.
+//
+//     bench/fleet/run.sh   (builds main's and this tree's castiron)
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"castiron/engine/driver/bmcsim/ipmisim"
+)
+
+type config struct {
+	before, after, ironicRef string
+	targets                  []string
+	ns                       []int
+	ironicMaxN               int
+	window, coldCap          time.Duration
+	latMin, latMax           time.Duration
+	base                     string
+	port                     int
+	dir                      string
+	jsonl                    string
+}
+
+type result struct {
+	Target      string  `json:"target"`
+	N           int     `json:"n"`
+	CreateS     float64 `json:"create_s"`
+	ColdSweepS  float64 `json:"cold_sweep_s"`
+	ColdDone    bool    `json:"cold_done"`
+	ReadsPerMin float64 `json:"reads_per_min"`
+	SweepS      float64 `json:"sweep_s"`
+	SweepExact  bool    `json:"sweep_measured"`
+	Cores       float64 `json:"cpu_cores"`
+	RSSMiB      float64 `json:"rss_mib"`
+	Packets     uint64  `json:"packets_per_read_x100"`
+	Errors      string  `json:"errors,omitempty"`
+}
+
+func main() {
+	var c config
+	var targets, ns string
+	flag.StringVar(&c.before, "before", "", "castiron binary built from main (sequential power sync)")
+	flag.StringVar(&c.after, "after", "", "castiron binary built from this tree")
+	flag.StringVar(&c.ironicRef, "ironic-ref", "", "shared/ironic-reference directory (start.sh, stop.sh, ironic.conf.template)")
+	flag.StringVar(&targets, "targets", "before,after,ironic", "targets, in column order")
+	flag.StringVar(&ns, "n", "100,1000,10000", "fleet sizes")
+	flag.IntVar(&c.ironicMaxN, "ironic-max-n", 1000, "largest N Ironic is run at")
+	flag.DurationVar(&c.window, "window", 60*time.Second, "measuring window")
+	flag.DurationVar(&c.coldCap, "cold-cap", 90*time.Second, "longest wait for the first (cold) sweep")
+	flag.DurationVar(&c.latMin, "latency-min", 20*time.Millisecond, "BMC answer delay, lower bound")
+	flag.DurationVar(&c.latMax, "latency-max", 50*time.Millisecond, "BMC answer delay, upper bound")
+	flag.StringVar(&c.base, "base", "127.30.0.1", "first BMC address")
+	flag.IntVar(&c.port, "port", 6623, "BMC UDP port")
+	flag.StringVar(&c.dir, "dir", "", "work directory (data dirs, logs); default a new temp dir")
+	flag.StringVar(&c.jsonl, "jsonl", "", "append one JSON line per result here")
+	flag.Parse()
+	c.targets = strings.Split(targets, ",")
+	for _, s := range strings.Split(ns, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n <= 0 {
+			log.Fatalf("bad -n %q", s)
+		}
+		c.ns = append(c.ns, n)
+	}
+	if c.dir == "" {
+		d, err := os.MkdirTemp("", "castiron-fleet.")
+		if err != nil {
+			log.Fatal(err)
+		}
+		c.dir = d
+	}
+	var all []result
+	for _, n := range c.ns {
+		for _, t := range c.targets {
+			if t == "ironic" && (c.ironicRef == "" || n > c.ironicMaxN) {
+				continue
+			}
+			if (t == "before" && c.before == "") || (t == "after" && c.after == "") {
+				continue
+			}
+			r := run(c, t, n)
+			all = append(all, r)
+			b, _ := json.Marshal(r)
+			fmt.Fprintln(os.Stderr, string(b))
+			if c.jsonl != "" {
+				f, err := os.OpenFile(c.jsonl, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+				if err == nil {
+					f.Write(append(b, '\n'))
+					f.Close()
+				}
+			}
+		}
+	}
+	fmt.Print(table(c, all))
+}
+
+// server is one running target.
+type server struct {
+	base string
+	pids func() []int
+	stop func()
+}
+
+func run(c config, target string, n int) result {
+	r := result{Target: target, N: n}
+	log.Printf("%s, N=%d: starting %d BMCs", target, n, n)
+	ctx := context.Background()
+	fleet, err := ipmisim.Start(ctx, ipmisim.Config{N: n, Distinct: true, Base: net.ParseIP(c.base), Port: c.port,
+		LatencyMin: c.latMin, LatencyMax: c.latMax, CipherSuites: nil})
+	if err != nil {
+		r.Errors = err.Error()
+		return r
+	}
+	defer fleet.Close()
+	dir := filepath.Join(c.dir, fmt.Sprintf("%s-%d", target, n))
+	var s *server
+	switch target {
+	case "before":
+		s, err = startCastiron(c.before, dir)
+	case "after":
+		s, err = startCastiron(c.after, dir)
+	case "ironic":
+		s, err = startIronic(c.ironicRef, dir)
+	default:
+		err = fmt.Errorf("unknown target %q", target)
+	}
+	if err != nil {
+		r.Errors = err.Error()
+		return r
+	}
+	defer s.stop()
+
+	t0 := time.Now()
+	if failed := createNodes(s.base, fleet, 32); failed > 0 {
+		r.Errors = fmt.Sprintf("%d node creates failed", failed)
+	}
+	r.CreateS = time.Since(t0).Seconds()
+	log.Printf("%s, N=%d: %d nodes created in %.1f s", target, n, n, r.CreateS)
+
+	// Cold sweep: every BMC read once.
+	tc := time.Now()
+	base := make([]uint64, n) // zeros: nothing was read before the nodes existed
+	r.ColdDone = waitSwept(fleet, base, tc.Add(c.coldCap))
+	r.ColdSweepS = time.Since(tc).Seconds()
+	log.Printf("%s, N=%d: cold sweep %.1f s (done=%v)", target, n, r.ColdSweepS, r.ColdDone)
+
+	// Window.
+	snap := readsOf(fleet)
+	st0 := fleet.Stats()
+	cpu0 := cpuTicks(s.pids())
+	tw := time.Now()
+	end := tw.Add(c.window)
+	r.SweepExact = waitSwept(fleet, snap, end)
+	sweep := time.Since(tw)
+	if rest := time.Until(end); rest > 0 {
+		time.Sleep(rest)
+	}
+	el := time.Since(tw)
+	st1 := fleet.Stats()
+	cpu1 := cpuTicks(s.pids())
+	reads := st1.Reads - st0.Reads
+	r.ReadsPerMin = float64(reads) / el.Minutes()
+	if r.SweepExact {
+		r.SweepS = sweep.Seconds()
+	} else if r.ReadsPerMin > 0 {
+		r.SweepS = float64(n) / r.ReadsPerMin * 60
+	}
+	if reads > 0 {
+		r.Packets = (st1.Received - st0.Received) * 100 / reads
+	}
+	r.Cores = float64(cpu1-cpu0) / 100 / el.Seconds() // USER_HZ 100
+	r.RSSMiB = rssMiB(s.pids())
+	log.Printf("%s, N=%d: %.0f reads/min, sweep %.1f s (measured=%v), %.2f cores, %.0f MiB", target, n, r.ReadsPerMin, r.SweepS, r.SweepExact, r.Cores, r.RSSMiB)
+	return r
+}
+
+func readsOf(f *ipmisim.Fleet) []uint64 {
+	out := make([]uint64, len(f.BMCs))
+	for i, b := range f.BMCs {
+		out[i] = b.Stats().Reads
+	}
+	return out
+}
+
+// waitSwept waits until every BMC has more reads than in base, or until
+// deadline (false).
+func waitSwept(f *ipmisim.Fleet, base []uint64, deadline time.Time) bool {
+	next := 0
+	for {
+		for next < len(f.BMCs) && f.BMCs[next].Stats().Reads > base[next] {
+			next++
+		}
+		if next == len(f.BMCs) {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func freeAddr() string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func startCastiron(bin, dir string) (*server, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	addr := freeAddr()
+	logf, err := os.Create(filepath.Join(dir, "castiron.log"))
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, "serve", "--listen", addr, "--data-dir", dir, "--log-level", "warn",
+		"--power-sync-interval", "1s")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	s := &server{
+		base: "http://" + addr,
+		pids: func() []int { return []int{cmd.Process.Pid} },
+		stop: func() {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			done := make(chan struct{})
+			go func() { _ = cmd.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(20 * time.Second):
+				_ = cmd.Process.Kill()
+				<-done
+			}
+			logf.Close()
+		},
+	}
+	if !waitUp(s.base, 30*time.Second) {
+		s.stop()
+		return nil, fmt.Errorf("castiron %s did not answer GET /v1 (log: %s)", bin, logf.Name())
+	}
+	return s, nil
+}
+
+// startIronic runs the reference Ironic (single process, SQLite) with power
+// sync every second, sync_power_state_workers 8 (its default) and
+// periodic_max_workers 100, as issue 28 sets a fair Ironic up.
+func startIronic(ref, dir string) (*server, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	tmpl, err := os.ReadFile(filepath.Join(ref, "ironic.conf.template"))
+	if err != nil {
+		return nil, err
+	}
+	conf := strings.Replace(string(tmpl), "[conductor]\n", "[conductor]\nsync_power_state_interval = 1\nsync_power_state_workers = 8\nperiodic_max_workers = 100\n", 1)
+	tp := filepath.Join(dir, "ironic.conf.template")
+	if err := os.WriteFile(tp, []byte(conf), 0o644); err != nil {
+		return nil, err
+	}
+	port := strings.Split(freeAddr(), ":")[1]
+	data := filepath.Join(dir, "data")
+	cmd := exec.Command(filepath.Join(ref, "start.sh"), port, data)
+	cmd.Env = append(os.Environ(), "TEMPLATE="+tp, "FRESH=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return nil, fmt.Errorf("ironic start.sh: %v\n%s", err, out)
+	}
+	pids := func() []int { return descendants(readPids(filepath.Join(data, "ironic.pids"))) }
+	return &server{
+		base: "http://127.0.0.1:" + port,
+		pids: pids,
+		stop: func() {
+			out, err := exec.Command(filepath.Join(ref, "stop.sh"), port, data).CombinedOutput()
+			if err != nil {
+				log.Printf("ironic stop.sh: %v\n%s", err, out)
+			}
+		},
+	}, nil
+}
+
+func readPids(path string) []int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, f := range strings.Fields(string(b)) {
+		if p, err := strconv.Atoi(f); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// descendants is pids and every process below them.
+func descendants(pids []int) []int {
+	var out []int
+	for q := pids; len(q) > 0; {
+		p := q[0]
+		q = q[1:]
+		out = append(out, p)
+		matches, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", p))
+		for _, m := range matches {
+			b, _ := os.ReadFile(m)
+			for _, f := range strings.Fields(string(b)) {
+				if c, err := strconv.Atoi(f); err == nil {
+					q = append(q, c)
+				}
+			}
+		}
+	}
+	return out
+}
+
+func waitUp(base string, d time.Duration) bool {
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		resp, err := http.Get(base + "/v1")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+var client = &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+
+// createNodes enrolls one ipmi node per BMC with API 1.10: the node is
+// "available" at once, as before enroll existed, so nothing but the power
+// sync talks to the BMCs.
+func createNodes(base string, f *ipmisim.Fleet, workers int) int {
+	var next, failed atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(f.BMCs) {
+					return
+				}
+				b := f.BMCs[i]
+				body, _ := json.Marshal(map[string]any{"driver": "ipmi", "driver_info": map[string]any{
+					"ipmi_address": b.Host(), "ipmi_port": b.Port(), "ipmi_cipher_suite": "17",
+					"ipmi_username": ipmisim.DefaultUser, "ipmi_password": ipmisim.DefaultPassword,
+				}})
+				req, _ := http.NewRequest("POST", base+"/v1/nodes", bytes.NewReader(body))
+				req.Header.Set("X-OpenStack-Ironic-API-Version", "1.10")
+				req.Header.Set("Content-Type", "application/json")
+				resp, err := client.Do(req)
+				if err != nil {
+					failed.Add(1)
+					continue
+				}
+				msg, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 201 {
+					if failed.Add(1) == 1 {
+						log.Printf("create: %d %s", resp.StatusCode, msg)
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return int(failed.Load())
+}
+
+// cpuTicks sums user+system time of pids and their reaped children.
+func cpuTicks(pids []int) uint64 {
+	var sum uint64
+	for _, p := range pids {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p))
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+		for _, i := range []int{11, 12, 13, 14} { // utime stime cutime cstime
+			v, _ := strconv.ParseUint(f[i], 10, 64)
+			sum += v
+		}
+	}
+	return sum
+}
+
+func rssMiB(pids []int) float64 {
+	var kb float64
+	for _, p := range pids {
+		f, err := os.Open(fmt.Sprintf("/proc/%d/status", p))
+		if err != nil {
+			continue
+		}
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+				x, _ := strconv.ParseFloat(strings.Fields(v)[0], 64)
+				kb += x
+			}
+		}
+		f.Close()
+	}
+	return kb / 1024
+}
+
+func table(c config, rs []result) string {
+	by := map[string]map[int]result{}
+	for _, r := range rs {
+		if by[r.Target] == nil {
+			by[r.Target] = map[int]result{}
+		}
+		by[r.Target][r.N] = r
+	}
+	var cols []string
+	for _, t := range c.targets {
+		if by[t] != nil {
+			cols = append(cols, t)
+		}
+	}
+	name := map[string]string{"before": "castiron main", "after": "castiron fleet", "ironic": "Ironic 21.4"}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nPower sync, %d-%d ms BMCs (IPMI lanplus, suite 17, one 127.x.y.z each), interval 1 s; columns: %s\n\n",
+		c.latMin.Milliseconds(), c.latMax.Milliseconds(), strings.Join(func() []string {
+			var o []string
+			for _, t := range cols {
+				o = append(o, name[t])
+			}
+			return o
+		}(), " / "))
+	b.WriteString("| nodes | BMC reads/min | x after/before | x after/Ironic | full sweep (warm) | cold sweep | packets/read | CPU cores | RSS MiB |\n|---|---|---|---|---|---|---|---|---|\n")
+	for _, n := range c.ns {
+		var reads, sweep, cold, pk, cores, rss []string
+		for _, t := range cols {
+			r, ok := by[t][n]
+			if !ok {
+				reads, sweep, cold, pk, cores, rss = append(reads, "-"), append(sweep, "-"), append(cold, "-"), append(pk, "-"), append(cores, "-"), append(rss, "-")
+				continue
+			}
+			mark := ""
+			if r.Errors != "" {
+				mark = " ⚠"
+			}
+			reads = append(reads, fmt.Sprintf("%.0f%s", r.ReadsPerMin, mark))
+			sw := fmt.Sprintf("%.1f s", r.SweepS)
+			if !r.SweepExact {
+				sw = "~" + sw
+			}
+			sweep = append(sweep, sw)
+			cs := fmt.Sprintf("%.1f s", r.ColdSweepS)
+			if !r.ColdDone {
+				cs = ">" + cs
+			}
+			cold = append(cold, cs)
+			pk = append(pk, fmt.Sprintf("%.2f", float64(r.Packets)/100))
+			cores = append(cores, fmt.Sprintf("%.2f", r.Cores))
+			rss = append(rss, fmt.Sprintf("%.0f", r.RSSMiB))
+		}
+		ratio := func(a, b string) string {
+			ra, ok1 := by[a][n]
+			rb, ok2 := by[b][n]
+			if !ok1 || !ok2 || rb.ReadsPerMin == 0 {
+				return "-"
+			}
+			return fmt.Sprintf("x%.1f", ra.ReadsPerMin/rb.ReadsPerMin)
+		}
+		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", n, strings.Join(reads, " / "),
+			ratio("after", "before"), ratio("after", "ironic"), strings.Join(sweep, " / "), strings.Join(cold, " / "),
+			strings.Join(pk, " / "), strings.Join(cores, " / "), strings.Join(rss, " / "))
+	}
+	b.WriteString("\n~ extrapolated (N / rate: the window ended first); > the cold sweep was still running at the cap. packets/read counts every packet the BMCs received per power read (session setup, keepalives and Close Session included). With the 1 s interval a target reads at most N x 60 a minute: a rate at that ceiling means passes shorter than a second.\n")
+	for _, r := range rs {
+		if r.Errors != "" {
+			fmt.Fprintf(&b, "⚠ %s N=%d: %s\n", r.Target, r.N, r.Errors)
+		}
+	}
+	return b.String()
+}
