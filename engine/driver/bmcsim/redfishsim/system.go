@@ -146,7 +146,7 @@ func (s *Server) system() map[string]any {
 		"BootSourceOverrideMode":                            s.sys.mode,
 		"BootSourceOverrideMode@Redfish.AllowableValues":    []string{"Legacy", "UEFI"},
 		"BootSourceOverrideEnabled@Redfish.AllowableValues": []string{"Disabled", "Once", "Continuous"},
-		"HttpBootUri": s.sys.httpBootURI,
+		"HttpBootUri":                  s.sys.httpBootURI,
 		"UefiTargetBootSourceOverride": nil,
 	}
 	sys := map[string]any{
@@ -154,7 +154,7 @@ func (s *Server) system() map[string]any {
 		"Id": s.cfg.SystemID, "Name": "System", "SystemType": "Physical",
 		"Manufacturer": s.fl.manufacturer, "Model": s.fl.model, "SKU": "SIM-" + s.cfg.SystemID,
 		"SerialNumber": "SIM" + strings.ToUpper(strings.ReplaceAll(s.cfg.UUID, "-", "")[:10]),
-		"UUID": s.cfg.UUID, "AssetTag": s.sys.assetTag, "HostName": "",
+		"UUID":         s.cfg.UUID, "AssetTag": s.sys.assetTag, "HostName": "",
 		"PowerState": s.powerState(), "IndicatorLED": s.sys.led, "LocationIndicatorActive": s.sys.led != "Off",
 		"BiosVersion": s.componentVersion(true),
 		"Status":      map[string]any{"State": "Enabled", "Health": s.sys.health, "HealthRollup": s.sys.health},
