@@ -134,8 +134,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	return err
 }
 
-// Close stops serving (when Serve runs), powers the Machine off and removes
-// downloaded media.
+// Close stops serving (when Serve runs), closes the Machine (or powers it
+// off) and removes downloaded media.
 func (s *Server) Close(ctx context.Context) error {
 	s.mu.Lock()
 	srv := s.srv
@@ -144,7 +144,9 @@ func (s *Server) Close(ctx context.Context) error {
 	if srv != nil {
 		errs = append(errs, srv.Close())
 	}
-	if m := s.cfg.Machine; m != nil && m.Running() {
+	if c, ok := s.cfg.Machine.(interface{ Close(context.Context) error }); ok {
+		errs = append(errs, c.Close(ctx))
+	} else if m := s.cfg.Machine; m != nil && m.Running() {
 		errs = append(errs, m.PowerOff(ctx, true))
 	}
 	if s.tmpMedia != "" {
