@@ -35,7 +35,6 @@ func cmdline(pid int) string {
 	return strings.ReplaceAll(string(b), "\x00", " ")
 }
 
-
 // bootIndex returns the bootindex qemu's command line gives the device
 // whose -device argument contains what.
 func bootIndex(cmd, what string) string {
