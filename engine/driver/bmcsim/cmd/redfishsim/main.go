@@ -103,13 +103,20 @@ func run() error {
 			return errors.New("-qemu needs -qemu-dir")
 		}
 		q.Binary, q.Accel, q.Logger, q.UUID = qemuBinary, qemuAccel, log, cfg.UUID
-		for _, d := range disks {
+		// The BMC reports the VM's own memory, CPUs and disks (raw disks:
+		// their file size), so inspection matches what the agent finds.
+		cfg.MemoryGiB, cfg.CPUs, cfg.Threads = float64(q.MemMB)/1024, 1, q.CPUs
+		for i, d := range disks {
 			path, serial, _ := strings.Cut(d, "=")
 			f := "raw"
 			if strings.HasSuffix(path, ".qcow2") {
 				f = "qcow2"
 			}
 			q.Disks = append(q.Disks, redfishsim.QEMUDisk{Path: path, Serial: serial, Format: f})
+			if st, err := os.Stat(path); err == nil && f == "raw" {
+				cfg.Drives = append(cfg.Drives, redfishsim.DriveConfig{ID: fmt.Sprintf("Disk%d", i), CapacityBytes: st.Size(),
+					MediaType: "HDD", Protocol: "SATA", SerialNumber: serial, Model: "QEMU HARDDISK"})
+			}
 		}
 		for _, n := range nics {
 			mac, tap, _ := strings.Cut(n, "=")
