@@ -27,13 +27,18 @@ func bmc(t *testing.T, cfg redfishsim.Config) (*redfishsim.Server, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s, serve(t, s)
+}
+
+// serve puts s on a loopback httptest server until the test ends.
+func serve(t testing.TB, s *redfishsim.Server) string {
 	hs := httptest.NewServer(s)
 	s.SetBaseURL(hs.URL)
 	t.Cleanup(func() {
 		hs.Close()
 		_ = s.Close(context.Background())
 	})
-	return s, hs.URL
+	return hs.URL
 }
 
 type tlog struct{ t testing.TB }
