@@ -88,6 +88,10 @@ type Config struct {
 	TaskDelay time.Duration
 	// Latency is added to every answer.
 	Latency time.Duration
+	// ControlAPI serves the emulator's own control API under
+	// ControlPrefix (state, faults, sessions, health) for tests that run
+	// the BMC in another process.
+	ControlAPI bool
 
 	Logger *slog.Logger
 	// Now is the clock (tests) [time.Now].

@@ -286,6 +286,10 @@ type answer struct {
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.ControlAPI && strings.HasPrefix(r.URL.Path, ControlPrefix+"/") {
+		s.serveControl(w, r) // never slowed or failed by the injected faults
+		return
+	}
 	s.mu.Lock()
 	s.stats.Requests++
 	rule := s.matchFault(r)

@@ -690,3 +690,47 @@ func TestBadRequests(t *testing.T) {
 		t.Fatal("unknown flavour accepted")
 	}
 }
+
+// TestControlAPI: a BMC in another process is steered over HTTP: its
+// state read, a fault injected and removed, sessions dropped, health set
+// (read back by the driver's System read).
+func TestControlAPI(t *testing.T) {
+	s, url := bmc(t, redfishsim.Config{ControlAPI: true})
+	d := newDriver(t, redfish.Config{Retries: -1})
+	ctx, n := ctxT(t, 30*time.Second), node(url, s)
+	if err := d.SetPowerState(ctx, n, driver.PowerOn, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	code, st, _ := call(t, s, "GET", url+redfishsim.ControlPrefix+"/state", nil)
+	if code != 200 || st["PowerState"] != "On" || st["Sessions"] != float64(1) || st["BootMode"] != "UEFI" {
+		t.Fatalf("state %d %v", code, st)
+	}
+	if code, _, _ := call(t, s, "POST", url+redfishsim.ControlPrefix+"/faults", map[string]any{"Method": "GET", "Path": "/Systems/", "Status": 503}); code != 201 {
+		t.Fatalf("fault: %d", code)
+	}
+	if _, err := d.PowerState(ctx, n); err == nil || !strings.Contains(err.Error(), "503") {
+		t.Fatalf("with the injected 503: %v", err)
+	}
+	if code, _, _ := call(t, s, "DELETE", url+redfishsim.ControlPrefix+"/faults", nil); code != 204 {
+		t.Fatalf("faults removed: %d", code)
+	}
+	if code, _, _ := call(t, s, "POST", url+redfishsim.ControlPrefix+"/drop-sessions", nil); code != 204 || s.Sessions() != 0 {
+		t.Fatalf("drop sessions: %d, %d left", code, s.Sessions())
+	}
+	if code, _, _ := call(t, s, "PUT", url+redfishsim.ControlPrefix+"/health", map[string]any{"Health": "Critical"}); code != 204 {
+		t.Fatalf("health: %d", code)
+	}
+	if _, err := d.PowerState(ctx, n); err != nil {
+		t.Fatalf("after the faults and a dropped session: %v", err)
+	}
+	if _, sys, _ := call(t, s, "GET", url+s.SystemPath(), nil); sys["Status"].(map[string]any)["Health"] != "Critical" {
+		t.Fatalf("health %v", sys["Status"])
+	}
+	req, _ := http.NewRequest("GET", url+redfishsim.ControlPrefix+"/state", nil)
+	if res, err := http.DefaultClient.Do(req); err != nil || res.StatusCode != 401 {
+		t.Fatalf("control API without credentials: %v %v", res, err)
+	}
+	if code, _, _ := call(t, s, "PUT", url+redfishsim.ControlPrefix+"/health", map[string]any{"Health": "Meh"}); code != 400 {
+		t.Fatalf("bad health: %d", code)
+	}
+}

@@ -80,6 +80,7 @@ func run() error {
 	flag.StringVar(&q.Console, "console", "", "serial console file (default: <qemu-dir>/console.log)")
 	flag.Var(&disks, "disk", "PATH[=SERIAL] a raw disk of the VM (repeat; PATH.qcow2 is qcow2)")
 	flag.Var(&nics, "nic", "MAC[=TAP] a NIC of the VM (repeat; no TAP: qemu's restricted user network)")
+	flag.BoolVar(&cfg.ControlAPI, "control", false, "serve the control API under /redfishsim (state, faults, sessions, health)")
 	flag.BoolVar(&debug, "debug", false, "log every machine event")
 	flag.Parse()
 
