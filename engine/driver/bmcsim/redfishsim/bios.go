@@ -188,8 +188,12 @@ func (s *Server) routeBIOS(r *http.Request, p string, segs []string, body []byte
 				"BIOS attributes are changed through the settings object %s.", s.odata(settings))
 		}
 		return get(r, func() (any, error) {
+			times := []string{"OnReset"}
+			if s.cfg.Flavour == IDRAC {
+				times = []string{"OnReset", "AtMaintenanceWindowStart", "InMaintenanceWindowOnReset"}
+			}
 			st := map[string]any{"@odata.type": "#Settings.v1_3_0.Settings", "SettingsObject": s.link(settings),
-				"SupportedApplyTimes": []string{"OnReset"}, "Messages": s.bios.messages}
+				"SupportedApplyTimes": times, "Messages": s.bios.messages}
 			if !s.bios.applied.IsZero() {
 				st["Time"] = s.bios.applied.UTC().Format(time.RFC3339)
 			}
@@ -212,9 +216,15 @@ func (s *Server) routeBIOS(r *http.Request, p string, segs []string, body []byte
 				"Name": "BIOS Configuration Pending Settings", "AttributeRegistry": biosRegistryID, "Attributes": attrs,
 			}}, nil
 		case http.MethodPatch:
-			var in struct{ Attributes map[string]json.RawMessage }
+			var in struct {
+				Attributes map[string]json.RawMessage
+				ApplyTime  struct{ ApplyTime string } `json:"@Redfish.SettingsApplyTime"`
+			}
 			if err := decodePatch(body, &in, "Attributes"); err != nil {
 				return answer{}, err
+			}
+			if s.cfg.Flavour == IDRAC && s.scheduledBIOSJob() != nil {
+				return answer{}, errf(http.StatusBadRequest, "ActionNotSupported", "Pending configuration values are already committed, unable to perform another set operation. (SYS011)")
 			}
 			if len(in.Attributes) == 0 {
 				return answer{}, errf(http.StatusBadRequest, "PropertyMissing", "The property Attributes is a required property and must be included in the request.")
@@ -231,6 +241,14 @@ func (s *Server) routeBIOS(r *http.Request, p string, segs []string, body []byte
 				s.bios.pending = map[string]any{}
 			}
 			maps.Copy(s.bios.pending, vals)
+			if s.cfg.Flavour == IDRAC && in.ApplyTime.ApplyTime != "" && in.ApplyTime.ApplyTime != "Immediate" {
+				// iDRAC makes the configuration job itself for an apply time.
+				j, err := s.newBIOSJob()
+				if err != nil {
+					return answer{}, err
+				}
+				return answer{code: http.StatusAccepted, header: map[string]string{"Location": s.jobsPath() + "/" + j.ID}}, nil
+			}
 			return answer{code: http.StatusNoContent}, nil
 		}
 		return answer{}, notAllowed(r)
@@ -243,6 +261,11 @@ func (s *Server) routeBIOS(r *http.Request, p string, segs []string, body []byte
 		for _, a := range s.bios.registry {
 			if !a.ReadOnly {
 				s.bios.pending[a.Name] = a.Default
+			}
+		}
+		if s.cfg.Flavour == IDRAC && s.scheduledBIOSJob() == nil {
+			if _, err := s.newBIOSJob(); err != nil { // iDRAC resets at the next reboot, job or not
+				return answer{}, err
 			}
 		}
 		return answer{code: http.StatusNoContent}, nil

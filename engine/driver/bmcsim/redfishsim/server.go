@@ -36,6 +36,7 @@ type Server struct {
 	sessions map[string]*session // token -> session
 	nextID   int
 	tasks    []*task
+	jobs     []*Job // iDRAC job queue
 	faults   []*faultRule
 	stats    Stats
 
@@ -447,6 +448,12 @@ func (s *Server) route(r *http.Request, p string, segs []string, body []byte) (a
 		if segs[2] == "VirtualMedia" && s.cfg.VirtualMedia != "system" {
 			return s.routeMedia(r, p, s.ManagerPath()+"/VirtualMedia", segs[3:], body, unlock)
 		}
+		if s.cfg.Flavour == IDRAC && segs[2] == "Jobs" {
+			return s.routeJobs(r, p, segs[3:], body)
+		}
+		if s.cfg.Flavour == IDRAC && len(segs) >= 5 && segs[2] == "Oem" && segs[3] == "Dell" && segs[4] == "Jobs" {
+			return s.routeJobs(r, p, segs[5:], body)
+		}
 	case "Chassis":
 		if len(segs) == 1 {
 			return get(r, func() (any, error) {
@@ -479,6 +486,10 @@ func (s *Server) route(r *http.Request, p string, segs []string, body []byte) (a
 		return s.routeTasks(r, p, segs[1:])
 	case "Registries":
 		return s.routeRegistries(r, p, segs[1:])
+	case "Dell":
+		if s.cfg.Flavour == IDRAC {
+			return s.routeDell(r, p, segs[1:], body)
+		}
 	}
 	return answer{}, notFound(p)
 }

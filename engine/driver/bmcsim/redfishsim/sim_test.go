@@ -323,8 +323,37 @@ func TestBIOSPendingAppliedOnReset(t *testing.T) {
 			if ps["Attributes"].(map[string]any)[enum.Name] != other {
 				t.Fatalf("settings object: %v", ps)
 			}
-			if err := d.SetPowerState(ctx, n, driver.PowerOn, 5*time.Second); err != nil {
+			if f == redfishsim.IDRAC {
+				// iDRAC: nothing applies without a configuration job.
+				if err := d.SetPowerState(ctx, n, driver.Rebooting, 5*time.Second); err != nil {
+					t.Fatal(err)
+				}
+				if cur, pending = s.BIOS(); cur[enum.Name] == other || pending[enum.Name] != other {
+					t.Fatalf("iDRAC applied settings without a job: current %v pending %v", cur[enum.Name], pending)
+				}
+				jobs := url + s.ManagerPath() + "/Jobs"
+				code, _, h := call(t, s, "POST", jobs, map[string]any{"TargetSettingsURI": settings})
+				if code != 200 || !strings.Contains(h.Get("Location"), "/Jobs/JID_") {
+					t.Fatalf("config job: %d %v", code, h)
+				}
+				if code, _, _ := call(t, s, "POST", jobs, map[string]any{"TargetSettingsURI": settings}); code != 400 {
+					t.Fatalf("a second config job: %d", code)
+				}
+				if code, _, _ := call(t, s, "PATCH", url+settings, map[string]any{"Attributes": map[string]any{enum.Name: enum.Default}}); code != 400 {
+					t.Fatalf("PATCH with a job scheduled: %d", code)
+				}
+				_, job, _ := call(t, s, "GET", url+h.Get("Location"), nil)
+				if job["JobState"] != "Scheduled" || job["JobType"] != "BIOSConfiguration" {
+					t.Fatalf("job %v", job)
+				}
+			}
+			if err := d.SetPowerState(ctx, n, driver.Rebooting, 5*time.Second); err != nil {
 				t.Fatal(err)
+			}
+			if f == redfishsim.IDRAC {
+				if j := s.Jobs(); len(j) != 1 || j[0].State != "Completed" || j[0].Percent != 100 {
+					t.Fatalf("jobs after the reboot: %+v", j)
+				}
 			}
 			cur, pending = s.BIOS()
 			if cur[enum.Name] != other || pending != nil {
@@ -343,6 +372,23 @@ func TestBIOSPendingAppliedOnReset(t *testing.T) {
 			}
 			if cur, _ = s.BIOS(); cur[enum.Name] != enum.Default {
 				t.Fatalf("after ResetBios and a reboot: %v, want %v", cur[enum.Name], enum.Default)
+			}
+			if f == redfishsim.IDRAC {
+				// Cleaning clears the job queue first, as Ironic's idrac interfaces do.
+				_, m, _ := call(t, s, "GET", url+s.ManagerPath(), nil)
+				svc := m["Links"].(map[string]any)["Oem"].(map[string]any)["Dell"].(map[string]any)["DellJobService"].(map[string]any)["@odata.id"].(string)
+				_, js, _ := call(t, s, "GET", url+svc, nil)
+				target := js["Actions"].(map[string]any)["#DellJobService.DeleteJobQueue"].(map[string]any)["target"].(string)
+				if code, _, _ := call(t, s, "PATCH", url+settings, map[string]any{"Attributes": map[string]any{enum.Name: other},
+					"@Redfish.SettingsApplyTime": map[string]any{"ApplyTime": "OnReset"}}); code != 202 || len(s.Jobs()) != 3 {
+					t.Fatalf("PATCH with an apply time: %d, jobs %+v", code, s.Jobs())
+				}
+				if code, _, _ := call(t, s, "POST", url+target, map[string]any{"JobID": "JID_CLEARALL"}); code != 200 {
+					t.Fatalf("DeleteJobQueue: %d", code)
+				}
+				if _, pending := s.BIOS(); len(s.Jobs()) != 0 || pending != nil {
+					t.Fatalf("after clearing the queue: jobs %+v pending %v", s.Jobs(), pending)
+				}
 			}
 		})
 	}

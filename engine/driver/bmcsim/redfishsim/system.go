@@ -201,6 +201,10 @@ func (s *Server) manager() (any, error) {
 	if s.cfg.VirtualMedia != "system" {
 		m["VirtualMedia"] = s.link(mp + "/VirtualMedia")
 	}
+	if s.cfg.Flavour == IDRAC {
+		m["Links"].(map[string]any)["Oem"] = map[string]any{"Dell": map[string]any{
+			"DellJobService": s.link(s.jobServicePath()), "Jobs": s.link(s.jobsPath())}}
+	}
 	return m, nil
 }
 
@@ -315,8 +319,10 @@ func (s *Server) bootForStart() Boot {
 }
 
 func (s *Server) startLocked() Boot {
-	if mode, changed := s.bios.applyPending(s.cfg.Now()); changed {
-		s.sys.mode = mode
+	if s.runBIOSJob() { // iDRAC: only through a configuration job
+		if mode, changed := s.bios.applyPending(s.cfg.Now()); changed {
+			s.sys.mode = mode
+		}
 	}
 	for _, c := range s.firmware {
 		if c.pending != "" {
