@@ -84,7 +84,7 @@ func (s *Server) jobResource(j *Job) map[string]any {
 	body := map[string]any{
 		"@odata.id": s.odata(s.jobsPath() + "/" + j.ID), "@odata.type": "#DellJob.v1_0_2.DellJob",
 		"Id": j.ID, "Name": j.Name, "JobType": j.JobType, "JobState": j.State, "Message": j.Message,
-		"MessageId": map[string]string{"Scheduled": "JCP001", "Completed": "PR19", "Failed": "SYS051"}[j.State],
+		"MessageId":       map[string]string{"Scheduled": "JCP001", "Completed": "PR19", "Failed": "SYS051"}[j.State],
 		"PercentComplete": j.Percent, "TargetSettingsURI": j.Target,
 		"StartTime": "TIME_NOW", "CompletionTime": nil,
 	}
