@@ -448,6 +448,11 @@ func TestVolumes(t *testing.T) {
 			if want := map[bool]int{true: 202, false: 201}[f == redfishsim.IDRAC]; code != want {
 				t.Fatalf("create RAID1: %d, want %d", code, want)
 			}
+			if code == 202 { // drives being built into a volume are taken
+				if c, _, _ := call(t, s, "POST", vols, map[string]any{"RAIDType": "RAID0", "Links": map[string]any{"Drives": drives[:1]}}); c != 409 {
+					t.Fatalf("a drive of a volume being built: %d", c)
+				}
+			}
 			waitTask(code, h)
 			// The legacy VolumeType spelling, on the other two drives.
 			code, _, h = call(t, s, "POST", vols, map[string]any{"VolumeType": "NonRedundant", "Links": map[string]any{"Drives": drives[2:]}})

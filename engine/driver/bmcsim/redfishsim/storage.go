@@ -13,6 +13,7 @@ type storageState struct {
 	raidTypes []string
 	drives    []*drive
 	volumes   []*Volume
+	building  []*Volume // created by a task still running: their drives are taken
 	nextVol   int
 }
 
@@ -236,7 +237,7 @@ func (s *Server) createVolume(body []byte) (answer, error) {
 		if i < 0 || slices.Contains(ids, id) {
 			return answer{}, errf(http.StatusBadRequest, "PropertyValueNotInList", "The drive %s is not a drive of controller %s (or is listed twice).", l.ID, s.storage.id)
 		}
-		for _, v := range s.storage.volumes {
+		for _, v := range slices.Concat(s.storage.volumes, s.storage.building) {
 			if slices.Contains(v.Drives, id) {
 				return answer{}, errf(http.StatusConflict, "ResourceInUse", "The drive %s is already used by volume %s.", id, v.ID)
 			}
@@ -269,11 +270,13 @@ func (s *Server) createVolume(body []byte) (answer, error) {
 		v.Name = v.ID
 	}
 	build := func() error {
+		s.storage.building = slices.DeleteFunc(s.storage.building, func(x *Volume) bool { return x == v })
 		s.storage.volumes = append(s.storage.volumes, v)
 		return nil
 	}
 	if s.fl.volumeTask {
 		// Dell builds volumes in a job; the drives are taken at once.
+		s.storage.building = append(s.storage.building, v)
 		t := s.newTask("Create volume "+v.ID, build)
 		return s.taskAccepted(t), nil
 	}
