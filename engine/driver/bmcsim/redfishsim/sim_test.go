@@ -588,6 +588,18 @@ func TestFirmwareUpdate(t *testing.T) {
 			t.Fatalf("%s: task %v, want Exception with %q", path, task, want)
 		}
 	}
+	// The system as the target (Ironic, with several systems): its BIOS.
+	images["/v3.bin"] = redfishsim.Image{Version: "P81 v3.00"}
+	task, _ = run(map[string]any{"ImageURI": img.URL + "/v3.bin", "Targets": []string{s.SystemPath()}}, simple)
+	if task["TaskState"] != "Completed" {
+		t.Fatalf("update targeting the system: %v", task)
+	}
+	if err := d.SetPowerState(ctx, n, driver.Rebooting, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if fw("BIOS") != "P81 v3.00" {
+		t.Fatalf("BIOS after an update targeting the system: %q", fw("BIOS"))
+	}
 	if code, _, _ := call(t, s, "POST", url+simple, map[string]any{"ImageURI": img.URL + "/bmc.bin", "Targets": []string{"/redfish/v1/UpdateService/FirmwareInventory/NOPE"}}); code != 400 {
 		t.Fatalf("unknown target: %d", code)
 	}

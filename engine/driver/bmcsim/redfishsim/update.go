@@ -248,8 +248,20 @@ func (s *Server) checkTargets(targets []string) error {
 	return nil
 }
 
-// componentOf finds a component by inventory path, Id or Name.
+// componentOf finds a component by inventory path, Id or Name. A System's
+// path stands for its BIOS and the Manager's for the BMC firmware (Ironic
+// sends the system as the target when a BMC has several; sushy-tools
+// updates the BIOS for it).
 func (s *Server) componentOf(ref string) *Component {
+	switch strings.TrimRight(ref, "/") {
+	case s.SystemPath(), s.ManagerPath():
+		bios := strings.TrimRight(ref, "/") == s.SystemPath()
+		for _, c := range s.firmware {
+			if c.ResetRequired == bios {
+				return c
+			}
+		}
+	}
 	id := strings.TrimRight(ref, "/")
 	id = id[strings.LastIndex(id, "/")+1:]
 	for _, c := range s.firmware {
