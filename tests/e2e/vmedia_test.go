@@ -16,12 +16,22 @@ import (
 )
 
 // TestVirtualMediaNoDHCP is the whole life of a Redfish node booted by
-// virtual media with castiron's DHCP off: enroll, manage (credentials
-// checked), out-of-band inspection, agent inspection from the ISO, abort in
-// every wait state, cleaning, deployment of an image with a config drive
+// virtual media with castiron's DHCP off, behind castiron's own Redfish
+// emulator driving a qemu VM: enroll, manage (credentials checked),
+// out-of-band inspection, agent inspection from the ISO, abort in every
+// wait state, cleaning, deployment of an image with a config drive
 // (carrying the node's network_data) that then boots from disk, undeploy.
 func TestVirtualMediaNoDHCP(t *testing.T) {
-	r := newVMediaRig(t)
+	virtualMediaNoDHCP(t, newSimVMediaRig(t, "bios"))
+}
+
+// TestVirtualMediaNoDHCPSushyTools is the same walk behind OpenStack's
+// sushy-tools (skips unless SUSHY_TOOLS_DIR names a local tree).
+func TestVirtualMediaNoDHCPSushyTools(t *testing.T) {
+	virtualMediaNoDHCP(t, newSushyVMediaRig(t, "bios"))
+}
+
+func virtualMediaNoDHCP(t *testing.T, r *vmediaRig) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 
@@ -34,8 +44,8 @@ func TestVirtualMediaNoDHCP(t *testing.T) {
 	took := r.move(ctx, t, "inspect", "manageable", 120*time.Second)
 	t.Logf("E2E-TIMING vmedia_inspect_oob total=%.2fs", took.Seconds())
 	ports, err := r.c.Ports(ctx, n.UUID)
-	if err != nil || len(ports) != 1 || !strings.EqualFold(ports[0].Address, r.lab.VMMAC) {
-		t.Fatalf("ports after out-of-band inspection: %+v %v, want one with %s", ports, err, r.lab.VMMAC)
+	if err != nil || len(ports) != 1 || !strings.EqualFold(ports[0].Address, r.bmc.vmMAC) {
+		t.Fatalf("ports after out-of-band inspection: %+v %v, want one with %s", ports, err, r.bmc.vmMAC)
 	}
 
 	// Agent inspection from the ISO, with no DHCP server anywhere.
@@ -96,10 +106,18 @@ func TestVirtualMediaNoDHCP(t *testing.T) {
 
 // TestVirtualMediaUEFI boots the same kind of ISO by UEFI (its El Torito
 // EFI image: Debian's signed CD GRUB on OVMF) for an agent inspection,
-// with castiron's DHCP off.
+// with castiron's DHCP off, behind castiron's own emulator.
 func TestVirtualMediaUEFI(t *testing.T) {
-	t.Setenv("RF_BOOT", "uefi") // the lab's domain: q35, OVMF, SATA CD
-	r := newVMediaRig(t)
+	virtualMediaUEFI(t, newSimVMediaRig(t, "uefi"))
+}
+
+// TestVirtualMediaUEFISushyTools: the same behind sushy-tools (q35, OVMF,
+// SATA CD; skips unless SUSHY_TOOLS_DIR names a local tree).
+func TestVirtualMediaUEFISushyTools(t *testing.T) {
+	virtualMediaUEFI(t, newSushyVMediaRig(t, "uefi"))
+}
+
+func virtualMediaUEFI(t *testing.T, r *vmediaRig) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	r.enroll(ctx, t, "vmedia-uefi", "agent")
@@ -112,9 +130,12 @@ func TestVirtualMediaUEFI(t *testing.T) {
 // static address).
 func (r *vmediaRig) checkConfigDrive(t *testing.T) {
 	t.Helper()
-	raw := filepath.Join(t.TempDir(), "disk.raw")
-	if out, err := exec.Command("qemu-img", "convert", "-O", "raw", filepath.Join(r.lab.Run, "disk0.qcow2"), raw).CombinedOutput(); err != nil {
-		t.Fatalf("qemu-img convert: %v\n%s", err, out)
+	raw := r.bmc.disk
+	if strings.HasSuffix(raw, ".qcow2") {
+		raw = filepath.Join(t.TempDir(), "disk.raw")
+		if out, err := exec.Command("qemu-img", "convert", "-O", "raw", r.bmc.disk, raw).CombinedOutput(); err != nil {
+			t.Fatalf("qemu-img convert: %v\n%s", err, out)
+		}
 	}
 	want := []byte(`"ip_address":"` + vmediaNodeIP + `"`)
 	found, err := sparseContains(raw, want, []byte("config-2"))
