@@ -25,9 +25,10 @@ type writeJob struct {
 // and runs every write transaction that is queued when it gets to them in
 // one SQLite transaction, each inside its own SAVEPOINT so that one failing
 // (a duplicate name, a NodeLocked check) rolls back alone. Under concurrent
-// writes a commit (WAL frames written with pwrite, the dominant cost of a
-// small write) is then shared by many callers; a lone write still commits at
-// once. Every caller returns only after its own commit is durable.
+// writes a commit (WAL frames written, then the WAL synced: synchronous=FULL,
+// the dominant cost of a small write) is then shared by many callers; a lone
+// write still commits at once. Every caller returns only after its own
+// commit is durable: on disk, synced, surviving a power cut.
 type committer struct {
 	w        *pool
 	jobs     chan *writeJob

@@ -64,7 +64,9 @@ func Skip(tb testing.TB, err error) {
 }
 
 // Start initialises and starts a cluster in a new temporary directory.
-// settings are extra "name=value" server settings (e.g. fsync=off).
+// settings are extra "name=value" server settings (e.g. fsync=off: then
+// castiron's store opens its databases only with storage.Config's
+// NonDurableTest).
 func Start(settings ...string) (*Server, error) {
 	bin, err := Bin()
 	if err != nil {
