@@ -74,8 +74,13 @@ func (c *committer) stop() {
 // _txlock, so the write lock is taken up front and never upgraded from a read
 // lock, which is what produces SQLITE_BUSY under concurrency), possibly
 // together with other callers' transactions. An error from fn is returned
-// unchanged and none of fn's writes persist.
+// unchanged and none of fn's writes persist. A write refused because the
+// disk is full is a fault.StorageFull (fault.NoSpace).
 func (s *DB) writeTx(ctx context.Context, fn func(r runner) error) error {
+	return classifyWrite(s.writeTx1(ctx, fn))
+}
+
+func (s *DB) writeTx1(ctx context.Context, fn func(r runner) error) error {
 	if s.commits == nil {
 		return s.concurrentTx(ctx, fn)
 	}

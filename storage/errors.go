@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"syscall"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -112,4 +115,32 @@ func violationOf(err error) (violation, bool) {
 		return violation{foreign: true}, true
 	}
 	return violation{}, false
+}
+
+// noSpace reports whether err says the database's disk is full: SQLite's
+// SQLITE_FULL (a write of the WAL or database file got ENOSPC), ENOSPC
+// itself, PostgreSQL's 53100 disk_full.
+func noSpace(err error) bool {
+	if err == nil {
+		return false
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_FULL {
+		return true
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "53100" {
+		return true
+	}
+	return errors.Is(err, syscall.ENOSPC)
+}
+
+// classifyWrite turns a write that failed for want of disk space into
+// fault.NoSpace (503), so that no caller reports it as an internal error;
+// other errors are returned unchanged.
+func classifyWrite(err error) error {
+	if noSpace(err) && !fault.Is(err, fault.StorageFull) {
+		return fault.NoSpace(err)
+	}
+	return err
 }
