@@ -6,7 +6,9 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
+	"castiron/fault"
 	"castiron/storage/pgtest"
 )
 
@@ -78,4 +80,40 @@ func TestPostgresDurableSettings(t *testing.T) {
 		t.Fatalf("with the test option: %v", err)
 	}
 	s.Close()
+}
+
+// TestPostgresRestart: while the server is down a write fails with
+// fault.Unavailable (503, retried by clients), never as an internal
+// error; once it is back the pool reconnects by itself and nothing
+// committed before is lost.
+func TestPostgresRestart(t *testing.T) {
+	if onPostgres() {
+		t.Skip("starts a server of its own: runs in the SQLite run of the suite")
+	}
+	srv := pgtest.New(t)
+	ctx := context.Background()
+	s := openAt(t, srv.Database(t))
+	before := mustCreateNode(t, s, newNode("before"))
+	srv.Kill()
+	err := s.CreateNode(ctx, newNode("during"))
+	if !fault.Is(err, fault.Unavailable) {
+		t.Fatalf("create with the server down: %v (%T), want a fault.Unavailable", err, err)
+	}
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err = s.CreateNode(ctx, newNode("after"))
+		if err == nil {
+			break
+		}
+		if !fault.Is(err, fault.Unavailable) || time.Now().After(deadline) {
+			t.Fatalf("create after the restart: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if _, err := s.GetNode(ctx, before.UUID); err != nil {
+		t.Errorf("node committed before the crash: %v", err)
+	}
 }
