@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/insomniacslk/dhcp/dhcpv4"
+	"github.com/insomniacslk/dhcp/dhcpv6"
 
 	"castiron/fault"
 	"castiron/storage"
@@ -67,5 +68,60 @@ func TestDiskFullKnownLeases(t *testing.T) {
 	resp, err = renew(known, ip)
 	if err != nil || resp == nil || resp.MessageType() != dhcpv4.MessageTypeAck || !within(resp.IPAddressLeaseTime(0), DefaultLeaseTime) {
 		t.Fatalf("renewal once space is back: %v, %v", resp, err)
+	}
+}
+
+// TestDiskFullKnownLeases6 is TestDiskFullKnownLeases for DHCPv6: a Renew
+// of a stored lease is granted for the stored remainder, a new machine's
+// Request fails, and both work again once space is back.
+func TestDiskFullKnownLeases6(t *testing.T) {
+	ctx := context.Background()
+	dir := disktest.Small(t, 4)
+	st := openStore(t, filepath.Join(dir, "castiron.db"))
+	known := net.HardwareAddr{0x52, 0x54, 0x00, 0xd6, 0x00, 0x01}
+	unknown := net.HardwareAddr{0x52, 0x54, 0x00, 0xd6, 0x00, 0x02}
+	s := newServer6(t, gateFor(known.String(), unknown.String()), st.Leases6(), nil)
+	grant := func(mac net.HardwareAddr) (dhcpv6.DHCPv6, error) {
+		adv := reply6(t, s, msg6(t, dhcpv6.MessageTypeSolicit, append(agentOpts(mac), iaNA(1, netip.Addr{}))...), eui64(mac)).(*dhcpv6.Message)
+		req := msg6(t, dhcpv6.MessageTypeRequest, append(agentOpts(mac), dhcpv6.OptServerID(adv.Options.ServerID()), iaNA(1, addrIn(t, adv)))...)
+		return s.Reply6(ctx, req, eui64(mac))
+	}
+	resp, err := grant(known)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := addrIn(t, resp.(*dhcpv6.Message))
+	sid := resp.(*dhcpv6.Message).Options.ServerID()
+	renew := func() (dhcpv6.DHCPv6, error) {
+		return s.Reply6(ctx, msg6(t, dhcpv6.MessageTypeRenew, append(agentOpts(known), dhcpv6.OptServerID(sid), iaNA(1, addr))...), eui64(known))
+	}
+
+	_, free := disktest.Fill(t, dir)
+	for i := 0; i < 10000 && err == nil; i++ {
+		err = st.PutLease(ctx, storage.Lease{MAC: fmt.Sprintf("52:54:01:%02x:%02x:%02x", i>>16&0xff, i>>8&0xff, i&0xff),
+			IP: netip.AddrFrom4([4]byte{10, 202, byte(i >> 8), byte(i)}), Expires: time.Now().Add(time.Hour)})
+	}
+	if !fault.Is(err, fault.StorageFull) {
+		t.Fatalf("filling the WAL: %v, want a fault.StorageFull", err)
+	}
+	resp, err = renew()
+	if err != nil || resp == nil {
+		t.Fatalf("Renew of a stored lease on a full disk: %v, %v", resp, err)
+	}
+	m := resp.(*dhcpv6.Message)
+	if got := m.Options.OneIANA().Options.OneAddress(); addrIn(t, m) != addr || got.ValidLifetime > time.Hour || got.ValidLifetime < time.Hour-time.Minute {
+		t.Errorf("Renew on a full disk: %s, want %s for the stored remainder (just under 1h)", m.Summary(), addr)
+	}
+	if resp, err := grant(unknown); resp != nil || !fault.Is(err, fault.StorageFull) {
+		t.Fatalf("Request of a new machine on a full disk: %v, %v; want no answer and a fault.StorageFull", resp, err)
+	}
+
+	free()
+	if _, err := grant(unknown); err != nil {
+		t.Fatalf("new machine once space is back: %v", err)
+	}
+	resp, err = renew()
+	if err != nil || resp.(*dhcpv6.Message).Options.OneIANA().Options.OneAddress().ValidLifetime != time.Hour {
+		t.Fatalf("Renew once space is back: %v, %v", resp, err)
 	}
 }
