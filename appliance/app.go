@@ -60,7 +60,7 @@ func newApp(ctx context.Context, c *serveConfig, log *slog.Logger) (*app, error)
 	if database == "" {
 		database = filepath.Join(c.dataDir, "castiron.db")
 	}
-	store, err := storage.OpenDatabase(ctx, database)
+	store, err := storage.OpenDatabaseWith(ctx, database, storage.Config{NonDurableTest: c.databaseNonDurableTest})
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}

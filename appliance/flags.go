@@ -18,6 +18,7 @@ type serveConfig struct {
 	configPath                                     string
 	listen, dataDir, conductorName, conductorGroup string
 	database, conductorURL                         string
+	databaseNonDurableTest                         bool
 	heartbeatInterval, heartbeatTimeout            time.Duration
 	htpasswd, tlsCert, tlsKey, logLevel, logFormat string
 	tlsCA                                          string
@@ -61,6 +62,7 @@ func serveFlags() (*flag.FlagSet, *serveConfig) {
 	str(&c.listen, "listen", "127.0.0.1:6385", "address:port of the API")
 	str(&c.dataDir, "data-dir", "./castiron-data", "directory for the SQLite database")
 	str(&c.database, "database", "", "postgres://user:password@host/db to share one PostgreSQL database between conductors (default: SQLite in DATA-DIR)")
+	boolFlag(&c.databaseNonDurableTest, "database-non-durable-test", false, "accept a PostgreSQL server with fsync or synchronous_commit off, which castiron otherwise refuses (throwaway test servers only: a crash of the server can lose acknowledged writes)")
 	str(&c.conductorName, "conductor-name", "", "this conductor's hostname in the API (default: this host's name)")
 	str(&c.conductorGroup, "conductor-group", "", "this conductor's conductor_group")
 	str(&c.conductorURL, "conductor-url", "", "how the other conductors on --database reach this one's API (default: http(s)://LISTEN, with the conductor name for a wildcard address)")

@@ -20,6 +20,10 @@
 #        SMALL=1000 LARGE=10000 LIFECYCLE_N=100 LIFECYCLE_POLL=50ms
 #        API_VERSION=1.78
 #        BUILD=1        run `make build` first (0: use ./castiron as it is)
+#        CASTIRON_BIN=  castiron binary to run (default: ./castiron, built by BUILD=1)
+#        CASTIRON_BASE_BIN=  a second castiron binary (e.g. main's build), run as
+#                       target castiron-base: TARGETS="ironic castiron-base castiron"
+#                       gives before/after columns, each with its ratio to Ironic
 #        CASTIRON_ARGS= extra `castiron serve` flags (e.g. --automated-clean=false,
 #                       which the Ironic reference config has)
 #        KEEP=0         1: keep the temporary directory (data dirs, logs)
@@ -56,6 +60,7 @@ LOG="$TMP/run.log"
 JSONL="$TMP/results.jsonl"
 LG="$TMP/loadgen"
 CASTIRON_PID=""
+CASTIRON_TARGET=castiron
 CASTIRON_BUILT="not run"
 IRONIC_STARTED=0
 PROBLEMS=0
@@ -194,12 +199,19 @@ bench_ironic() {
 
 # ---------------------------------------------------------------- castiron
 castiron_alive() { kill -0 "$CASTIRON_PID" 2>/dev/null; }
-castiron_rss() { "$LG" -target castiron -label "$1" rss -pids "$CASTIRON_PID" >> "$JSONL"; }
+castiron_rss() { "$LG" -target "$CASTIRON_TARGET" -label "$1" rss -pids "$CASTIRON_PID" >> "$JSONL"; }
 
+# bench_castiron [TARGET BIN]: castiron (the build of this tree, or
+# $CASTIRON_BIN), or castiron-base ($CASTIRON_BASE_BIN, e.g. main's build,
+# never built here) for before/after figures in the same run.
 bench_castiron() {
-    local url="http://127.0.0.1:$CASTIRON_PORT" bin="$ROOT/castiron"
-    say "castiron on $url"
-    if [ "$BUILD" = 1 ] && [ -f "$ROOT/Makefile" ]; then
+    local t=${1:-castiron} bin=${2:-${CASTIRON_BIN:-$ROOT/castiron}}
+    local url="http://127.0.0.1:$CASTIRON_PORT"
+    CASTIRON_TARGET=$t
+    say "$t on $url"
+    if [ "$t" != castiron ] || [ -n "${CASTIRON_BIN:-}" ]; then
+        CASTIRON_BUILT="BUILD not applied: binary as given"
+    elif [ "$BUILD" = 1 ] && [ -f "$ROOT/Makefile" ]; then
         echo "make build (log: $TMP/make-build.log)"
         if ! (cd "$ROOT" && make build) > "$TMP/make-build.log" 2>&1; then
             tail -20 "$TMP/make-build.log"
@@ -215,60 +227,60 @@ bench_castiron() {
         CASTIRON_BUILT="BUILD=0: binary as found"
     fi
     if [ ! -x "$bin" ]; then
-        problem "castiron skipped: $bin does not exist yet (no Makefile or make build did not produce it)"
-        note castiron skipped "$bin not built yet"
+        problem "$t skipped: $bin does not exist yet (no Makefile or make build did not produce it)"
+        note "$t" skipped "$bin not built yet"
         return
     fi
     echo "binary: $bin ($(stat -c '%s bytes, built %y' "$bin"))"
     if port_busy "$CASTIRON_PORT"; then
-        problem "castiron skipped: port $CASTIRON_PORT is in use"
-        note castiron skipped "port $CASTIRON_PORT in use"
+        problem "$t skipped: port $CASTIRON_PORT is in use"
+        note "$t" skipped "port $CASTIRON_PORT in use"
         return
     fi
     # Measured as Ironic's is: on a data dir whose (empty) database an
     # earlier, uncounted start created (Ironic's start.sh runs dbsync). The
     # start that creates the database is recorded as well (label new-db).
-    say "castiron: start-up x$STARTUP_REPS (each with a new empty data dir: the database is created at start)"
-    if ! "$LG" -url "$url" -target castiron -label new-db startup -reps "$STARTUP_REPS" -log "$TMP/castiron-startup.log" \
+    say "$t: start-up x$STARTUP_REPS (each with a new empty data dir: the database is created at start)"
+    if ! "$LG" -url "$url" -target "$t" -label new-db startup -reps "$STARTUP_REPS" -log "$TMP/castiron-startup.log" \
         -cmd "exec '$bin' serve --listen 127.0.0.1:$CASTIRON_PORT --data-dir \"\$(mktemp -d '$TMP/castiron-startup.XXXX')\" $CASTIRON_ARGS" \
         >> "$JSONL"; then
         tail -20 "$TMP/castiron-startup.log"
-        problem "castiron skipped: './castiron serve' did not answer GET /v1 with 200 (log above)"
+        problem "$t skipped: './castiron serve' did not answer GET /v1 with 200 (log above)"
         return
     fi
-    say "castiron: start-up x$STARTUP_REPS (on the database an uncounted first start created, as Ironic's)"
-    mkdir -p "$TMP/castiron-restart"
-    if ! "$LG" -url "$url" -target castiron startup -warmup 1 -reps "$STARTUP_REPS" -log "$TMP/castiron-startup.log" \
-        -cmd "exec '$bin' serve --listen 127.0.0.1:$CASTIRON_PORT --data-dir '$TMP/castiron-restart' $CASTIRON_ARGS" \
+    say "$t: start-up x$STARTUP_REPS (on the database an uncounted first start created, as Ironic's)"
+    mkdir -p "$TMP/$t-restart"
+    if ! "$LG" -url "$url" -target "$t" startup -warmup 1 -reps "$STARTUP_REPS" -log "$TMP/castiron-startup.log" \
+        -cmd "exec '$bin' serve --listen 127.0.0.1:$CASTIRON_PORT --data-dir '$TMP/$t-restart' $CASTIRON_ARGS" \
         >> "$JSONL"; then
         tail -20 "$TMP/castiron-startup.log"
-        problem "castiron: start-up on an existing database failed (log above)"
+        problem "$t: start-up on an existing database failed (log above)"
     fi
-    mkdir -p "$TMP/castiron"
+    mkdir -p "$TMP/$t"
     # shellcheck disable=SC2086 # CASTIRON_ARGS is a list of flags
-    "$bin" serve --listen "127.0.0.1:$CASTIRON_PORT" --data-dir "$TMP/castiron" $CASTIRON_ARGS > "$TMP/castiron.log" 2>&1 < /dev/null &
+    "$bin" serve --listen "127.0.0.1:$CASTIRON_PORT" --data-dir "$TMP/$t" $CASTIRON_ARGS > "$TMP/$t.log" 2>&1 < /dev/null &
     CASTIRON_PID=$!
-    if ! "$LG" -url "$url" -target castiron ready -wait 60s; then
-        tail -20 "$TMP/castiron.log"
-        problem "castiron: did not come up"
-        note castiron crash "did not answer GET /v1 after start"
+    if ! "$LG" -url "$url" -target "$t" ready -wait 60s; then
+        tail -20 "$TMP/$t.log"
+        problem "$t: did not come up"
+        note "$t" crash "did not answer GET /v1 after start"
         return
     fi
-    workload castiron "$url" castiron_alive castiron_rss || tail -30 "$TMP/castiron.log"
+    workload "$t" "$url" castiron_alive castiron_rss || tail -30 "$TMP/$t.log"
     if castiron_alive; then
         kill -TERM "$CASTIRON_PID"
         for _ in $(seq 1 100); do castiron_alive || break; sleep 0.1; done
         if castiron_alive; then
-            problem "castiron did not exit within 10 s of SIGTERM; SIGKILL"
+            problem "$t did not exit within 10 s of SIGTERM; SIGKILL"
             kill -KILL "$CASTIRON_PID"
         fi
     fi
     wait "$CASTIRON_PID" 2>/dev/null
-    echo "castiron exited with status $?"
+    echo "$t exited with status $?"
     CASTIRON_PID=""
-    if grep -qiE 'panic|fatal' "$TMP/castiron.log"; then
-        problem "castiron log mentions panic/fatal:"
-        grep -iE -m5 -A5 'panic|fatal' "$TMP/castiron.log"
+    if grep -qiE 'panic|fatal' "$TMP/$t.log"; then
+        problem "$t log mentions panic/fatal:"
+        grep -iE -m5 -A5 'panic|fatal' "$TMP/$t.log"
     fi
 }
 
@@ -281,6 +293,9 @@ for t in $TARGETS; do
     case "$t" in
         ironic) bench_ironic ;;
         castiron) bench_castiron ;;
+        castiron-base)
+            if [ -z "${CASTIRON_BASE_BIN:-}" ]; then echo "castiron-base needs CASTIRON_BASE_BIN"; exit 2; fi
+            bench_castiron castiron-base "$CASTIRON_BASE_BIN" ;;
         *) echo "unknown target $t"; exit 2 ;;
     esac
 done

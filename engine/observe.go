@@ -46,7 +46,7 @@ func resultLabel(err error) string {
 		return "conflict"
 	case fault.Forbidden:
 		return "forbidden"
-	case fault.Unavailable:
+	case fault.Unavailable, fault.StorageFull:
 		return "unavailable"
 	}
 	return "error"

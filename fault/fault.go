@@ -35,6 +35,10 @@ const (
 	NotImplemented
 	// TooLarge is a request body over the cap (413).
 	TooLarge
+	// StorageFull is a write refused because castiron's database has no
+	// space left on its disk (503): nothing of it was written, reads go on,
+	// writes succeed again once space is freed.
+	StorageFull
 )
 
 // Error is a classified error with an operator-facing message.
@@ -106,4 +110,11 @@ func Locked(node, host string) error {
 // InvalidState is Ironic's InvalidStateRequested message.
 func InvalidState(action, node, state string) error {
 	return New(Invalid, "The requested action \"%s\" can not be performed on node \"%s\" while it is in state \"%s\".", action, node, state)
+}
+
+// NoSpace is the error of a write refused for want of disk space (the
+// database's file system is full), with err as its cause.
+func NoSpace(err error) error {
+	return &Error{Kind: StorageFull, Err: err,
+		Msg: "castiron cannot store this change: the disk of its database is full. Nothing was changed; reads still work. Free space on the data directory's file system and retry."}
 }

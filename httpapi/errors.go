@@ -25,6 +25,7 @@ var statuses = map[fault.Kind]int{
 	fault.NodeLocked:       http.StatusConflict,
 	fault.TooLarge:         http.StatusRequestEntityTooLarge,
 	fault.Unavailable:      http.StatusServiceUnavailable,
+	fault.StorageFull:      http.StatusServiceUnavailable,
 }
 
 func statusOf(k fault.Kind) int {

@@ -84,7 +84,7 @@ func TestNodeViewCacheNeverStalePostgres(t *testing.T) {
 
 func neverStale(t *testing.T, h *apiHarness) {
 	ctx := context.Background()
-	other, err := storage.OpenDatabase(ctx, h.dbPath)
+	other, err := storage.OpenDatabaseWith(ctx, h.dbPath, storage.Config{NonDurableTest: true}) // fsync=off test server
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -109,7 +109,7 @@ func (s *DB) getAllocation(ctx context.Context, r runner, ident string) (*Alloca
 
 // CreateAllocation inserts a and fills a.ID.
 func (s *DB) CreateAllocation(ctx context.Context, a *Allocation) error {
-	return allocs.create(ctx, s.writer(), a)
+	return s.write(ctx, func(r runner) error { return allocs.create(ctx, r, a) })
 }
 
 // GetAllocation finds an allocation by UUID or name.

@@ -46,7 +46,7 @@ func normalizeChassis(c *Chassis) {
 
 // CreateChassis inserts c and fills c.ID.
 func (s *DB) CreateChassis(ctx context.Context, c *Chassis) error {
-	return chassisTable.create(ctx, s.writer(), c)
+	return s.write(ctx, func(r runner) error { return chassisTable.create(ctx, r, c) })
 }
 
 // GetChassis finds a chassis by UUID (any spelling uuid.Parse accepts).

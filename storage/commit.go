@@ -25,9 +25,10 @@ type writeJob struct {
 // and runs every write transaction that is queued when it gets to them in
 // one SQLite transaction, each inside its own SAVEPOINT so that one failing
 // (a duplicate name, a NodeLocked check) rolls back alone. Under concurrent
-// writes a commit (WAL frames written with pwrite, the dominant cost of a
-// small write) is then shared by many callers; a lone write still commits at
-// once. Every caller returns only after its own commit is durable.
+// writes a commit (WAL frames written, then the WAL synced: synchronous=FULL,
+// the dominant cost of a small write) is then shared by many callers; a lone
+// write still commits at once. Every caller returns only after its own
+// commit is durable: on disk, synced, surviving a power cut.
 type committer struct {
 	w        *pool
 	jobs     chan *writeJob
@@ -73,8 +74,13 @@ func (c *committer) stop() {
 // _txlock, so the write lock is taken up front and never upgraded from a read
 // lock, which is what produces SQLITE_BUSY under concurrency), possibly
 // together with other callers' transactions. An error from fn is returned
-// unchanged and none of fn's writes persist.
+// unchanged and none of fn's writes persist. A write refused because the
+// disk is full is a fault.StorageFull (fault.NoSpace).
 func (s *DB) writeTx(ctx context.Context, fn func(r runner) error) error {
+	return classifyWrite(s.writeTx1(ctx, fn))
+}
+
+func (s *DB) writeTx1(ctx context.Context, fn func(r runner) error) error {
 	if s.commits == nil {
 		return s.concurrentTx(ctx, fn)
 	}

@@ -54,7 +54,10 @@ func (s *DB) RegisterConductor(ctx context.Context, c *Conductor) error {
 	if c.Drivers == nil {
 		c.Drivers = []string{}
 	}
-	if err := s.writer().queryRow(ctx, s.conds.upsert, s.conds.insertArgs(c)...).Scan(timestamp{&c.CreatedAt}); err != nil {
+	err := s.write(ctx, func(r runner) error {
+		return r.queryRow(ctx, s.conds.upsert, s.conds.insertArgs(c)...).Scan(timestamp{&c.CreatedAt})
+	})
+	if err != nil {
 		return fmt.Errorf("storage: register conductor %s: %w", c.Hostname, err)
 	}
 	return nil
@@ -63,7 +66,7 @@ func (s *DB) RegisterConductor(ctx context.Context, c *Conductor) error {
 // setConductor updates one registered conductor; an unknown one is NotFound.
 func (s *DB) setConductor(ctx context.Context, hostname, query string, args ...any) error {
 	nf := conductorNotFound(hostname)
-	err := execOne(ctx, s.writer(), nf, query, args...)
+	err := s.write(ctx, func(r runner) error { return execOne(ctx, r, nf, query, args...) })
 	if err != nil && err != nf {
 		return fmt.Errorf("storage: update conductor %s: %w", hostname, err)
 	}

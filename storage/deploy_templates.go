@@ -86,7 +86,7 @@ func normalizeDeployTemplate(t *DeployTemplate) {
 // CreateDeployTemplate inserts t and fills t.ID (and UUID and CreatedAt
 // when empty).
 func (s *DB) CreateDeployTemplate(ctx context.Context, t *DeployTemplate) error {
-	return templateTable.create(ctx, s.writer(), t)
+	return s.write(ctx, func(r runner) error { return templateTable.create(ctx, r, t) })
 }
 
 // GetDeployTemplate finds a template by UUID or name.
@@ -107,5 +107,5 @@ func (s *DB) UpdateDeployTemplate(ctx context.Context, ident string, fn func(t *
 
 // DeleteDeployTemplate removes a template by UUID or name.
 func (s *DB) DeleteDeployTemplate(ctx context.Context, ident string) error {
-	return templateTable.remove(ctx, s.writer(), ident)
+	return s.write(ctx, func(r runner) error { return templateTable.remove(ctx, r, ident) })
 }

@@ -1,9 +1,13 @@
 package storage
 
 import (
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"strings"
+	"syscall"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -112,4 +116,56 @@ func violationOf(err error) (violation, bool) {
 		return violation{foreign: true}, true
 	}
 	return violation{}, false
+}
+
+// noSpace reports whether err says the database's disk is full: SQLite's
+// SQLITE_FULL (a write of the WAL or database file got ENOSPC), ENOSPC
+// itself, PostgreSQL's 53100 disk_full.
+func noSpace(err error) bool {
+	if err == nil {
+		return false
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_FULL {
+		return true
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "53100" {
+		return true
+	}
+	return errors.Is(err, syscall.ENOSPC)
+}
+
+// pgUnavailable reports whether err says the PostgreSQL server cannot be
+// reached or is going away: castiron could not connect, the connection
+// broke, or the server is shutting down, restarting or still starting
+// (SQLSTATE class 08, 57P01-57P03).
+func pgUnavailable(err error) bool {
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		return true
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return strings.HasPrefix(pe.Code, "08") || pe.Code == "57P01" || pe.Code == "57P02" || pe.Code == "57P03"
+	}
+	return pgconn.SafeToRetry(err) || errors.Is(err, driver.ErrBadConn)
+}
+
+// classifyWrite turns a write that failed for want of disk space into
+// fault.NoSpace (503), one that failed because the PostgreSQL server was
+// unreachable into fault.Unavailable (503: the client retries; a write
+// whose connection broke during COMMIT may or may not be stored, as for
+// any request that got no answer), so that no caller reports either as an
+// internal error; other errors are returned unchanged.
+func classifyWrite(err error) error {
+	switch {
+	case err == nil || fault.Is(err, fault.StorageFull) || fault.Is(err, fault.Unavailable):
+		return err
+	case noSpace(err):
+		return fault.NoSpace(err)
+	case pgUnavailable(err):
+		return fault.Wrap(fault.Unavailable, err, "castiron's database server cannot be reached: the change may not have been stored. Retry shortly.")
+	}
+	return err
 }

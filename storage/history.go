@@ -78,7 +78,7 @@ func (s *DB) insertEvent(ctx context.Context, r runner, e *Event) error {
 
 // AddEvent records e in its node's history.
 func (s *DB) AddEvent(ctx context.Context, e *Event) error {
-	return s.insertEvent(ctx, s.writer(), e)
+	return s.write(ctx, func(r runner) error { return s.insertEvent(ctx, r, e) })
 }
 
 // ListEvents lists a node's history, oldest first unless page says

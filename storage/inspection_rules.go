@@ -84,7 +84,7 @@ func normalizeInspectionRule(r *InspectionRule) {
 // CreateInspectionRule inserts r and fills r.ID (and UUID and CreatedAt
 // when empty).
 func (s *DB) CreateInspectionRule(ctx context.Context, r *InspectionRule) error {
-	return ruleTable.create(ctx, s.writer(), r)
+	return s.write(ctx, func(w runner) error { return ruleTable.create(ctx, w, r) })
 }
 
 // GetInspectionRule finds a rule by UUID.
@@ -107,5 +107,5 @@ func (s *DB) UpdateInspectionRule(ctx context.Context, uuid string, fn func(r *I
 
 // DeleteInspectionRule removes a rule.
 func (s *DB) DeleteInspectionRule(ctx context.Context, uuid string) error {
-	return ruleTable.remove(ctx, s.writer(), uuid)
+	return s.write(ctx, func(r runner) error { return ruleTable.remove(ctx, r, uuid) })
 }

@@ -38,7 +38,8 @@ func openTest(tb testing.TB) *DB {
 // openAt opens a store on database; it is closed when the test ends.
 func openAt(tb testing.TB, database string) *DB {
 	tb.Helper()
-	s, err := OpenDatabase(context.Background(), database)
+	// The suite's PostgreSQL server runs with fsync off (pgtest.RunBoth).
+	s, err := OpenDatabaseWith(context.Background(), database, Config{NonDurableTest: true})
 	if err != nil {
 		tb.Fatalf("Open: %v", err)
 	}

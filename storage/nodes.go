@@ -170,7 +170,7 @@ func deref(s *string) string {
 // CreateNode inserts n and fills n.ID. An empty UUID or CreatedAt is filled
 // in; the UUID is stored in canonical lower-case form.
 func (s *DB) CreateNode(ctx context.Context, n *Node) error {
-	return s.nodes.create(ctx, s.writer(), n)
+	return s.write(ctx, func(r runner) error { return s.nodes.create(ctx, r, n) })
 }
 
 // getNode looks ident up as a UUID when it is one, else as a name.
@@ -364,13 +364,18 @@ func fillEventState(ev *Event, n *Node, since *time.Time) {
 // DeleteNode removes a node; its ports and history go with it through
 // ON DELETE CASCADE.
 func (s *DB) DeleteNode(ctx context.Context, nodeUUID string) error {
-	return s.nodes.remove(ctx, s.writer(), nodeUUID)
+	return s.write(ctx, func(r runner) error { return s.nodes.remove(ctx, r, nodeUUID) })
 }
 
 // ReleaseAllReservations clears every reservation held by host and returns
 // the UUIDs of the nodes it held.
 func (s *DB) ReleaseAllReservations(ctx context.Context, host string) ([]string, error) {
-	return queryAll(ctx, s.writer(), []string{}, "release reservations of "+host, scanOne[string],
-		"UPDATE nodes SET reservation = NULL, updated_at = ?, row_version = row_version + 1 WHERE reservation = ? RETURNING uuid",
-		formatTime(time.Now()), host)
+	var released []string
+	err := s.write(ctx, func(r runner) (err error) {
+		released, err = queryAll(ctx, r, []string{}, "release reservations of "+host, scanOne[string],
+			"UPDATE nodes SET reservation = NULL, updated_at = ?, row_version = row_version + 1 WHERE reservation = ? RETURNING uuid",
+			formatTime(time.Now()), host)
+		return err
+	})
+	return released, err
 }

@@ -157,10 +157,14 @@ func (r runner) exec(ctx context.Context, query string, args ...any) (sql.Result
 	return c.ExecContext(ctx, query, args...)
 }
 
-// reader runs on the query_only pool, writer on the one write connection
-// (outside any transaction: each statement commits on its own).
+// reader runs on the query_only pool.
 func (s *DB) reader() runner { return runner{p: s.r} }
-func (s *DB) writer() runner { return runner{p: s.w} }
+
+// write runs fn as a write transaction (writeTx). Every write goes through
+// it, single statements too: on SQLite a statement that committed on its
+// own would pay a WAL sync of its own, where the group commit makes
+// concurrent writers share one (commit.go).
+func (s *DB) write(ctx context.Context, fn func(r runner) error) error { return s.writeTx(ctx, fn) }
 
 // queryAll runs query through r and appends each row, as scan reads it,
 // to out; errors say what was being read ("list shards").

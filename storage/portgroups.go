@@ -94,7 +94,7 @@ func normalizePortgroup(pg *Portgroup) {
 
 // CreatePortgroup inserts pg and fills pg.ID.
 func (s *DB) CreatePortgroup(ctx context.Context, pg *Portgroup) error {
-	return portgroupTable.create(ctx, s.writer(), pg)
+	return s.write(ctx, func(r runner) error { return portgroupTable.create(ctx, r, pg) })
 }
 
 // GetPortgroup finds a portgroup by UUID, or by name when ident is not one.

@@ -55,7 +55,7 @@ func normalizePort(p *Port) {
 // CreatePort inserts p and fills p.ID (and UUID and CreatedAt when empty).
 // An unknown node is a NotFoundError of nodes.
 func (s *DB) CreatePort(ctx context.Context, p *Port) error {
-	return s.ports.create(ctx, s.writer(), p)
+	return s.write(ctx, func(r runner) error { return s.ports.create(ctx, r, p) })
 }
 
 func portNotFound(ident string) error { return &NotFoundError{Table: "ports", Key: ident} }
@@ -101,5 +101,5 @@ func (s *DB) UpdatePort(ctx context.Context, portUUID string, fn func(p *Port) e
 
 // DeletePort removes a port.
 func (s *DB) DeletePort(ctx context.Context, portUUID string) error {
-	return s.ports.remove(ctx, s.writer(), portUUID)
+	return s.write(ctx, func(r runner) error { return s.ports.remove(ctx, r, portUUID) })
 }

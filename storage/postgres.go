@@ -29,11 +29,25 @@ func IsPostgresURL(database string) bool {
 	return strings.HasPrefix(database, "postgres://") || strings.HasPrefix(database, "postgresql://")
 }
 
+// Config is how a store is opened, beyond the database's address.
+type Config struct {
+	// NonDurableTest lets the store open a PostgreSQL server that does not
+	// make commits durable (fsync or synchronous_commit off), which it
+	// otherwise refuses: a commit castiron acknowledges there can be lost
+	// by a crash of the server. Only for throwaway test servers.
+	NonDurableTest bool
+}
+
 // OpenDatabase opens the store database names: a PostgreSQL URL, else a
 // SQLite file path.
 func OpenDatabase(ctx context.Context, database string) (*DB, error) {
+	return OpenDatabaseWith(ctx, database, Config{})
+}
+
+// OpenDatabaseWith is OpenDatabase with cfg.
+func OpenDatabaseWith(ctx context.Context, database string, cfg Config) (*DB, error) {
 	if IsPostgresURL(database) {
-		return OpenPostgres(ctx, database)
+		return OpenPostgresWith(ctx, database, cfg)
 	}
 	return Open(ctx, database)
 }
@@ -43,6 +57,12 @@ func OpenDatabase(ctx context.Context, database string) (*DB, error) {
 // time, under an advisory lock) and returns the store. Readers use
 // read-only sessions, as SQLite's readers are query_only.
 func OpenPostgres(ctx context.Context, dsn string) (*DB, error) {
+	return OpenPostgresWith(ctx, dsn, Config{})
+}
+
+// OpenPostgresWith is OpenPostgres with cfg. It refuses a server whose
+// commits are not durable (checkDurable) unless cfg.NonDurableTest.
+func OpenPostgresWith(ctx context.Context, dsn string, cfg Config) (*DB, error) {
 	u, err := url.Parse(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("storage: database URL: %w", err)
@@ -54,6 +74,12 @@ func OpenPostgres(ctx context.Context, dsn string) (*DB, error) {
 	w.SetMaxOpenConns(pgWriterConns)
 	w.SetMaxIdleConns(pgWriterConns)
 	w.SetConnMaxIdleTime(5 * time.Minute)
+	if !cfg.NonDurableTest {
+		if err := checkDurable(ctx, w); err != nil {
+			w.Close()
+			return nil, err
+		}
+	}
 	if err := migrate(ctx, w, postgresDialect); err != nil {
 		w.Close()
 		return nil, err
@@ -82,6 +108,37 @@ func OpenPostgres(ctx context.Context, dsn string) (*DB, error) {
 		conds: newConductorSQL(),
 		hist:  newEventSQL(),
 	}, nil
+}
+
+// NonDurableError: the PostgreSQL server would acknowledge commits that a
+// crash or power cut can undo (Setting is fsync or synchronous_commit, as
+// SHOW reported it for castiron's session).
+type NonDurableError struct {
+	Setting, Value string
+}
+
+func (e *NonDurableError) Error() string {
+	return fmt.Sprintf("storage: the PostgreSQL server has %s = %s: commits castiron acknowledges could be lost "+
+		"by a crash of the server; set %s = on (the default), or open with the test option for a throwaway test server",
+		e.Setting, e.Value, e.Setting)
+}
+
+// checkDurable refuses a server with fsync off (a crash of the server or
+// host can lose or corrupt committed data) or synchronous_commit off for
+// castiron's session (COMMIT returns before its WAL is flushed: the last
+// commits vanish in a crash). Both are read as the session sees them, so a
+// setting of the role, the database or the URL's options counts too.
+func checkDurable(ctx context.Context, db *sql.DB) error {
+	for _, setting := range []string{"fsync", "synchronous_commit"} {
+		var v string
+		if err := db.QueryRowContext(ctx, "SHOW "+setting).Scan(&v); err != nil {
+			return fmt.Errorf("storage: SHOW %s: %w", setting, err)
+		}
+		if strings.EqualFold(v, "off") {
+			return &NonDurableError{Setting: setting, Value: v}
+		}
+	}
+	return nil
 }
 
 // concurrentTx is writeTx on PostgreSQL: fn runs in a transaction of its own

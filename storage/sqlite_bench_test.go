@@ -3,6 +3,8 @@ package storage
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -109,3 +111,40 @@ func BenchmarkUpdateNode(b *testing.B) {
 		i++
 	}
 }
+
+// BenchmarkCreateNodeConcurrent is bench/run.sh's create phase in process:
+// 8 writers, closed loop, on a store that already holds prefill nodes (the
+// B-trees' size changes what one commit writes). Its figures are creates/s
+// and writes per commit (the group commit's batch).
+func BenchmarkCreateNodeConcurrent(b *testing.B) {
+	for _, prefill := range []int{0, 9000} {
+		b.Run(fmt.Sprintf("prefill=%d", prefill), func(b *testing.B) {
+			ctx := context.Background()
+			s := openTest(b)
+			for i := 0; i < prefill; i++ {
+				mustCreateNode(b, s, newNode(""))
+			}
+			var commits atomic.Int64
+			s.ObserveCommits(commitCounter{&commits})
+			b.SetParallelism(8 / max(1, runtime.GOMAXPROCS(0)))
+			b.ResetTimer()
+			start := time.Now()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if err := s.CreateNode(ctx, newNode("")); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "creates/s")
+			if c := commits.Load(); c > 0 {
+				b.ReportMetric(float64(b.N)/float64(c), "writes/commit")
+			}
+		})
+	}
+}
+
+type commitCounter struct{ n *atomic.Int64 }
+
+func (c commitCounter) Commit(int, time.Duration, error) { c.n.Add(1) }

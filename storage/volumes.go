@@ -108,7 +108,7 @@ func normalizeTarget(t *VolumeTarget) {
 // CreateVolumeConnector inserts c and fills c.ID (and UUID and CreatedAt
 // when empty).
 func (s *DB) CreateVolumeConnector(ctx context.Context, c *VolumeConnector) error {
-	return connectorTable.create(ctx, s.writer(), c)
+	return s.write(ctx, func(r runner) error { return connectorTable.create(ctx, r, c) })
 }
 
 // GetVolumeConnector finds a connector by UUID.
@@ -130,13 +130,13 @@ func (s *DB) UpdateVolumeConnector(ctx context.Context, connUUID string, fn func
 
 // DeleteVolumeConnector removes a connector.
 func (s *DB) DeleteVolumeConnector(ctx context.Context, connUUID string) error {
-	return connectorTable.remove(ctx, s.writer(), connUUID)
+	return s.write(ctx, func(r runner) error { return connectorTable.remove(ctx, r, connUUID) })
 }
 
 // CreateVolumeTarget inserts t and fills t.ID (and UUID and CreatedAt when
 // empty).
 func (s *DB) CreateVolumeTarget(ctx context.Context, t *VolumeTarget) error {
-	return targetTable.create(ctx, s.writer(), t)
+	return s.write(ctx, func(r runner) error { return targetTable.create(ctx, r, t) })
 }
 
 // GetVolumeTarget finds a target by UUID.
@@ -158,7 +158,7 @@ func (s *DB) UpdateVolumeTarget(ctx context.Context, targetUUID string, fn func(
 
 // DeleteVolumeTarget removes a target.
 func (s *DB) DeleteVolumeTarget(ctx context.Context, targetUUID string) error {
-	return targetTable.remove(ctx, s.writer(), targetUUID)
+	return s.write(ctx, func(r runner) error { return targetTable.remove(ctx, r, targetUUID) })
 }
 
 // filter selects the rows of q's node.

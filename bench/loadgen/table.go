@@ -141,16 +141,15 @@ func writeTable(w io.Writer, recs []record, order string) error {
 		}
 		return nil, false
 	}
-	ratio := len(targets) == 2
+	// One ratio column per target after the first (the baseline): with
+	// three targets (ironic, castiron-base, castiron) both castiron builds
+	// are compared with Ironic in the same table.
 	fmt.Fprintf(w, "| measurement | %s |", strings.Join(targets, " | "))
-	if ratio {
-		fmt.Fprintf(w, " %s vs %s (×, >1 = %s better) |", targets[1], targets[0], targets[1])
+	for _, t := range targets[1:] {
+		fmt.Fprintf(w, " %s vs %s (×, >1 = %s better) |", t, targets[0], t)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "|---|%s", strings.Repeat("---:|", len(targets)))
-	if ratio {
-		fmt.Fprint(w, "---:|")
-	}
+	fmt.Fprintf(w, "|---|%s", strings.Repeat("---:|", 2*len(targets)-1))
 	fmt.Fprintln(w)
 	for _, rw := range tableRows(recs) {
 		cells := make([]string, len(targets))
@@ -193,12 +192,12 @@ func writeTable(w io.Writer, recs []record, order string) error {
 			title = strings.ReplaceAll(title, "{n}", n)
 		}
 		fmt.Fprintf(w, "| %s | %s |", title, strings.Join(cells, " | "))
-		if ratio {
+		for i := 1; i < len(targets); i++ {
 			cell := "—"
-			if have[0] && have[1] && vals[0] > 0 && vals[1] > 0 {
-				f := vals[0] / vals[1]
+			if have[0] && have[i] && vals[0] > 0 && vals[i] > 0 {
+				f := vals[0] / vals[i]
 				if rw.higherIsBetter {
-					f = vals[1] / vals[0]
+					f = vals[i] / vals[0]
 				}
 				cell = "×" + num(f)
 				if rw.goal > 0 {

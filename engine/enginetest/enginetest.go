@@ -28,11 +28,12 @@ func Start(t testing.TB, cfg engine.Config, hw ...*engine.HardwareType) (*engine
 
 // StartAt is Start over the SQLite file at path (a test that opens a
 // second store on it names it), or over a PostgreSQL database when path is
-// its URL (storage.OpenDatabase).
+// its URL (storage.OpenDatabase). A PostgreSQL database is opened with the
+// test option: test servers (storage/pgtest) may run with fsync off.
 func StartAt(t testing.TB, path string, cfg engine.Config, hw ...*engine.HardwareType) (*engine.Conductor, *storage.SQLite) {
 	t.Helper()
 	ctx := context.Background()
-	st, err := storage.OpenDatabase(ctx, path)
+	st, err := storage.OpenDatabaseWith(ctx, path, storage.Config{NonDurableTest: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/insomniacslk/dhcp/dhcpv4"
 	"github.com/insomniacslk/dhcp/iana"
 
+	"castiron/fault"
 	"castiron/pxe/boot"
 )
 
@@ -187,17 +188,36 @@ func (s *Server) finish(ctx context.Context, a *ackLater, err error) (*dhcpv4.DH
 			s.idx.heldElsewhere(a.mac, ip, holder, known, s.now().Add(s.cfg.LeaseTime))
 			return s.nakWith(ctx, a.req, a.hw, a.dec, ip, a.c, "address not available"), nil
 		}
-		return nil, fmt.Errorf("dhcp: store lease %s -> %s: %w", a.hw, a.lease.IP, err)
+		left := s.idx.durableUntil(a.mac, ip).Sub(s.now()).Truncate(time.Second)
+		if !fault.Is(err, fault.StorageFull) || left < minFullDiskLease {
+			return nil, fmt.Errorf("dhcp: store lease %s -> %s: %w", a.hw, a.lease.IP, err)
+		}
+		// The disk is full: the renewal cannot be stored, but this MAC's
+		// lease of this address is, until its stored end. Acknowledge it for
+		// what is left of that, no longer: nothing is promised that the
+		// database does not hold, and known machines go on booting.
+		s.log.Warn("dhcp: disk full: lease acknowledged for its stored remainder only",
+			"mac", a.hw.String(), "ip", a.lease.IP, "left", left, "err", err)
+		return s.ack(ctx, a, ip, left), nil
 	}
 	s.idx.committed(a.mac, ip, a.lease.Expires, a.lease.UpdatedAt)
+	return s.ack(ctx, a, ip, s.cfg.LeaseTime), nil
+}
+
+// minFullDiskLease is the shortest remainder of a stored lease that is
+// still acknowledged while the disk is full (a client renews at half of it).
+const minFullDiskLease = time.Minute
+
+// ack is the ACK of a, leasing ip for lt.
+func (s *Server) ack(ctx context.Context, a *ackLater, ip uint32, lt time.Duration) *dhcpv4.DHCPv4 {
 	resp := s.newReply(a.req, dhcpv4.MessageTypeAck)
 	resp.ClientIPAddr = a.req.ClientIPAddr
 	resp.YourIPAddr = ipOf(ip)
-	s.addLease(resp)
+	s.addLeaseFor(resp, lt)
 	file, httpBoot := s.cfg.BootFiles.file(a.c, a.hw)
 	s.addBoot(resp, a.c, file, httpBoot)
 	s.record(ctx, a.hw, a.dec, boot.DHCPAck, ip, a.c, file)
-	return resp, nil
+	return resp
 }
 
 func (s *Server) nakWith(ctx context.Context, req *dhcpv4.DHCPv4, hw net.HardwareAddr, dec boot.Decision, ip uint32, c client, why string) *dhcpv4.DHCPv4 {

@@ -11,6 +11,7 @@ import (
 	"github.com/insomniacslk/dhcp/dhcpv6"
 	"github.com/insomniacslk/dhcp/iana"
 
+	"castiron/fault"
 	"castiron/pxe/boot"
 )
 
@@ -250,12 +251,14 @@ func (s *Server6) finish(ctx context.Context, l *reply6Later, err error) (dhcpv6
 	if l.r.msg.Type() == dhcpv6.MessageTypeSolicit {
 		dhcpv6.WithRapidCommit(resp)
 	}
-	if err != nil {
-		var conflict *LeaseConflictError
-		if !errors.As(err, &conflict) {
-			return nil, fmt.Errorf("dhcp6: store lease %s -> %s: %w", l.r.hw, l.lease.IP, err)
-		}
-		if k, ok := s.key(l.lease.IP); ok {
+	k, _ := s.key(l.lease.IP)
+	lifetime := s.cfg.LeaseTime
+	var conflict *LeaseConflictError
+	switch {
+	case err == nil:
+		s.idx.committed(l.r.mac, k, l.lease.Expires, l.lease.UpdatedAt)
+	case errors.As(err, &conflict):
+		if _, ok := s.key(l.lease.IP); ok {
 			holder, known := conflict.holder()
 			s.idx.heldElsewhere(l.r.mac, k, holder, known, s.now().Add(s.cfg.LeaseTime))
 		}
@@ -263,10 +266,18 @@ func (s *Server6) finish(ctx context.Context, l *reply6Later, err error) (dhcpv6
 		s.record(ctx, l.r, boot.DHCPNak, l.lease.IP, "")
 		out, _, err := s.wrap(l.r, resp)
 		return out, err
+	default:
+		// As in DHCPv4 (Server.finish): on a full disk a stored lease of
+		// this address is granted for its stored remainder only.
+		left := s.idx.durableUntil(l.r.mac, k).Sub(s.now()).Truncate(time.Second)
+		if _, ok := s.key(l.lease.IP); !ok || !fault.Is(err, fault.StorageFull) || left < minFullDiskLease {
+			return nil, fmt.Errorf("dhcp6: store lease %s -> %s: %w", l.r.hw, l.lease.IP, err)
+		}
+		s.log.Warn("dhcp6: disk full: lease granted for its stored remainder only",
+			"mac", l.r.hw.String(), "ip", l.lease.IP, "left", left, "err", err)
+		lifetime = left
 	}
-	k, _ := s.key(l.lease.IP)
-	s.idx.committed(l.r.mac, k, l.lease.Expires, l.lease.UpdatedAt)
-	ia := s.iaWith(l.ia, l.lease.IP, s.cfg.LeaseTime)
+	ia := s.iaWith(l.ia, l.lease.IP, lifetime)
 	if l.old.IsValid() {
 		// RFC 8415 18.3.4/18.3.5: an address the client may no longer use
 		// comes back with lifetimes 0.

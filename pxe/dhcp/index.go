@@ -203,6 +203,17 @@ func (x *index[K]) committed(mac hwaddr, ip K, expires, now time.Time) {
 	}
 }
 
+// durableUntil returns when mac's stored lease of ip ends: zero when mac
+// has no committed lease of ip.
+func (x *index[K]) durableUntil(mac hwaddr, ip K) time.Time {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if b := x.byMAC[mac]; b != nil && b.ip == ip {
+		return b.expires
+	}
+	return time.Time{}
+}
+
 // lookup returns mac's binding: address, whether a lease was ever committed
 // and whether it is live.
 func (x *index[K]) lookup(mac hwaddr, now time.Time) (ip K, leased, live bool) {

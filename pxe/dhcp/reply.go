@@ -1,6 +1,8 @@
 package dhcp
 
 import (
+	"time"
+
 	"github.com/insomniacslk/dhcp/dhcpv4"
 )
 
@@ -39,14 +41,16 @@ var zeroIP = []byte{0, 0, 0, 0}
 
 // addLease adds the address options of full mode: 1, 3 (if configured),
 // 28, 51, 58, 59. No option 6: the provisioning network has no DNS.
-func (s *Server) addLease(resp *dhcpv4.DHCPv4) {
+func (s *Server) addLease(resp *dhcpv4.DHCPv4) { s.addLeaseFor(resp, s.cfg.LeaseTime) }
+
+// addLeaseFor is addLease with a lease time of lt.
+func (s *Server) addLeaseFor(resp *dhcpv4.DHCPv4, lt time.Duration) {
 	o := resp.Options
 	o.Update(dhcpv4.OptSubnetMask(s.netmask))
 	if s.sn.router != 0 {
 		o.Update(dhcpv4.OptRouter(ipOf(s.sn.router)))
 	}
 	o.Update(dhcpv4.OptBroadcastAddress(ipOf(s.sn.broadcast())))
-	lt := s.cfg.LeaseTime
 	o.Update(dhcpv4.OptIPAddressLeaseTime(lt))
 	o.Update(dhcpv4.OptRenewTimeValue(lt / 2))
 	o.Update(dhcpv4.OptRebindingTimeValue(lt * 7 / 8))

@@ -31,6 +31,7 @@ type Server struct {
 	runAs  *user.User // nil: as ourselves
 	Socket string     // the directory of the unix socket
 	next   atomic.Int64
+	opts   string // the server options it was started with (Restart)
 }
 
 // Bin finds the directory of initdb and pg_ctl: $PG_BIN, else the newest
@@ -64,7 +65,9 @@ func Skip(tb testing.TB, err error) {
 }
 
 // Start initialises and starts a cluster in a new temporary directory.
-// settings are extra "name=value" server settings (e.g. fsync=off).
+// settings are extra "name=value" server settings (e.g. fsync=off: then
+// castiron's store opens its databases only with storage.Config's
+// NonDurableTest).
 func Start(settings ...string) (*Server, error) {
 	bin, err := Bin()
 	if err != nil {
@@ -103,7 +106,8 @@ func Start(settings ...string) (*Server, error) {
 	for _, kv := range settings {
 		opts = append(opts, "-c "+kv)
 	}
-	if out, err := s.run("pg_ctl", "-D", data, "-l", filepath.Join(dir, "log"), "-w", "-t", "60", "-o", strings.Join(opts, " "), "start"); err != nil {
+	s.opts = strings.Join(opts, " ")
+	if out, err := s.run("pg_ctl", "-D", data, "-l", filepath.Join(dir, "log"), "-w", "-t", "60", "-o", s.opts, "start"); err != nil {
 		log, _ := os.ReadFile(filepath.Join(dir, "log"))
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("pg_ctl start: %v: %s %s", err, out, log)
@@ -150,6 +154,15 @@ func (s *Server) Stop() {
 // Kill stops the server at once (immediate shutdown), as a crash would.
 func (s *Server) Kill() {
 	s.run("pg_ctl", "-D", filepath.Join(s.dir, "data"), "-m", "immediate", "-w", "-t", "30", "stop")
+}
+
+// Restart starts the server again on its data (after Kill: crash
+// recovery), with the settings it was started with.
+func (s *Server) Restart() error {
+	if out, err := s.run("pg_ctl", "-D", filepath.Join(s.dir, "data"), "-l", filepath.Join(s.dir, "log"), "-w", "-t", "60", "-o", s.opts, "start"); err != nil {
+		return fmt.Errorf("pg_ctl start: %v: %s", err, out)
+	}
+	return nil
 }
 
 // New starts a server for one test and stops it when the test ends.

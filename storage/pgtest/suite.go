@@ -31,6 +31,10 @@ var suiteServer = sync.OnceValue(func() *Server { return &Server{Socket: os.Gete
 // then on PostgreSQL (this test binary again, with the same flags, against a
 // server started here for it). Tests ask Postgres which run they are in.
 // Use it as TestMain: os.Exit(pgtest.RunBoth(m)).
+//
+// The server runs with fsync and synchronous_commit off (speed; nothing
+// of a test outlives it): the suite must open its databases with
+// storage.Config{NonDurableTest: true}, which castiron otherwise refuses.
 func RunBoth(m *testing.M) int {
 	if _, child := Postgres(); child {
 		return m.Run()

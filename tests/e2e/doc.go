@@ -34,4 +34,10 @@
 // `make ramdisk`), E2E_IPXE_DIR (iPXE binaries castiron serves, default
 // Debian's /usr/lib/ipxe), E2E_KEEP=1 (keep the run directory of a failed test; =always: of every test),
 // CI=true (missing tools fail instead of skipping).
+//
+// TestPowerCut needs no lab: castiron runs in a qemu VM of its own booted
+// from castiron's small VM kernel (make ramdisk-kernel-vm, or
+// CASTIRON_VM_KERNEL_DIR) with its data on a virtio disk, reached through a
+// hostfwd on 127.0.0.1, and the VM is killed during a write burst;
+// E2E_POWERCUT_ROUNDS (default 5) sets the number of power cuts.
 package e2e
