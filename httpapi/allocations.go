@@ -156,6 +156,9 @@ func (a *API) listAllocations(w http.ResponseWriter, r *http.Request) error {
 		q.State = &st
 	}
 	q.Page = page
+	if p := listProject(r); p != nil {
+		q.Owner = p // a project member lists its project's allocations
+	}
 	list, err := a.cond.Store().ListAllocations(r.Context(), q)
 	if err != nil {
 		return err
@@ -264,6 +267,9 @@ func (a *API) createAllocation(w http.ResponseWriter, r *http.Request) error {
 		ResourceClass: optString(body["resource_class"]),
 		Traits:        stringList(body["traits"]),
 		Extra:         storage.JSONObject{},
+	}
+	if o := forcedOwner(r); o != nil {
+		al.Owner = o // Ironic's _authorize_create_allocation
 	}
 	if m, ok := body["extra"].(map[string]any); ok {
 		al.Extra = m

@@ -3,16 +3,23 @@ package httpapi
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"strings"
 	"sync"
 
 	"golang.org/x/crypto/bcrypt"
+
+	"castiron/httpapi/identity"
 )
 
 // Authenticator checks a request's credentials and returns the user name.
+// One that is also an identity.Identifier (HTPasswd, BasicUsers,
+// identity.Keystone) gives the caller's roles and scope, which policy
+// enforcement uses.
 type Authenticator interface {
 	Authenticate(r *http.Request) (user string, ok bool)
 }
@@ -26,17 +33,76 @@ func userOf(r *http.Request) string {
 	return "anonymous"
 }
 
-// authorized applies opts.Auth; on failure it answers 401 with Ironic's body.
+// identify runs auth: an Identifier's own answer, else an unrestricted
+// caller named by Authenticate.
+func identify(auth Authenticator, r *http.Request) (*identity.Identity, error) {
+	if idf, ok := auth.(identity.Identifier); ok {
+		return idf.Identify(r)
+	}
+	user, ok := auth.Authenticate(r)
+	if !ok {
+		return nil, identity.ErrUnauthenticated
+	}
+	return &identity.Identity{User: user, Unrestricted: true}, nil
+}
+
+// challenge is auth's WWW-Authenticate header.
+func challenge(auth Authenticator) string {
+	if idf, ok := auth.(identity.Identifier); ok {
+		return idf.Challenge()
+	}
+	return basicChallenge
+}
+
+// hasCredentials reports whether the request tried to log in at all (a
+// browser's first request without credentials is not a failed login).
+func hasCredentials(r *http.Request) bool {
+	return r.Header.Get("Authorization") != "" || r.Header.Get("X-Auth-Token") != ""
+}
+
+// clientAddr is the address failed logins are counted against: the peer,
+// never a header the client chooses.
+func clientAddr(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// authorized applies opts.Auth; on failure it answers 401 with Ironic's
+// body (503 when the identity service cannot answer). Repeated failures
+// from one address are slowed down first (identity.Throttle).
 func (a *API) authorized(w http.ResponseWriter, r *http.Request) bool {
 	if a.opts.Auth == nil {
 		return true
 	}
-	user, ok := a.opts.Auth.Authenticate(r)
-	if !ok {
-		unauthorized(w)
+	addr := clientAddr(r)
+	if !a.throttle.Wait(r.Context(), addr) {
+		return false // the client went away while slowed down
+	}
+	id, err := identify(a.opts.Auth, r)
+	if err != nil {
+		var down *identity.UnavailableError
+		if errors.As(err, &down) {
+			a.log.WarnContext(r.Context(), "identity service unavailable: request refused", "method", r.Method, "path", r.URL.Path, "err", err)
+			writeRaw(w, http.StatusServiceUnavailable, codeBody(http.StatusServiceUnavailable, "The identity service is unavailable; try again later."))
+			return false
+		}
+		if hasCredentials(r) {
+			a.throttle.Failed(addr)
+			a.log.InfoContext(r.Context(), "authentication failed", "client", addr, "method", r.Method, "path", r.URL.Path)
+		}
+		unauthorizedAs(w, challenge(a.opts.Auth))
 		return false
 	}
-	*r = *r.WithContext(context.WithValue(r.Context(), userKey{}, user))
+	a.throttle.Succeeded(addr)
+	if who, ok := r.Context().Value(callerKey{}).(*caller); ok {
+		who.id = id
+	}
+	ctx := identity.With(r.Context(), id)
+	ctx = context.WithValue(ctx, userKey{}, id.Actor())
+	*r = *r.WithContext(ctx)
 	return true
 }
 
@@ -48,16 +114,23 @@ func RequireAuth(auth Authenticator, h http.Handler) http.Handler {
 		return h
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, ok := auth.Authenticate(r); !ok {
-			unauthorized(w)
+		if _, err := identify(auth, r); err != nil {
+			var down *identity.UnavailableError
+			if errors.As(err, &down) {
+				writeRaw(w, http.StatusServiceUnavailable, codeBody(http.StatusServiceUnavailable, "The identity service is unavailable; try again later."))
+				return
+			}
+			unauthorizedAs(w, challenge(auth))
 			return
 		}
 		h.ServeHTTP(w, r)
 	})
 }
 
-func unauthorized(w http.ResponseWriter) {
-	w.Header().Set("WWW-Authenticate", `Basic realm="Baremetal API"`)
+func unauthorized(w http.ResponseWriter) { unauthorizedAs(w, basicChallenge) }
+
+func unauthorizedAs(w http.ResponseWriter, challenge string) {
+	w.Header().Set("WWW-Authenticate", challenge)
 	writeRaw(w, http.StatusUnauthorized, codeBody(http.StatusUnauthorized, "The request you have made requires authentication."))
 }
 
@@ -123,4 +196,45 @@ func (h *HTPasswd) Authenticate(r *http.Request) (string, bool) {
 	h.cache[user] = pass
 	h.mu.Unlock()
 	return user, true
+}
+
+// caller is filled in by authorized for the audit line ServeHTTP writes
+// once the request is answered.
+type caller struct{ id *identity.Identity }
+
+type callerKey struct{}
+
+// isWrite reports whether a method changes something.
+func isWrite(method string) bool {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		return false
+	}
+	return true
+}
+
+// agentPath is a ramdisk agent's call: not an operator's write, and
+// frequent (heartbeats), so not audited.
+func agentPath(p string) bool {
+	return strings.HasPrefix(p, "/v1/heartbeat/") || p == "/v1/continue_inspection"
+}
+
+// audit logs a write request: who (user, project, roles; "noauth" without
+// authentication), what, the answer and the request id.
+func (a *API) audit(r *http.Request, id *identity.Identity, status int) {
+	if status == 0 {
+		status = http.StatusOK
+	}
+	user, project, roles, scope := "noauth", "", []string(nil), ""
+	if id != nil {
+		user, project, roles, scope = id.User, id.ProjectID, id.Roles, id.Scope()
+		if a.opts.Auth != nil && id.Unrestricted {
+			scope = "unrestricted"
+		}
+	} else if a.opts.Auth != nil {
+		user = "unauthenticated"
+	}
+	a.log.InfoContext(r.Context(), "write request", "method", r.Method, "path", r.URL.Path, "status", status,
+		"user", user, "project", project, "roles", roles, "scope", scope,
+		"request_id", RequestIDsOf(r.Context()).Local, "client", clientAddr(r))
 }

@@ -146,13 +146,20 @@ func (a *API) listNodes(detail bool) handlerFunc {
 			return err
 		}
 		q.Page = page
+		q.Project = listProject(r)
 		q.Columns = nodeColumns(fields)
+		red := a.nodeRedactor(r)
+		if red != nil {
+			// Redacted views differ per caller and node: rendered whole
+			// from the row, never from or into the view cache.
+			q.Columns = nil
+		}
 		conductor := qs.Get("conductor")
 		if conductor != "" && q.Columns != nil {
 			q.Columns = append(q.Columns, "conductor_group", "driver")
 		}
 		v := a.view(r)
-		if a.views != nil {
+		if a.views != nil && red == nil {
 			if done, err := a.listNodesCached(w, r, v, q, fields, conductor); done || err != nil {
 				return err
 			}
@@ -162,6 +169,11 @@ func (a *API) listNodes(detail bool) handlerFunc {
 			return err
 		}
 		list = onConductor(a, list, conductor, func(n *storage.Node) *storage.Node { return n })
+		if red != nil {
+			for i, n := range list {
+				list[i] = red(n)
+			}
+		}
 		nodeTable.writePage(w, r, v, "nodes", "nodes", list, func(n *storage.Node) string { return n.UUID }, fields, page)
 		return nil
 	}
@@ -208,6 +220,13 @@ func (a *API) getNode(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	v := a.view(r)
+	if red := a.nodeRedactor(r); red != nil {
+		n, err := lookupWithSuffix(r, r.PathValue("ident"), a.cond.Store().GetNode)
+		if err != nil {
+			return err
+		}
+		return nodeTable.writeOK(w, v, red(n), fields)
+	}
 	var key string
 	if a.views != nil {
 		key = viewKey(v, fields)
@@ -258,6 +277,9 @@ func (a *API) createNode(w http.ResponseWriter, r *http.Request) error {
 		n.UUID = strings.ToLower(s)
 	}
 	return nodeTable.create(w, r, a.view(r), "nodes", n, body, func() error {
+		if o := forcedOwner(r); o != nil {
+			n.Owner = o // a project admin's node is its project's
+		}
 		if !ver.AtLeast(10) && n.Name != nil && !regexpHostname().MatchString(*n.Name) {
 			// Before 1.10 names had to be host names.
 			return errInvalid("Cannot create node with invalid name '%s'", *n.Name)
@@ -312,6 +334,9 @@ func (a *API) patchNode(w http.ResponseWriter, r *http.Request) error {
 	}, resetIfaces)
 	if err != nil {
 		return err
+	}
+	if red := a.nodeRedactor(r); red != nil {
+		updated = red(updated)
 	}
 	return nodeTable.writeOK(w, a.view(r), updated, nil)
 }

@@ -168,6 +168,7 @@ func (a *API) listPortgroups(detail bool) handlerFunc {
 			}
 			q.NodeUUID = &n.UUID
 		}
+		q.Project = listProject(r)
 		items, err := a.cond.Store().ListPortgroups(r.Context(), q)
 		if err != nil {
 			return err

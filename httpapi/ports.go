@@ -154,6 +154,7 @@ func (a *API) listPorts(detail bool) handlerFunc {
 			return err
 		}
 		q.Page = page
+		q.Project = listProject(r)
 		if len(shards) > 0 && q.Address == nil {
 			// Ironic: an address filter takes precedence over shard.
 			q.Shards = shards

@@ -16,6 +16,8 @@ import (
 
 	"castiron/engine"
 	"castiron/fault"
+	"castiron/httpapi/identity"
+	"castiron/httpapi/policy"
 	"castiron/pxe/boot"
 )
 
@@ -49,6 +51,12 @@ type Options struct {
 	// the package's MaxMinor. Tests of resources above it (inspection
 	// rules, 1.96) raise it for their server.
 	MaxMinor int
+	// Policy is the authorization policy applied to callers with roles
+	// (Keystone, http_basic with a users file); nil: Ironic's defaults.
+	Policy *policy.Enforcer
+	// Throttle slows down repeated failed logins per client address; nil:
+	// identity.NewThrottle's defaults.
+	Throttle *identity.Throttle
 	// ViewCacheBytes bounds the rendered node views kept for reads
 	// (viewcache.go): 0 follows the fleet (2 KiB a node, 1-32 MiB),
 	// negative keeps none.
@@ -72,6 +80,11 @@ type API struct {
 	mux  *http.ServeMux
 	// views holds rendered node views (nil: none kept).
 	views *viewCache
+	// throttle counts failed logins per client address.
+	throttle *identity.Throttle
+	// routeKeys are the routes registered ("METHOD /path"), for the test
+	// that every route has a policy (access_routes.go).
+	routeKeys []string
 }
 
 // New builds the API over cond.
@@ -82,7 +95,10 @@ func New(cond *engine.Conductor, opts Options) *API {
 	if opts.MaxMinor == 0 {
 		opts.MaxMinor = MaxMinor
 	}
-	a := &API{cond: cond, opts: opts, log: opts.Logger, mux: http.NewServeMux(), views: newViewCache(opts.ViewCacheBytes, cond.Store().NodeCount)}
+	a := &API{cond: cond, opts: opts, log: opts.Logger, mux: http.NewServeMux(), views: newViewCache(opts.ViewCacheBytes, cond.Store().NodeCount), throttle: opts.Throttle}
+	if a.throttle == nil {
+		a.throttle = identity.NewThrottle()
+	}
 	a.routes()
 	for pattern, h := range opts.Extra {
 		a.mux.Handle(pattern, h)
@@ -98,7 +114,7 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 // bookmark links omit /v1). minMinor hides the endpoint below that version
 // with Ironic's 404.
 func (a *API) route(method, path string, minMinor int, h handlerFunc) {
-	wrapped := a.versioned(minMinor, nodeNameGate(path, h))
+	wrapped := a.versioned(minMinor, nodeNameGate(path, a.guard(method, path, h)))
 	a.mux.Handle(method+" /v1"+path, wrapped)
 	a.mux.Handle(method+" "+path, wrapped)
 }
@@ -156,6 +172,8 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	rec := &statusRecorder{ResponseWriter: w}
 	r = withRequestIDs(rec, r)
+	who := &caller{}
+	r = r.WithContext(context.WithValue(r.Context(), callerKey{}, who))
 	route := ""
 	defer func() {
 		if p := recover(); p != nil {
@@ -168,6 +186,9 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			a.log.WarnContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "status", rec.status, "took", time.Since(start))
 		} else {
 			a.log.DebugContext(r.Context(), "request", "method", r.Method, "path", r.URL.Path, "status", rec.status, "took", time.Since(start))
+		}
+		if isWrite(r.Method) && !agentPath(r.URL.Path) {
+			a.audit(r, who.id, rec.status)
 		}
 		if a.opts.Observer != nil {
 			status := rec.status

@@ -239,7 +239,7 @@ func volumeList[T any](a *API, k *volumeKind[T]) handlerFunc {
 		if slices.Contains(k.unsortable, sortKey) {
 			return errUnsortable(sortKey)
 		}
-		q := storage.VolumeQuery{Page: page}
+		q := storage.VolumeQuery{Page: page, Project: listProject(r)}
 		nodeIdent := parent
 		if nodeIdent == "" {
 			nodeIdent = qa.raw.Get("node")

@@ -165,19 +165,22 @@ type Page struct {
 // NodeQuery filters a node list. Nil pointers mean "no filter".
 type NodeQuery struct {
 	Page
-	UUIDs               []string // non-nil: only these nodes (canonical uuids)
-	ProvisionState      *string
-	ProvisionStates     []string // non-nil: only nodes in one of these states
-	Maintenance         *bool
-	Driver              *string
-	Associated          *bool // instance_uuid set or not
-	InstanceUUID        *string
-	ChassisUUID         *string
-	ConductorGroups     []string // non-nil: only nodes in these groups
-	Fault               *string
-	ResourceClass       *string
-	Owner               *string
-	Lessee              *string
+	UUIDs           []string // non-nil: only these nodes (canonical uuids)
+	ProvisionState  *string
+	ProvisionStates []string // non-nil: only nodes in one of these states
+	Maintenance     *bool
+	Driver          *string
+	Associated      *bool // instance_uuid set or not
+	InstanceUUID    *string
+	ChassisUUID     *string
+	ConductorGroups []string // non-nil: only nodes in these groups
+	Fault           *string
+	ResourceClass   *string
+	Owner           *string
+	Lessee          *string
+	// Project, when set, keeps the nodes it owns or leases (Ironic's
+	// "project" filter, which policy applies to a project-scoped caller).
+	Project             *string
 	DescriptionContains *string
 	Retired             *bool
 	Shards              []string
@@ -207,4 +210,6 @@ type PortQuery struct {
 	// DescriptionContains keeps the ports whose description holds it
 	// (case-insensitive).
 	DescriptionContains *string
+	// Project, when set, keeps the ports of nodes it owns or leases.
+	Project *string
 }

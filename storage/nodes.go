@@ -268,6 +268,9 @@ func (s *DB) nodeFilter(q NodeQuery) *filter {
 	eq("owner", q.Owner)
 	eq("lessee", q.Lessee)
 	eq("instance_name", q.InstanceName)
+	if q.Project != nil {
+		f.add("(owner = ? OR lessee = ?)", *q.Project, *q.Project)
+	}
 	if q.DescriptionContains != nil {
 		// Case-insensitive, as on Ironic's MySQL.
 		f.add(`description `+s.r.d.like()+` ? ESCAPE '\'`, "%"+escapeLike(*q.DescriptionContains)+"%")

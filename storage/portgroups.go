@@ -37,6 +37,8 @@ type PortgroupQuery struct {
 	// node is in one of them (API 1.106, 1.99).
 	Shards          []string
 	ConductorGroups []string
+	// Project, when set, keeps the portgroups of nodes it owns or leases.
+	Project *string
 }
 
 // PortgroupStore keeps portgroups.
@@ -115,6 +117,7 @@ func (s *DB) ListPortgroups(ctx context.Context, q PortgroupQuery) ([]*Portgroup
 			f.add("node_uuid IN (SELECT uuid FROM nodes"+sub.where()+")", sub.args...)
 		}
 	}
+	projectFilter(f, q.Project)
 	return portgroupTable.list(ctx, s.reader(), f, q.Page)
 }
 

@@ -90,6 +90,7 @@ func (s *DB) ListPorts(ctx context.Context, q PortQuery) ([]*Port, error) {
 		// Case-insensitive, as on Ironic's MySQL.
 		f.add(`description `+s.r.d.like()+` ? ESCAPE '\'`, "%"+escapeLike(*q.DescriptionContains)+"%")
 	}
+	projectFilter(f, q.Project)
 	return s.ports.list(ctx, s.reader(), f, q.Page)
 }
 
@@ -102,4 +103,12 @@ func (s *DB) UpdatePort(ctx context.Context, portUUID string, fn func(p *Port) e
 // DeletePort removes a port.
 func (s *DB) DeletePort(ctx context.Context, portUUID string) error {
 	return s.write(ctx, func(r runner) error { return s.ports.remove(ctx, r, portUUID) })
+}
+
+// projectFilter keeps the rows whose node project owns or leases (Ironic's
+// project filter on ports, portgroups and volume resources).
+func projectFilter(f *filter, project *string) {
+	if project != nil {
+		f.add("node_uuid IN (SELECT uuid FROM nodes WHERE owner = ? OR lessee = ?)", *project, *project)
+	}
 }

@@ -38,6 +38,8 @@ type VolumeTarget struct {
 type VolumeQuery struct {
 	Page
 	NodeUUID *string
+	// Project, when set, keeps the resources of nodes it owns or leases.
+	Project *string
 }
 
 // VolumeStore keeps volume connectors and targets. Both belong to a node and
@@ -165,5 +167,6 @@ func (s *DB) DeleteVolumeTarget(ctx context.Context, targetUUID string) error {
 func (q VolumeQuery) filter() *filter {
 	f := &filter{}
 	f.eq("node_uuid", q.NodeUUID, uuidKey)
+	projectFilter(f, q.Project)
 	return f
 }

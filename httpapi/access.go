@@ -1,0 +1,503 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+
+	"castiron/fault"
+	"castiron/httpapi/identity"
+	"castiron/httpapi/policy"
+	"castiron/storage"
+)
+
+// Policy enforcement in Ironic's order (ironic/api/controllers/v1/utils.py):
+// a route's object is found first (404 when it does not exist), then the
+// caller must be allowed to see it (baremetal:node:get on its node, else
+// 404 as if it did not exist), then the route's own rule (else 403). Lists
+// fall back from <kind>:list_all to <kind>:list restricted to the caller's
+// project (the nodes it owns or leases). The table of which rule guards
+// which route is access_routes.go.
+
+// guard wraps a route's handler with its policy (access_routes.go); the
+// handler runs unchanged for noauth and unrestricted callers.
+func (a *API) guard(method, path string, h handlerFunc) handlerFunc {
+	a.routeKeys = append(a.routeKeys, method+" "+path)
+	acc, known := routeAccess[method+" "+path]
+	return func(w http.ResponseWriter, r *http.Request) error {
+		id := identity.From(r.Context())
+		if id == nil || id.Unrestricted {
+			return h(w, r)
+		}
+		if !known {
+			// A route without a policy row is refused, never open; the
+			// route table's test names it.
+			return fault.New(fault.Forbidden, "Access was denied to the following resource: %s %s", method, path)
+		}
+		r2, err := a.enforce(r, id, acc)
+		if err != nil {
+			return err
+		}
+		return h(w, r2)
+	}
+}
+
+// enforcer is the effective policy (the defaults unless Options.Policy).
+func (a *API) enforcer() *policy.Enforcer {
+	if a.opts.Policy != nil {
+		return a.opts.Policy
+	}
+	return defaultPolicy()
+}
+
+// forbidden is Ironic's HTTPForbidden for a refused rule; a token of the
+// wrong scope is refused the same way (oslo.policy's InvalidScope, which
+// Ironic does not map, would be a 500).
+func forbidden(err error) error {
+	var d *policy.Denied
+	if errors.As(err, &d) {
+		return fault.New(fault.Forbidden, "Access was denied to the following resource: %s", d.Rule)
+	}
+	return err
+}
+
+// nodeTarget is check_owner_policy's target for a node: its owner always
+// (None when unset), its lessee only when set.
+func nodeTarget(n *storage.Node) policy.Target {
+	t := policy.Target{"node.owner": strOrNil(n.Owner)}
+	if n.Lessee != nil && *n.Lessee != "" {
+		t["node.lessee"] = *n.Lessee
+	}
+	return t
+}
+
+// childTarget is check_port_policy_and_retrieve's target: the node's owner
+// and lessee, both always present (None when unset or no node).
+func childTarget(n *storage.Node) policy.Target {
+	if n == nil {
+		return policy.Target{"node.owner": nil, "node.lessee": nil}
+	}
+	return policy.Target{"node.owner": strOrNil(n.Owner), "node.lessee": strOrNil(n.Lessee)}
+}
+
+type listScopeKey struct{}
+type forcedOwnerKey struct{}
+
+// listProject is the project a list is restricted to (nil: everything the
+// query asks for).
+func listProject(r *http.Request) *string {
+	p, _ := r.Context().Value(listScopeKey{}).(*string)
+	return p
+}
+
+// forcedOwner is the owner a project-scoped creator's node or allocation
+// gets (nil: as the body says).
+func forcedOwner(r *http.Request) *string {
+	p, _ := r.Context().Value(forcedOwnerKey{}).(*string)
+	return p
+}
+
+func withValue(r *http.Request, k, v any) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), k, v))
+}
+
+// enforce applies acc for id; it returns the request the handler gets
+// (with a list restriction or a forced owner) or the refusal.
+func (a *API) enforce(r *http.Request, id *identity.Identity, acc access) (*http.Request, error) {
+	e := a.enforcer()
+	c := id.Creds
+	store := a.cond.Store()
+	ctx := r.Context()
+	switch acc.on {
+	case onCreds:
+		return r, forbidden(e.Authorize(acc.rule, nil, c))
+
+	case onNode, onNodePatch, onNodeDelete, onNodeProvision:
+		n, err := lookupWithSuffix(r, r.PathValue(acc.param), store.GetNode)
+		if err != nil {
+			return r, nil // the handler answers its own 404 (or 400)
+		}
+		rules := []string{acc.rule}
+		switch acc.on {
+		case onNodePatch:
+			if rules, err = nodePatchRules(r); err != nil {
+				return r, nil // a patch that does not parse: the handler's 400
+			}
+		case onNodeProvision:
+			extra, err := provisionRules(r)
+			if err != nil {
+				return r, nil
+			}
+			rules = append(rules, extra...)
+		}
+		t := nodeTarget(n)
+		if !e.Allowed("baremetal:node:get", t, c) {
+			return r, fault.NodeNotFound(r.PathValue(acc.param))
+		}
+		for i, rule := range rules {
+			err := e.Authorize(rule, t, c)
+			if err != nil && i == 0 && acc.on == onNodeDelete {
+				// Ironic's project_admin_can_manage_own_nodes (default on).
+				err = e.Authorize("baremetal:node:delete:self_owned_node", t, c)
+			}
+			if err != nil {
+				return r, forbidden(err)
+			}
+		}
+		return r, nil
+
+	case onNodeCreate:
+		// project_admin_can_manage_own_nodes: a project admin may create
+		// nodes its project owns.
+		if e.Allowed("baremetal:node:create:self_owned_node", nil, c) {
+			if c.System {
+				return r, nil
+			}
+			body, err := peekJSON(r)
+			if err != nil {
+				return r, nil
+			}
+			if o, ok := body["owner"].(string); ok && o != "" && o != c.ProjectID {
+				return r, errInvalid("Cannot create a node as a project scoped admin with an owner other than your own project.")
+			}
+			p := c.ProjectID
+			return withValue(r, forcedOwnerKey{}, &p), nil
+		}
+		return r, forbidden(e.Authorize("baremetal:node:create", nil, c))
+
+	case onNodeList:
+		p, err := listScope(e, c, "node", r.URL.Query().Get("project"))
+		if err != nil {
+			return r, err
+		}
+		return withValue(r, listScopeKey{}, p), nil
+
+	case onPortList, onPortgroupList, onVolumeList:
+		kind := map[target]string{onPortList: "port", onPortgroupList: "portgroup", onVolumeList: "volume"}[acc.on]
+		if acc.param != "" {
+			// Under a node (or a portgroup): the caller must see the node.
+			var n *storage.Node
+			var err error
+			if acc.param == "portgroup" {
+				pg, perr := store.GetPortgroup(ctx, r.PathValue("portgroup"))
+				if perr != nil {
+					return r, nil
+				}
+				n, err = store.GetNode(ctx, pg.NodeUUID)
+				if err == nil && !e.Allowed("baremetal:node:get", nodeTarget(n), c) {
+					return r, fault.New(fault.NotFound, "Portgroup %s could not be found.", r.PathValue("portgroup"))
+				}
+			} else {
+				n, err = lookupWithSuffix(r, r.PathValue(acc.param), store.GetNode)
+				if err == nil && !e.Allowed("baremetal:node:get", nodeTarget(n), c) {
+					return r, fault.NodeNotFound(r.PathValue(acc.param))
+				}
+			}
+			if err != nil {
+				return r, nil
+			}
+		}
+		p, err := listScope(e, c, kind, "")
+		if err != nil {
+			return r, err
+		}
+		return withValue(r, listScopeKey{}, p), nil
+
+	case onPort, onPortgroup, onVolumeConnector, onVolumeTarget:
+		ident := r.PathValue(acc.param)
+		var nodeUUID, what string
+		switch acc.on {
+		case onPort:
+			p, err := store.GetPort(ctx, ident)
+			if err != nil {
+				return r, nil
+			}
+			nodeUUID, what = p.NodeUUID, "Port %s could not be found."
+		case onPortgroup:
+			pg, err := store.GetPortgroup(ctx, ident)
+			if err != nil {
+				return r, nil
+			}
+			nodeUUID, what = pg.NodeUUID, "Portgroup %s could not be found."
+		case onVolumeConnector:
+			v, err := store.GetVolumeConnector(ctx, ident)
+			if err != nil {
+				return r, nil
+			}
+			nodeUUID, what = v.NodeUUID, "Volume connector %s could not be found."
+		default:
+			v, err := store.GetVolumeTarget(ctx, ident)
+			if err != nil {
+				return r, nil
+			}
+			nodeUUID, what = v.NodeUUID, "Volume target %s could not be found."
+		}
+		n, err := store.GetNode(ctx, nodeUUID)
+		if err != nil {
+			n = nil
+		}
+		t := childTarget(n)
+		if !e.Allowed("baremetal:node:get", t, c) {
+			return r, fault.New(fault.NotFound, what, ident)
+		}
+		return r, forbidden(e.Authorize(acc.rule, t, c))
+
+	case onChildCreate:
+		// POST /ports, /portgroups, /volume/...: the rule on the node the
+		// body names, 403 when refused (Ironic does not conceal it).
+		body, err := peekJSON(r)
+		if err != nil {
+			return r, nil
+		}
+		ident, _ := body["node_uuid"].(string)
+		if ident == "" {
+			ident, _ = body["node_id"].(string)
+		}
+		n, err := store.GetNode(ctx, ident)
+		if err != nil {
+			return r, nil // the handler's answer for an unknown node
+		}
+		return r, forbidden(e.Authorize(acc.rule, nodeTarget(n), c))
+
+	case onAllocation:
+		al, err := store.GetAllocation(ctx, r.PathValue(acc.param))
+		if err != nil {
+			return r, nil
+		}
+		t := policy.Target{"allocation.owner": strOrNil(al.Owner)}
+		if !e.Allowed("baremetal:allocation:get", t, c) {
+			return r, fault.New(fault.NotFound, "Allocation %s could not be found.", r.PathValue(acc.param))
+		}
+		return r, forbidden(e.Authorize(acc.rule, t, c))
+
+	case onAllocationList:
+		p, err := listScope(e, c, "allocation", r.URL.Query().Get("owner"))
+		if err != nil {
+			return r, err
+		}
+		return withValue(r, listScopeKey{}, p), nil
+
+	case onAllocationCreate:
+		if e.Allowed("baremetal:allocation:create", nil, c) && e.Allowed("baremetal:allocation:create_restricted", nil, c) {
+			return r, nil
+		}
+		// Ironic's _authorize_create_allocation: a project member's
+		// allocation is its project's.
+		body, err := peekJSON(r)
+		if err != nil {
+			return r, nil
+		}
+		if err := e.Authorize("baremetal:allocation:create", nil, c); err != nil {
+			return r, forbidden(err)
+		}
+		if o, ok := body["owner"].(string); ok && o != "" && c.ProjectID != "" && o != c.ProjectID {
+			return r, forbidden(&policy.Denied{Rule: "baremetal:allocation:create_restricted"})
+		}
+		if c.ProjectID == "" {
+			return r, forbidden(e.Authorize("baremetal:allocation:create_restricted", nil, c))
+		}
+		p := c.ProjectID
+		return withValue(r, forcedOwnerKey{}, &p), nil
+	}
+	return r, fault.New(fault.Forbidden, "Access was denied to the following resource: %s", acc.rule)
+}
+
+// listScope is check_list_policy: everything with <kind>:list_all, else
+// the caller's project with <kind>:list; asking for another project's
+// objects is refused.
+func listScope(e *policy.Enforcer, c policy.Creds, kind, requested string) (*string, error) {
+	all := e.Authorize("baremetal:"+kind+":list_all", nil, c)
+	if all == nil {
+		return nil, nil
+	}
+	p := c.ProjectID
+	if p == "" || (requested != "" && requested != p) {
+		return nil, forbidden(all)
+	}
+	if err := e.Authorize("baremetal:"+kind+":list", nil, c); err != nil {
+		return nil, forbidden(err)
+	}
+	return &p, nil
+}
+
+// peekBody reads the request body and puts it back for the handler (the
+// body is already capped at MaxBodyBytes).
+func peekBody(r *http.Request) ([]byte, error) {
+	if r.Body == nil {
+		return nil, nil
+	}
+	data, err := io.ReadAll(r.Body)
+	rest := io.Reader(bytes.NewReader(data))
+	if err != nil {
+		rest = io.MultiReader(rest, errReader{err})
+	}
+	r.Body = struct {
+		io.Reader
+		io.Closer
+	}{rest, r.Body}
+	return data, err
+}
+
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }
+
+// peekJSON is peekBody decoded as a JSON object.
+func peekJSON(r *http.Request) (map[string]any, error) {
+	data, err := peekBody(r)
+	if err != nil {
+		return nil, err
+	}
+	var body map[string]any
+	if err := json.Unmarshal(data, &body); err != nil {
+		return nil, err
+	}
+	return body, nil
+}
+
+// nodePatchPaths are Ironic's _authorize_patch_and_get_node path rules,
+// in its order (a path takes the first prefix it starts with).
+var nodePatchPaths = []struct{ prefix, rule string }{
+	{"/instance_info", "baremetal:node:update_instance_info"},
+	{"/extra", "baremetal:node:update_extra"},
+	{"/driver_info", "baremetal:node:update:driver_info"},
+	{"/properties", "baremetal:node:update:properties"},
+	{"/chassis_uuid", "baremetal:node:update:chassis_uuid"},
+	{"/instance_uuid", "baremetal:node:update:instance_uuid"},
+	{"/instance_name", "baremetal:node:update_instance_info"},
+	{"/lessee", "baremetal:node:update:lessee"},
+	{"/owner", "baremetal:node:update:owner"},
+	{"/driver", "baremetal:node:update:driver_interfaces"},
+	{"/network_data", "baremetal:node:update:network_data"},
+	{"/conductor_group", "baremetal:node:update:conductor_group"},
+	{"/name", "baremetal:node:update:name"},
+	{"/retired", "baremetal:node:update:retired"},
+	{"/shard", "baremetal:node:update:shard"},
+	{"/parent_node", "baremetal:node:update:parent_node"},
+	{"/disable_power_off", "baremetal:node:update:disable_power_off"},
+}
+
+// nodeInterfaces are driver_base.ALL_INTERFACES: a /<iface>_interface
+// path needs update:driver_interfaces.
+var nodeInterfaces = map[string]bool{"bios": true, "boot": true, "console": true, "deploy": true, "firmware": true,
+	"inspect": true, "management": true, "network": true, "power": true, "raid": true, "rescue": true,
+	"storage": true, "vendor": true}
+
+// nodePatchRules are the rules a node PATCH needs, first the one whose
+// refusal Ironic reports (check_multiple_node_policies_and_retrieve).
+func nodePatchRules(r *http.Request) ([]string, error) {
+	data, err := peekBody(r)
+	if err != nil {
+		return nil, err
+	}
+	var ops []map[string]any
+	if err := json.Unmarshal(data, &ops); err != nil {
+		return nil, err
+	}
+	var rules []string
+	generic := false
+	for _, op := range ops {
+		path, _ := op["path"].(string)
+		found := false
+		for _, p := range nodePatchPaths {
+			if strings.HasPrefix(path, p.prefix) {
+				rules, found = append(rules, p.rule), true
+				break
+			}
+		}
+		if !found {
+			name := strings.TrimLeft(path, "/")
+			if i := strings.LastIndex(name, "_"); i > 0 && name[i+1:] == "interface" && nodeInterfaces[name[:i]] {
+				rules, found = append(rules, "baremetal:node:update:driver_interfaces"), true
+			} else if strings.HasPrefix(path, "/automated_clean") && isFalse(op["value"]) {
+				rules, found = append(rules, "baremetal:node:disable_cleaning"), true
+			}
+		}
+		if !found {
+			generic = true
+		}
+	}
+	if generic || len(rules) == 0 {
+		rules = append(rules, "baremetal:node:update")
+	}
+	return rules, nil
+}
+
+// isFalse is strutils.bool_from_string(v, default=None) is False.
+func isFalse(v any) bool {
+	switch x := v.(type) {
+	case bool:
+		return !x
+	case string:
+		switch strings.ToLower(strings.TrimSpace(x)) {
+		case "0", "f", "false", "off", "n", "no":
+			return true
+		}
+	}
+	return false
+}
+
+// provisionRules are the secondary rules of PUT /states/provision: steps
+// given without a runbook need the steps' own rules.
+func provisionRules(r *http.Request) ([]string, error) {
+	body, err := peekJSON(r)
+	if err != nil {
+		return nil, err
+	}
+	if rb, _ := body["runbook"].(string); rb != "" {
+		return nil, nil
+	}
+	var rules []string
+	if steps, ok := body["clean_steps"].([]any); ok && len(steps) > 0 {
+		rules = append(rules, "baremetal:node:set_provision_state:clean_steps")
+	}
+	if steps, ok := body["service_steps"].([]any); ok && len(steps) > 0 {
+		rules = append(rules, "baremetal:node:set_provision_state:service_steps")
+	}
+	return rules, nil
+}
+
+// nodeRedactor is node_sanitize's extended sanitization for callers that
+// do not pass baremetal:node:get:filter_threshold (project-scoped users):
+// last_error, reservation, driver_internal_info and (for those without
+// baremetal:node:get:driver_info, such as lessees) driver_info are replaced
+// by Ironic's notices. Nil when the caller sees nodes whole.
+func (a *API) nodeRedactor(r *http.Request) func(*storage.Node) *storage.Node {
+	id := identity.From(r.Context())
+	if id == nil || id.Unrestricted {
+		return nil
+	}
+	e := a.enforcer()
+	if e.Allowed("baremetal:node:get:filter_threshold", nil, id.Creds) {
+		return nil
+	}
+	return func(n *storage.Node) *storage.Node {
+		t := policy.Target{}
+		if n.Owner != nil && *n.Owner != "" {
+			t["node.owner"] = *n.Owner
+		}
+		if n.Lessee != nil && *n.Lessee != "" {
+			t["node.lessee"] = *n.Lessee
+		}
+		c := *n
+		if !e.Allowed("baremetal:node:get:last_error", t, id.Creds) {
+			s := "** Value Redacted - Requires baremetal:node:get:last_error permission. **"
+			c.LastError = &s
+		}
+		if !e.Allowed("baremetal:node:get:reservation", t, id.Creds) {
+			s := "** Redacted - requires baremetal:node:get:reservation permission. **"
+			c.Reservation = &s
+		}
+		if !e.Allowed("baremetal:node:get:driver_internal_info", t, id.Creds) {
+			c.DriverInternalInfo = storage.JSONObject{"content": "** Redacted - Requires baremetal:node:get:driver_internal_info permission. **"}
+		}
+		if !e.Allowed("baremetal:node:get:driver_info", t, id.Creds) {
+			c.DriverInfo = storage.JSONObject{"content": "** Redacted - requires baremetal:node:get:driver_info permission. **"}
+		}
+		return &c
+	}
+}
