@@ -143,6 +143,7 @@ func (s *Server) authenticate(req *authRequest) (*token, error) {
 	if err := s.scope(t, req.Auth.Scope, rescoped); err != nil {
 		return nil, err
 	}
+	t.roles = withImplied(t.roles)
 	t.id = newTokenID()
 	t.auditID = newTokenID()[6:28]
 	t.issued = s.now().UTC()
@@ -356,4 +357,31 @@ func (s *Server) liveToken(id string) *token {
 		return nil
 	}
 	return t
+}
+
+// impliedRoles are the role implications keystone-manage bootstrap
+// creates: admin implies member, member implies reader. A token lists the
+// roles assigned and the roles they imply, as Keystone's does.
+var impliedRoles = map[string]string{"admin": "member", "member": "reader"}
+
+func withImplied(roles []string) []string {
+	if len(roles) == 0 {
+		return roles
+	}
+	out := append([]string(nil), roles...)
+	for i := 0; i < len(out); i++ {
+		if imp, ok := impliedRoles[out[i]]; ok && !slices.Contains(out, imp) {
+			out = append(out, imp)
+		}
+	}
+	return out
+}
+
+// mayValidate is Keystone's identity:validate_token (and revoke_token)
+// default: "(role:reader and system_scope:all) or rule:service_role or
+// rule:token_subject": a system reader, a service (role service), or the
+// token's own user.
+func mayValidate(caller, subject *token) bool {
+	return caller.userID == subject.userID || slices.Contains(caller.roles, "service") ||
+		(caller.system && slices.Contains(caller.roles, "reader"))
 }

@@ -80,6 +80,9 @@ type Server struct {
 	tokens    map[string]*token
 	mux       *http.ServeMux
 	now       func() time.Time
+	// delay and unavailable simulate a slow or failing Keystone.
+	delay       time.Duration
+	unavailable bool
 }
 
 // New returns a stub with the Default domain and nothing else. Set the

@@ -2,6 +2,7 @@ package keystone
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -140,7 +141,7 @@ func TestPasswordTokens(t *testing.T) {
 			"admin", "Default", f.admin.Project.ID, false, adminRoles, true},
 		{"same user name in another domain",
 			`{"auth":{"identity":{"methods":["password"],"password":{"user":{"name":"admin","domain":{"name":"other"},"password":"other-pass"}}},"scope":{"project":{"name":"admin","domain":{"name":"other"}}}}}`,
-			"admin", "other", "", false, []string{"member"}, true},
+			"admin", "other", "", false, []string{"member", "reader"}, true}, // member implies reader
 		{"no scope: the default project",
 			`{"auth":{"identity":{"methods":["password"],"password":{"user":{"name":"admin","domain":{"name":"Default"},"password":"s3cret"}}}}}`,
 			"admin", "Default", f.admin.Project.ID, false, adminRoles, true},
@@ -411,4 +412,55 @@ func TestGuard(t *testing.T) {
 	if seenUser[0] != "admin" || seenRoles[0] != "admin,member,reader" || slices.Contains(seenUser[1:], "admin") {
 		t.Errorf("identity headers reaching the service: users %q roles %q", seenUser, seenRoles)
 	}
+}
+
+// TestValidatePolicyImpliedFaults: only a service, a system reader or the
+// token's own user may validate a token; roles imply others as Keystone's
+// bootstrap sets them; a slow or unavailable stub behaves so.
+func TestValidatePolicyImpliedFaults(t *testing.T) {
+	f := newFixture(t)
+	svcProject := f.ks.AddProject(Project{Name: "service"})
+	f.ks.AddUser(User{Name: "ironic", Password: "ironic-pass", ProjectRoles: map[string][]string{svcProject.ID: {"service"}}})
+	f.ks.AddUser(User{Name: "auditor", Password: "auditor-pass", SystemRoles: []string{"admin"}})
+	token := func(user, pass, scope string) string {
+		a := f.auth(t, `{"auth":{"identity":{"methods":["password"],"password":{"user":{"name":"`+user+`","domain":{"name":"Default"},"password":"`+pass+`"}}},"scope":`+scope+`}}`)
+		if a.code != 201 {
+			t.Fatalf("%s: %d %s", user, a.code, a.raw)
+		}
+		return a.header.Get("X-Subject-Token")
+	}
+	plain := token("plain", "plain-pass", `{"project":{"name":"demo","domain":{"name":"Default"}}}`)
+	svc := token("ironic", "ironic-pass", `{"project":{"name":"service","domain":{"name":"Default"}}}`)
+	sys := token("auditor", "auditor-pass", `{"system":{"all":true}}`)
+	validate := func(caller, subject string) answer {
+		return call(t, "GET", f.ks.URL()+"/v3/auth/tokens", map[string]string{"X-Auth-Token": caller, "X-Subject-Token": subject}, "")
+	}
+	if v := validate(svc, plain); v.code != 200 {
+		t.Errorf("service validating: %d %s", v.code, v.raw)
+	}
+	v := validate(sys, plain)
+	if v.code != 200 {
+		t.Errorf("system admin (implies reader) validating: %d %s", v.code, v.raw)
+	}
+	if v := validate(plain, svc); v.code != 403 {
+		t.Errorf("a project member validating another user's token: %d %s", v.code, v.raw)
+	}
+	if info, _ := f.ks.Validate(sys); !slices.Equal(info.Roles, []string{"admin", "member", "reader"}) || !info.System {
+		t.Errorf("system admin token roles %v system %v", info.Roles, info.System)
+	}
+
+	f.ks.SetUnavailable(true)
+	if v := validate(svc, plain); v.code != 503 {
+		t.Errorf("unavailable: %d %s", v.code, v.raw)
+	}
+	f.ks.SetUnavailable(false)
+	f.ks.SetDelay(time.Hour)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", f.ks.URL()+"/v3", nil)
+	if res, err := http.DefaultClient.Do(req); err == nil {
+		res.Body.Close()
+		t.Errorf("a delayed stub answered %d", res.StatusCode)
+	}
+	f.ks.SetDelay(0)
 }

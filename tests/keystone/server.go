@@ -1,6 +1,7 @@
 package keystone
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
@@ -40,7 +41,42 @@ func (s *Server) routes() {
 }
 
 // ServeHTTP serves the identity API.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	delay, unavailable := s.delay, s.unavailable
+	s.mu.Unlock()
+	if delay > 0 {
+		// Read the body first: only then does net/http notice a client
+		// that gave up, and end the wait.
+		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		select {
+		case <-time.After(delay):
+		case <-r.Context().Done():
+			return
+		}
+	}
+	if unavailable {
+		s.fail(w, &apiError{http.StatusServiceUnavailable, "The service is temporarily unavailable."})
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// SetDelay makes every answer wait d first (a slow Keystone); 0 stops it.
+func (s *Server) SetDelay(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.delay = d
+}
+
+// SetUnavailable makes every request answer 503 (a Keystone whose
+// database is down) until called with false.
+func (s *Server) SetUnavailable(down bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.unavailable = down
+}
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	b, _ := json.Marshal(v)
@@ -50,7 +86,7 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Write(b)
 }
 
-var errorTitles = map[int]string{400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found"}
+var errorTitles = map[int]string{400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found", 503: "Service Unavailable"}
 
 // fail answers Keystone's error body; a 401 names the identity endpoint as
 // keystonemiddleware and keystoneauth expect.
@@ -142,6 +178,8 @@ func (s *Server) validate(w http.ResponseWriter, r *http.Request) {
 	default:
 		if t := s.liveToken(subject); t == nil {
 			err = &apiError{http.StatusNotFound, "Could not find token: " + subject + "."}
+		} else if !mayValidate(s.caller(r), t) {
+			err = &apiError{http.StatusForbidden, "You are not authorized to perform the requested action: identity:validate_token."}
 		} else {
 			doc = s.render(t, !r.URL.Query().Has("nocatalog"))
 		}
@@ -165,6 +203,8 @@ func (s *Server) revoke(w http.ResponseWriter, r *http.Request) {
 		err = errUnauthorized
 	case s.liveToken(subject) == nil:
 		err = &apiError{http.StatusNotFound, "Could not find token: " + subject + "."}
+	case !mayValidate(s.caller(r), s.tokens[subject]):
+		err = &apiError{http.StatusForbidden, "You are not authorized to perform the requested action: identity:revoke_token."}
 	default:
 		s.tokens[subject].revoked = true
 	}
