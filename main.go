@@ -43,6 +43,8 @@ func main() {
 		err = appliance.Restore(args)
 	case "tls":
 		err = appliance.TLS(args)
+	case "policy":
+		err = appliance.Policy(args)
 	case "import", "introspect", "provide", "manage", "abort", "configure", "node", "conductor":
 		os.Exit(workflow.Main(cmd, args))
 	case "help", "-h", "--help":
@@ -72,6 +74,8 @@ commands:
   backup FILE  consistent copy of the database, also while serving
   restore FILE make FILE the database (castiron must be stopped)
   tls rotate   replace castiron's own CA (--tls-auto) in --data-dir
+  policy list  print the effective access policy (Ironic's rules, with
+               --policy-file's overrides)
   version      print the version
 `+workflow.Usage+`
 

@@ -20,6 +20,7 @@ import (
 	"castiron/engine/driver/redfish"
 	"castiron/engine/inspectrules"
 	"castiron/httpapi"
+	"castiron/httpapi/policy"
 	"castiron/ramdisk/iso"
 	"castiron/storage"
 	"castiron/web"
@@ -49,6 +50,10 @@ type app struct {
 
 func newApp(ctx context.Context, c *serveConfig, log *slog.Logger) (*app, error) {
 	auth, err := authFor(c)
+	if err != nil {
+		return nil, err
+	}
+	rules, err := policy.Load(c.access.policyFile)
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +103,7 @@ func newApp(ctx context.Context, c *serveConfig, log *slog.Logger) (*app, error)
 		mounts[pattern] = h
 	}
 	obs.mount(mounts, auth)
-	a.api = httpapi.New(a.cond, httpapi.Options{Auth: auth, Logger: log, HTML: ui, Extra: mounts,
+	a.api = httpapi.New(a.cond, httpapi.Options{Auth: auth, Policy: rules, Logger: log, HTML: ui, Extra: mounts,
 		BootRecorder: a.prov.recorder, Observer: obs.api, MaxMinor: c.maxMinor, ViewCacheBytes: viewCacheBytes(c.viewCacheMiB)})
 	return a, nil
 }

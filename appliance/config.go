@@ -243,7 +243,8 @@ func choice(fs *flag.FlagSet, p *string, name, def string, allowed []string, hel
 
 func (c *choiceValue) Set(s string) error {
 	if !slices.Contains(c.allowed, s) {
-		return fmt.Errorf("want one of %s", strings.Join(c.allowed, ", "))
+		named := slices.DeleteFunc(slices.Clone(c.allowed), func(a string) bool { return a == "" }) // "": the default
+		return fmt.Errorf("want one of %s", strings.Join(named, ", "))
 	}
 	*c.p = s
 	return nil

@@ -9,6 +9,7 @@ import (
 
 	"castiron/engine"
 	"castiron/httpapi"
+	"castiron/httpapi/identity"
 )
 
 // serveConfig is serve's settings: the flags below, and the version the
@@ -37,6 +38,15 @@ type serveConfig struct {
 	// is its minor (0: the newest).
 	maxAPIVersion string
 	maxMinor      int
+	access        accessConfig
+}
+
+// accessConfig is who may call the API: the auth strategy, Keystone's
+// settings (Ironic's [keystone_authtoken]), the http_basic users file and
+// the policy file.
+type accessConfig struct {
+	strategy, usersFile, policyFile string
+	keystone                        identity.KeystoneConfig
 }
 
 // discoveryConfig are the discovery flags beside --pxe-discovery.
@@ -69,6 +79,18 @@ func serveFlags() (*flag.FlagSet, *serveConfig) {
 	dur(&c.heartbeatInterval, "heartbeat-interval", 5*time.Second, "how often this conductor records that it is alive")
 	dur(&c.heartbeatTimeout, "heartbeat-timeout", 15*time.Second, "a conductor silent this long is dead: its nodes move to the others")
 	str(&c.htpasswd, "htpasswd", "", "bcrypt htpasswd file: enables Ironic's http_basic auth")
+	ac := &c.access
+	fs.Var(&choiceValue{p: &ac.strategy, allowed: []string{"noauth", "http_basic", "keystone", ""}}, "auth-strategy",
+		"Ironic's auth_strategy: noauth, http_basic (--htpasswd) or keystone (--keystone-*) (default: http_basic with --htpasswd, else noauth)")
+	str(&ac.usersFile, "users-file", "", "with http_basic: YAML file giving each htpasswd user roles and a scope (system or a project), so Ironic's policies apply; without it every user may do everything")
+	str(&ac.policyFile, "policy-file", "", "oslo.policy YAML file overriding Ironic's default rules by name (castiron policy list prints the effective rules)")
+	ks := &ac.keystone
+	str(&ks.AuthURL, "keystone-auth-url", "", "keystone: Keystone's URL, e.g. http://keystone:5000 ([keystone_authtoken] auth_url)")
+	str(&ks.Username, "keystone-username", "", "keystone: castiron's service user, whose token validates callers' tokens")
+	str(&ks.Password, "keystone-password", "", "keystone: the service user's password")
+	str(&ks.ProjectName, "keystone-project-name", "", "keystone: the service user's project (usually service)")
+	str(&ks.UserDomainName, "keystone-user-domain-name", "Default", "keystone: the service user's domain")
+	str(&ks.ProjectDomainName, "keystone-project-domain-name", "Default", "keystone: the service project's domain")
 	str(&c.tlsCert, "tls-cert", "", "TLS certificate (PEM); with --tls-key serves HTTPS")
 	str(&c.tlsKey, "tls-key", "", "TLS private key (PEM)")
 	boolFlag(&c.tlsAuto, "tls-auto", false, "without --tls-cert: serve HTTPS with a certificate from castiron's own CA, made on first use in DATA-DIR/tls (castiron tls rotate replaces it)")

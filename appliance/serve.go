@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"castiron/httpapi"
+	"castiron/httpapi/identity"
 )
 
 // Serve is `castiron serve [flags]`: it runs the appliance until SIGINT or
@@ -44,11 +45,37 @@ func Serve(args []string, version string) error {
 	return a.run(ctx)
 }
 
-// authFor picks the auth strategy: http_basic with --htpasswd; noauth on
-// loopback; anywhere else noauth only with --insecure-noauth.
+// authFor picks the auth strategy (--auth-strategy; by default
+// http_basic with --htpasswd, else noauth): noauth only on loopback unless
+// --insecure-noauth; http_basic with --htpasswd and, for roles, --users-file;
+// keystone with the --keystone-* settings.
 func authFor(c *serveConfig) (httpapi.Authenticator, error) {
+	ac := c.access
+	strategy := ac.strategy
+	if strategy == "" {
+		strategy = "noauth"
+		if c.htpasswd != "" {
+			strategy = "http_basic"
+		}
+	}
+	if ac.usersFile != "" && strategy != "http_basic" {
+		return nil, fmt.Errorf("--users-file needs --auth-strategy http_basic (it gives htpasswd users roles)")
+	}
+	switch strategy {
+	case "keystone":
+		return identity.NewKeystone(ac.keystone)
+	case "http_basic":
+		if c.htpasswd == "" {
+			return nil, fmt.Errorf("--auth-strategy http_basic needs --htpasswd FILE (bcrypt)")
+		}
+		pw, err := httpapi.LoadHTPasswd(c.htpasswd)
+		if err != nil || ac.usersFile == "" {
+			return pw, err
+		}
+		return httpapi.LoadBasicUsers(pw, ac.usersFile)
+	}
 	if c.htpasswd != "" {
-		return httpapi.LoadHTPasswd(c.htpasswd)
+		return nil, fmt.Errorf("--htpasswd given with --auth-strategy noauth: say which you mean")
 	}
 	host, _, err := net.SplitHostPort(c.listen)
 	if err != nil {
@@ -57,14 +84,20 @@ func authFor(c *serveConfig) (httpapi.Authenticator, error) {
 	ip := net.ParseIP(host)
 	loopback := host == "localhost" || (ip != nil && ip.IsLoopback())
 	if !loopback && !c.insecureNoauth {
-		return nil, fmt.Errorf("refusing to serve without authentication on %s: give --htpasswd FILE (bcrypt) or, knowingly, --insecure-noauth", c.listen)
+		return nil, fmt.Errorf("refusing to serve without authentication on %s: give --htpasswd FILE (bcrypt), --auth-strategy keystone or, knowingly, --insecure-noauth", c.listen)
 	}
 	return nil, nil
 }
 
+// authName names the strategy in the start-up log line.
 func authName(a httpapi.Authenticator) string {
-	if a == nil {
+	switch a.(type) {
+	case nil:
 		return "noauth"
+	case *identity.Keystone:
+		return "keystone"
+	case *httpapi.BasicUsers:
+		return "http_basic (users file: roles and policy)"
 	}
 	return "http_basic"
 }
