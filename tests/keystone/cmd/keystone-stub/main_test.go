@@ -71,8 +71,8 @@ func TestRunWithGuard(t *testing.T) {
 	}{
 		{gophercloud.AuthOptions{IdentityEndpoint: ksURL, Username: "admin", Password: "adm", DomainName: "Default", TenantName: "admin"}, "admin admin,member,reader"},
 		{gophercloud.AuthOptions{IdentityEndpoint: ksURL, Username: "demo", Password: "demo-pass", DomainName: "Default", TenantName: "demo"}, "demo member,reader"},
-		{gophercloud.AuthOptions{IdentityEndpoint: ksURL, Username: "ops", Password: "ops-pass", DomainName: "Default", TenantName: "infra"}, "ops admin,member"},
-		{gophercloud.AuthOptions{IdentityEndpoint: ksURL, ApplicationCredentialID: "ac1", ApplicationCredentialSecret: "ac-secret"}, "ops admin,member"},
+		{gophercloud.AuthOptions{IdentityEndpoint: ksURL, Username: "ops", Password: "ops-pass", DomainName: "Default", TenantName: "infra"}, "ops admin,member,reader"}, // member implies reader,
+		{gophercloud.AuthOptions{IdentityEndpoint: ksURL, ApplicationCredentialID: "ac1", ApplicationCredentialSecret: "ac-secret"}, "ops admin,member,reader"},          // member implies reader,
 	} {
 		pc, err := openstack.AuthenticatedClient(rctx, tc.opts)
 		if err != nil {
