@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -86,6 +87,16 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
+// requestIDLog adds the request id as castiron's logger does.
+type requestIDLog struct{ slog.Handler }
+
+func (h requestIDLog) Handle(ctx context.Context, r slog.Record) error {
+	if id := RequestIDsOf(ctx).Local; id != "" {
+		r.AddAttrs(slog.String("request_id", id))
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
 // writeHTPasswd writes an htpasswd file: every user's password is
 // "pw-<user>" (bcrypt at its minimum cost: the tests check logic).
 func writeHTPasswd(t *testing.T, dir string, users ...string) string {
@@ -124,7 +135,7 @@ func newRBAC(t *testing.T, opts ...func(*Options)) *rbacHarness {
 	logs := &syncBuffer{}
 	h := newAPI(t, append([]func(*Options){func(o *Options) {
 		o.Auth = users
-		o.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+		o.Logger = slog.New(requestIDLog{slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo})})
 	}}, opts...)...)
 	return &rbacHarness{apiHarness: h, logs: logs}
 }

@@ -220,7 +220,8 @@ func agentPath(p string) bool {
 }
 
 // audit logs a write request: who (user, project, roles; "noauth" without
-// authentication), what, the answer and the request id.
+// authentication), what and the answer; the logger adds the request id
+// from the context (appliance's requestIDHandler).
 func (a *API) audit(r *http.Request, id *identity.Identity, status int) {
 	if status == 0 {
 		status = http.StatusOK
@@ -235,6 +236,5 @@ func (a *API) audit(r *http.Request, id *identity.Identity, status int) {
 		user = "unauthenticated"
 	}
 	a.log.InfoContext(r.Context(), "write request", "method", r.Method, "path", r.URL.Path, "status", status,
-		"user", user, "project", project, "roles", roles, "scope", scope,
-		"request_id", RequestIDsOf(r.Context()).Local, "client", clientAddr(r))
+		"user", user, "project", project, "roles", roles, "scope", scope, "client", clientAddr(r))
 }
