@@ -461,6 +461,14 @@ func provisionRules(r *http.Request) ([]string, error) {
 	return rules, nil
 }
 
+// hidesTargetProperties reports whether the caller is refused
+// baremetal:volume:view_target_properties (volume targets' properties are
+// then replaced by Ironic's notice).
+func (a *API) hidesTargetProperties(r *http.Request) bool {
+	id := identity.From(r.Context())
+	return id != nil && !id.Unrestricted && !a.enforcer().Allowed("baremetal:volume:view_target_properties", nil, id.Creds)
+}
+
 // nodeRedactor is node_sanitize's extended sanitization for callers that
 // do not pass baremetal:node:get:filter_threshold (project-scoped users):
 // last_error, reservation, driver_internal_info and (for those without

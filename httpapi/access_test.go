@@ -297,6 +297,23 @@ func TestAccessPersonas(t *testing.T) {
 	if c, _ := list[0].(map[string]any)["driver_info"].(map[string]any)["content"].(string); !strings.HasPrefix(c, "** Redacted") {
 		t.Errorf("lessee's listed driver_info %v", list[0].(map[string]any)["driver_info"])
 	}
+	// Volume target properties: only system readers and admins.
+	vt := h.want(201, "sysadmin", "POST", "/v1/volume/targets", latest, map[string]any{"node_uuid": a, "volume_type": "iscsi",
+		"volume_id": "vol-1", "boot_index": 0, "properties": map[string]any{"target_iqn": "iqn.2026-01.example:vol1"}}).json(t)["uuid"].(string)
+	for user, visible := range map[string]bool{"ownerreader": false, "owneradmin": true, "sysreader": true} {
+		props := h.want(200, user, "GET", "/v1/volume/targets/"+vt, latest, nil).json(t)["properties"].(map[string]any)
+		if _, redacted := props["redacted_contents"]; redacted == visible {
+			t.Errorf("%s sees target properties %v", user, props)
+		}
+	}
+	if got := uuids(t, h.want(200, "lesseereader", "GET", "/v1/volume/targets", latest, nil), "targets"); len(got) != 1 {
+		t.Errorf("lessee lists %d volume targets, want 1", len(got))
+	}
+	if got := uuids(t, h.want(200, "otheradmin", "GET", "/v1/volume/targets", latest, nil), "targets"); len(got) != 0 {
+		t.Errorf("another project lists %d volume targets, want 0", len(got))
+	}
+	h.want(404, "otheradmin", "GET", "/v1/volume/targets/"+vt, latest, nil)
+
 	sys := h.want(200, "sysreader", "GET", "/v1/nodes/"+a, latest, nil).json(t)
 	if sys["driver_info"].(map[string]any)["ipmi_address"] != "10.0.0.1" || !strings.Contains(sys["last_error"].(string), "unreachable") {
 		t.Errorf("system reader's view redacted: %v %v", sys["driver_info"], sys["last_error"])

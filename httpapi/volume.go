@@ -126,6 +126,21 @@ type volumeKind[T any] struct {
 	setUUID    func(x *T, u any) // a POST body's uuid ("" or nil: one is made)
 	get        func(ctx context.Context, s storage.Store, uuid string) (*T, error)
 	list       func(ctx context.Context, s storage.Store, q storage.VolumeQuery) ([]*T, error)
+	// redact is the view of an item for a caller without
+	// baremetal:volume:view_target_properties (nil: nothing to hide).
+	redact func(*T) *T
+}
+
+// redacted applies k.redact to items when the caller may not see them whole.
+func redacted[T any](a *API, r *http.Request, k *volumeKind[T], items ...*T) []*T {
+	if k.redact == nil || !a.hidesTargetProperties(r) {
+		return items
+	}
+	out := make([]*T, len(items))
+	for i, x := range items {
+		out[i] = k.redact(x)
+	}
+	return out
 }
 
 // fieldEnum is the request schemas' list of field names: the view's.
@@ -161,6 +176,11 @@ var targetKind = &volumeKind[storage.VolumeTarget]{
 	},
 	list: func(ctx context.Context, s storage.Store, q storage.VolumeQuery) ([]*storage.VolumeTarget, error) {
 		return s.ListVolumeTargets(ctx, q)
+	},
+	redact: func(t *storage.VolumeTarget) *storage.VolumeTarget {
+		c := *t
+		c.Properties = storage.JSONObject{"redacted_contents": "** Value redacted: Requires permission baremetal:volume:view_target_properties access. Permission denied. **"}
+		return &c
 	},
 }
 
@@ -263,7 +283,7 @@ func volumeList[T any](a *API, k *volumeKind[T]) handlerFunc {
 			next = volumeNextLink(r, "volume/"+k.plural, len(items), page, sortKey, qa.detail, fields,
 				nodeIdent, k.uuidOf(items[len(items)-1]))
 		}
-		k.res.writeList(w, a.view(r), k.plural, items, k.res.canonical(fields), next)
+		k.res.writeList(w, a.view(r), k.plural, redacted(a, r, k, items...), k.res.canonical(fields), next)
 		return nil
 	}
 }
@@ -293,7 +313,7 @@ func volumeGet[T any](a *API, k *volumeKind[T]) handlerFunc {
 		if r.PathValue("ident") != "" {
 			return errMalformedURI()
 		}
-		k.res.writeOne(w, a.view(r), http.StatusOK, x, k.res.canonical(qa.fields))
+		k.res.writeOne(w, a.view(r), http.StatusOK, redacted(a, r, k, x)[0], k.res.canonical(qa.fields))
 		return nil
 	}
 }
