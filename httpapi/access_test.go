@@ -214,6 +214,9 @@ func TestAccessPersonas(t *testing.T) {
 		}
 	}
 	h.want(403, "ownerreader", "GET", "/v1/nodes?project=lessee", latest, nil) // another project's nodes
+	if got := uuids(t, h.want(200, "sysreader", "GET", "/v1/nodes?project=lessee", latest, nil), "nodes"); len(got) != 1 || got[0] != a {
+		t.Errorf("system reader's ?project=lessee: %v", got)
+	}
 	h.want(403, "noroles", "GET", "/v1/nodes", latest, nil)                    // no roles: no list
 
 	// What a caller may not see is not there (404); what it may see but

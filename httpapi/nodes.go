@@ -63,6 +63,9 @@ var nodeFilters = map[string]nodeFilter{
 	"description_contains": {1, strFilter(func(q *storage.NodeQuery) **string { return &q.DescriptionContains })},
 	"retired":              {0, boolFilter("retired", func(q *storage.NodeQuery) **bool { return &q.Retired })},
 	"lessee":               {0, strFilter(func(q *storage.NodeQuery) **string { return &q.Lessee })},
+	// project: owned or leased by it (Ironic's project filter, which its
+	// policy also applies to a project-scoped caller's list).
+	"project": {0, strFilter(func(q *storage.NodeQuery) **string { return &q.Project })},
 	"shard": {0, func(q *storage.NodeQuery, v string) error {
 		// As Ironic: trimmed, lower-cased, de-duplicated.
 		for _, s := range strings.Split(v, ",") {
@@ -146,7 +149,9 @@ func (a *API) listNodes(detail bool) handlerFunc {
 			return err
 		}
 		q.Page = page
-		q.Project = listProject(r)
+		if p := listProject(r); p != nil {
+			q.Project = p
+		}
 		q.Columns = nodeColumns(fields)
 		red := a.nodeRedactor(r)
 		if red != nil {
