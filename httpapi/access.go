@@ -113,6 +113,8 @@ func (a *API) enforce(r *http.Request, id *identity.Identity, acc access) (*http
 	store := a.cond.Store()
 	ctx := r.Context()
 	switch acc.on {
+	case onAnyone:
+		return r, nil
 	case onCreds:
 		return r, forbidden(e.Authorize(acc.rule, nil, c))
 

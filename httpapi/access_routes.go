@@ -37,6 +37,9 @@ const (
 	onVolumeTarget
 	// onChildCreate: the node the body's node_uuid names.
 	onChildCreate
+	// onAnyone: no rule; the handler answers everyone alike (an unknown
+	// sub-resource Ironic refuses before any policy).
+	onAnyone
 	// onAllocation: the allocation named by param, by its owner.
 	onAllocation
 	onAllocationList
@@ -108,6 +111,7 @@ var routeAccess = map[string]access{
 	"PUT /nodes/{ident}/states/console":                    node("baremetal:node:set_console_state"),
 	"GET /nodes/states/console/{ident}":                    node("baremetal:node:get_console"),
 	"PUT /nodes/{ident}/states/raid":                       node("baremetal:node:set_raid_state"),
+	"PUT /nodes/{ident}/states/{action}":                   {"", onAnyone, ""},
 	"GET /nodes/{ident}/vifs":                              node("baremetal:node:vif:list"),
 	"POST /nodes/{ident}/vifs":                             node("baremetal:node:vif:attach"),
 	"DELETE /nodes/{ident}/vifs/{vif}":                     node("baremetal:node:vif:detach"),

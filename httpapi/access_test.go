@@ -36,7 +36,7 @@ func TestRouteAccess(t *testing.T) {
 			t.Errorf("route %s has no policy row in access_routes.go", k)
 			continue
 		}
-		if !e.Known(acc.rule) {
+		if acc.on != onAnyone && !e.Known(acc.rule) {
 			t.Errorf("route %s: rule %s is not one of Ironic's", k, acc.rule)
 		}
 	}
@@ -217,7 +217,7 @@ func TestAccessPersonas(t *testing.T) {
 	if got := uuids(t, h.want(200, "sysreader", "GET", "/v1/nodes?project=lessee", latest, nil), "nodes"); len(got) != 1 || got[0] != a {
 		t.Errorf("system reader's ?project=lessee: %v", got)
 	}
-	h.want(403, "noroles", "GET", "/v1/nodes", latest, nil)                    // no roles: no list
+	h.want(403, "noroles", "GET", "/v1/nodes", latest, nil) // no roles: no list
 
 	// What a caller may not see is not there (404); what it may see but
 	// not change is 403.

@@ -220,7 +220,9 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			rec.Header().Set("Allow", allow)
 		}
 		status := probe.status
-		if status == 0 {
+		if status == 0 || (status >= 300 && status < 400 && strings.Contains(r.URL.Path, "//")) {
+			// Ironic has no route with an empty path segment: 404, not
+			// the mux's redirect to the cleaned path.
 			status = http.StatusNotFound
 		}
 		writeRaw(rec, status, codeBody(status, ""))
