@@ -30,7 +30,7 @@ func (a *API) guard(method, path string, h handlerFunc) handlerFunc {
 	acc, known := routeAccess[method+" "+path]
 	return func(w http.ResponseWriter, r *http.Request) error {
 		id := identity.From(r.Context())
-		if id == nil || id.Unrestricted {
+		if id == nil || id.Unrestricted || (acc.since > 0 && !versionOf(r).AtLeast(acc.since)) {
 			return h(w, r)
 		}
 		if !known {

@@ -51,12 +51,19 @@ type access struct {
 	rule  string
 	on    target
 	param string
+	// since, when set, is the version below which the route's handler
+	// answers its own 404/405 (an apiSince route): Ironic checks that
+	// version before any policy there, so the guard lets it answer.
+	since int
 }
 
-func creds(rule string) access                { return access{rule, onCreds, ""} }
-func node(rule string) access                 { return access{rule, onNode, "ident"} }
-func nodeAs(rule, p string) access            { return access{rule, onNode, p} }
-func object(on target, rule, p string) access { return access{rule, on, p} }
+func creds(rule string) access                { return access{rule: rule, on: onCreds} }
+func node(rule string) access                 { return access{rule: rule, on: onNode, param: "ident"} }
+func nodeAs(rule, p string) access            { return access{rule: rule, on: onNode, param: p} }
+func object(on target, rule, p string) access { return access{rule, on, p, 0} }
+
+// since marks acc as an apiSince route of version minor.
+func since(minor int, acc access) access { acc.since = minor; return acc }
 
 // routeAccess maps each route (method and path as registered, without /v1)
 // to Ironic's rule. Castiron's own routes (boot timelines, the event
@@ -64,14 +71,14 @@ func object(on target, rule, p string) access { return access{rule, on, p} }
 // for a route without a row: add one when adding a route.
 var routeAccess = map[string]access{
 	// Nodes.
-	"GET /nodes":                                           {"baremetal:node:list", onNodeList, ""},
-	"GET /nodes/detail":                                    {"baremetal:node:list", onNodeList, ""},
-	"POST /nodes":                                          {"baremetal:node:create", onNodeCreate, ""},
+	"GET /nodes":                                           access{"baremetal:node:list", onNodeList, "", 0},
+	"GET /nodes/detail":                                    access{"baremetal:node:list", onNodeList, "", 0},
+	"POST /nodes":                                          access{"baremetal:node:create", onNodeCreate, "", 0},
 	"GET /nodes/{ident}":                                   node("baremetal:node:get"),
-	"PATCH /nodes/{ident}":                                 {"baremetal:node:update", onNodePatch, "ident"},
-	"DELETE /nodes/{ident}":                                {"baremetal:node:delete", onNodeDelete, "ident"},
+	"PATCH /nodes/{ident}":                                 access{"baremetal:node:update", onNodePatch, "ident", 0},
+	"DELETE /nodes/{ident}":                                access{"baremetal:node:delete", onNodeDelete, "ident", 0},
 	"GET /nodes/{ident}/states":                            node("baremetal:node:get_states"),
-	"PUT /nodes/{ident}/states/provision":                  {"baremetal:node:set_provision_state", onNodeProvision, "ident"},
+	"PUT /nodes/{ident}/states/provision":                  access{"baremetal:node:set_provision_state", onNodeProvision, "ident", 0},
 	"DELETE /nodes/{ident}/states/provision":               node("baremetal:node:set_provision_state"),
 	"PUT /nodes/{ident}/states/power":                      node("baremetal:node:set_power_state"),
 	"PUT /nodes/{ident}/maintenance":                       node("baremetal:node:set_maintenance"),
@@ -92,8 +99,8 @@ var routeAccess = map[string]access{
 	"DELETE /nodes/{ident}/traits":                         node("baremetal:node:traits:delete"),
 	"DELETE /nodes/{ident}/traits/{trait}":                 node("baremetal:node:traits:delete"),
 	"GET /nodes/{ident}/conductor":                         node("baremetal:node:get"),
-	"GET /nodes/{ident}/ports":                             {"baremetal:port:list", onPortList, "ident"},
-	"GET /nodes/{ident}/ports/detail":                      {"baremetal:port:list", onPortList, "ident"},
+	"GET /nodes/{ident}/ports":                             access{"baremetal:port:list", onPortList, "ident", 0},
+	"GET /nodes/{ident}/ports/detail":                      access{"baremetal:port:list", onPortList, "ident", 0},
 	"GET /nodes/{ident}/history":                           node("baremetal:node:history:get"),
 	"GET /nodes/{ident}/history/{event}":                   node("baremetal:node:history:get"),
 	"GET /nodes/{ident}/inventory":                         node("baremetal:node:inventory:get"),
@@ -111,7 +118,7 @@ var routeAccess = map[string]access{
 	"PUT /nodes/{ident}/states/console":                    node("baremetal:node:set_console_state"),
 	"GET /nodes/states/console/{ident}":                    node("baremetal:node:get_console"),
 	"PUT /nodes/{ident}/states/raid":                       node("baremetal:node:set_raid_state"),
-	"PUT /nodes/{ident}/states/{action}":                   {"", onAnyone, ""},
+	"PUT /nodes/{ident}/states/{action}":                   access{"", onAnyone, "", 0},
 	"GET /nodes/{ident}/vifs":                              node("baremetal:node:vif:list"),
 	"POST /nodes/{ident}/vifs":                             node("baremetal:node:vif:attach"),
 	"DELETE /nodes/{ident}/vifs/{vif}":                     node("baremetal:node:vif:detach"),
@@ -122,9 +129,9 @@ var routeAccess = map[string]access{
 	"GET /boot_timeline":                                   creds("baremetal:node:list_all"),
 
 	// Ports.
-	"GET /ports":           {"baremetal:port:list", onPortList, ""},
-	"GET /ports/detail":    {"baremetal:port:list", onPortList, ""},
-	"POST /ports":          {"baremetal:port:create", onChildCreate, ""},
+	"GET /ports":           access{"baremetal:port:list", onPortList, "", 0},
+	"GET /ports/detail":    access{"baremetal:port:list", onPortList, "", 0},
+	"POST /ports":          access{"baremetal:port:create", onChildCreate, "", 0},
 	"GET /ports/{uuid}":    object(onPort, "baremetal:port:get", "uuid"),
 	"PATCH /ports/{uuid}":  object(onPort, "baremetal:port:update", "uuid"),
 	"DELETE /ports/{uuid}": object(onPort, "baremetal:port:delete", "uuid"),
@@ -136,72 +143,72 @@ var routeAccess = map[string]access{
 	"GET /chassis/{uuid}":              creds("baremetal:chassis:get"),
 	"PATCH /chassis/{uuid}":            creds("baremetal:chassis:update"),
 	"DELETE /chassis/{uuid}":           creds("baremetal:chassis:delete"),
-	"GET /chassis/{uuid}/nodes":        {"baremetal:node:list", onNodeList, ""},
-	"GET /chassis/{uuid}/nodes/detail": {"baremetal:node:list", onNodeList, ""},
+	"GET /chassis/{uuid}/nodes":        access{"baremetal:node:list", onNodeList, "", 0},
+	"GET /chassis/{uuid}/nodes/detail": access{"baremetal:node:list", onNodeList, "", 0},
 
 	// Portgroups.
-	"GET /portgroups":                          {"baremetal:portgroup:list", onPortgroupList, ""},
-	"GET /portgroups/detail":                   {"baremetal:portgroup:list", onPortgroupList, ""},
-	"POST /portgroups":                         {"baremetal:portgroup:create", onChildCreate, ""},
+	"GET /portgroups":                          access{"baremetal:portgroup:list", onPortgroupList, "", 0},
+	"GET /portgroups/detail":                   access{"baremetal:portgroup:list", onPortgroupList, "", 0},
+	"POST /portgroups":                         access{"baremetal:portgroup:create", onChildCreate, "", 0},
 	"GET /portgroups/{ident}":                  object(onPortgroup, "baremetal:portgroup:get", "ident"),
 	"PATCH /portgroups/{ident}":                object(onPortgroup, "baremetal:portgroup:update", "ident"),
 	"DELETE /portgroups/{ident}":               object(onPortgroup, "baremetal:portgroup:delete", "ident"),
-	"GET /portgroups/{portgroup}/ports":        {"baremetal:port:list", onPortList, "portgroup"},
-	"GET /portgroups/{portgroup}/ports/detail": {"baremetal:port:list", onPortList, "portgroup"},
-	"GET /nodes/{ident}/portgroups":            {"baremetal:portgroup:list", onPortgroupList, "ident"},
-	"GET /nodes/{ident}/portgroups/detail":     {"baremetal:portgroup:list", onPortgroupList, "ident"},
+	"GET /portgroups/{portgroup}/ports":        access{"baremetal:port:list", onPortList, "portgroup", 0},
+	"GET /portgroups/{portgroup}/ports/detail": access{"baremetal:port:list", onPortList, "portgroup", 0},
+	"GET /nodes/{ident}/portgroups":            access{"baremetal:portgroup:list", onPortgroupList, "ident", 0},
+	"GET /nodes/{ident}/portgroups/detail":     access{"baremetal:portgroup:list", onPortgroupList, "ident", 0},
 
 	// Allocations.
-	"GET /allocations":                 {"baremetal:allocation:list", onAllocationList, ""},
-	"POST /allocations":                {"baremetal:allocation:create", onAllocationCreate, ""},
-	"GET /allocations/{ident}":         object(onAllocation, "baremetal:allocation:get", "ident"),
-	"PATCH /allocations/{ident}":       object(onAllocation, "baremetal:allocation:update", "ident"),
-	"DELETE /allocations/{ident}":      object(onAllocation, "baremetal:allocation:delete", "ident"),
-	"GET /nodes/{ident}/allocation":    node("baremetal:node:get"),
-	"DELETE /nodes/{ident}/allocation": node("baremetal:allocation:delete"),
+	"GET /allocations":                 since(allocationsAPI.min, access{"baremetal:allocation:list", onAllocationList, "", 0}),
+	"POST /allocations":                since(allocationsAPI.min, access{"baremetal:allocation:create", onAllocationCreate, "", 0}),
+	"GET /allocations/{ident}":         since(allocationsAPI.min, object(onAllocation, "baremetal:allocation:get", "ident")),
+	"PATCH /allocations/{ident}":       since(allocationsAPI.min, object(onAllocation, "baremetal:allocation:update", "ident")),
+	"DELETE /allocations/{ident}":      since(allocationsAPI.min, object(onAllocation, "baremetal:allocation:delete", "ident")),
+	"GET /nodes/{ident}/allocation":    since(allocationsAPI.min, node("baremetal:node:get")),
+	"DELETE /nodes/{ident}/allocation": since(allocationsAPI.min, node("baremetal:allocation:delete")),
 
 	// Events, shards.
 	"POST /events":       creds("baremetal:events:post"),
 	"GET /events":        creds("baremetal:node:list_all"),
-	"GET /shards":        creds("baremetal:shards:get"),
-	"POST /shards":       creds("baremetal:shards:get"),
-	"GET /shards/{name}": creds("baremetal:shards:get"),
+	"GET /shards":        since(shardsAPI.min, creds("baremetal:shards:get")),
+	"POST /shards":       since(shardsAPI.min, creds("baremetal:shards:get")),
+	"GET /shards/{name}": since(shardsAPI.min, creds("baremetal:shards:get")),
 
 	// Volume.
-	"GET /volume":                                    creds("baremetal:volume:get"),
-	"GET /nodes/{ident}/volume":                      node("baremetal:volume:get"),
-	"GET /volume/connectors":                         {"baremetal:volume:list", onVolumeList, ""},
-	"POST /volume/connectors":                        {"baremetal:volume:create", onChildCreate, ""},
-	"GET /volume/connectors/{uuid}":                  object(onVolumeConnector, "baremetal:volume:get", "uuid"),
-	"PATCH /volume/connectors/{uuid}":                object(onVolumeConnector, "baremetal:volume:update", "uuid"),
-	"DELETE /volume/connectors/{uuid}":               object(onVolumeConnector, "baremetal:volume:delete", "uuid"),
-	"GET /volume/targets":                            {"baremetal:volume:list", onVolumeList, ""},
-	"POST /volume/targets":                           {"baremetal:volume:create", onChildCreate, ""},
-	"GET /volume/targets/{uuid}":                     object(onVolumeTarget, "baremetal:volume:get", "uuid"),
-	"PATCH /volume/targets/{uuid}":                   object(onVolumeTarget, "baremetal:volume:update", "uuid"),
-	"DELETE /volume/targets/{uuid}":                  object(onVolumeTarget, "baremetal:volume:delete", "uuid"),
-	"GET /nodes/{ident}/volume/connectors":           {"baremetal:volume:list", onVolumeList, "ident"},
-	"POST /nodes/{ident}/volume/connectors":          {"baremetal:volume:create", onChildCreate, ""},
-	"GET /nodes/{ident}/volume/connectors/{uuid}":    object(onVolumeConnector, "baremetal:volume:get", "uuid"),
-	"PATCH /nodes/{ident}/volume/connectors/{uuid}":  object(onVolumeConnector, "baremetal:volume:update", "uuid"),
-	"DELETE /nodes/{ident}/volume/connectors/{uuid}": object(onVolumeConnector, "baremetal:volume:delete", "uuid"),
-	"GET /nodes/{ident}/volume/targets":              {"baremetal:volume:list", onVolumeList, "ident"},
-	"POST /nodes/{ident}/volume/targets":             {"baremetal:volume:create", onChildCreate, ""},
-	"GET /nodes/{ident}/volume/targets/{uuid}":       object(onVolumeTarget, "baremetal:volume:get", "uuid"),
-	"PATCH /nodes/{ident}/volume/targets/{uuid}":     object(onVolumeTarget, "baremetal:volume:update", "uuid"),
-	"DELETE /nodes/{ident}/volume/targets/{uuid}":    object(onVolumeTarget, "baremetal:volume:delete", "uuid"),
+	"GET /volume":                                    since(volumeAPI.min, creds("baremetal:volume:get")),
+	"GET /nodes/{ident}/volume":                      since(volumeAPI.min, node("baremetal:volume:get")),
+	"GET /volume/connectors":                         since(volumeAPI.min, access{"baremetal:volume:list", onVolumeList, "", 0}),
+	"POST /volume/connectors":                        since(volumeAPI.min, access{"baremetal:volume:create", onChildCreate, "", 0}),
+	"GET /volume/connectors/{uuid}":                  since(volumeAPI.min, object(onVolumeConnector, "baremetal:volume:get", "uuid")),
+	"PATCH /volume/connectors/{uuid}":                since(volumeAPI.min, object(onVolumeConnector, "baremetal:volume:update", "uuid")),
+	"DELETE /volume/connectors/{uuid}":               since(volumeAPI.min, object(onVolumeConnector, "baremetal:volume:delete", "uuid")),
+	"GET /volume/targets":                            since(volumeAPI.min, access{"baremetal:volume:list", onVolumeList, "", 0}),
+	"POST /volume/targets":                           since(volumeAPI.min, access{"baremetal:volume:create", onChildCreate, "", 0}),
+	"GET /volume/targets/{uuid}":                     since(volumeAPI.min, object(onVolumeTarget, "baremetal:volume:get", "uuid")),
+	"PATCH /volume/targets/{uuid}":                   since(volumeAPI.min, object(onVolumeTarget, "baremetal:volume:update", "uuid")),
+	"DELETE /volume/targets/{uuid}":                  since(volumeAPI.min, object(onVolumeTarget, "baremetal:volume:delete", "uuid")),
+	"GET /nodes/{ident}/volume/connectors":           since(volumeAPI.min, access{"baremetal:volume:list", onVolumeList, "ident", 0}),
+	"POST /nodes/{ident}/volume/connectors":          since(volumeAPI.min, access{"baremetal:volume:create", onChildCreate, "", 0}),
+	"GET /nodes/{ident}/volume/connectors/{uuid}":    since(volumeAPI.min, object(onVolumeConnector, "baremetal:volume:get", "uuid")),
+	"PATCH /nodes/{ident}/volume/connectors/{uuid}":  since(volumeAPI.min, object(onVolumeConnector, "baremetal:volume:update", "uuid")),
+	"DELETE /nodes/{ident}/volume/connectors/{uuid}": since(volumeAPI.min, object(onVolumeConnector, "baremetal:volume:delete", "uuid")),
+	"GET /nodes/{ident}/volume/targets":              since(volumeAPI.min, access{"baremetal:volume:list", onVolumeList, "ident", 0}),
+	"POST /nodes/{ident}/volume/targets":             since(volumeAPI.min, access{"baremetal:volume:create", onChildCreate, "", 0}),
+	"GET /nodes/{ident}/volume/targets/{uuid}":       since(volumeAPI.min, object(onVolumeTarget, "baremetal:volume:get", "uuid")),
+	"PATCH /nodes/{ident}/volume/targets/{uuid}":     since(volumeAPI.min, object(onVolumeTarget, "baremetal:volume:update", "uuid")),
+	"DELETE /nodes/{ident}/volume/targets/{uuid}":    since(volumeAPI.min, object(onVolumeTarget, "baremetal:volume:delete", "uuid")),
 
 	// Deploy templates, inspection rules: system resources.
-	"GET /deploy_templates":            creds("baremetal:deploy_template:get"),
-	"POST /deploy_templates":           creds("baremetal:deploy_template:create"),
-	"GET /deploy_templates/{ident}":    creds("baremetal:deploy_template:get"),
-	"PATCH /deploy_templates/{ident}":  creds("baremetal:deploy_template:update"),
-	"DELETE /deploy_templates/{ident}": creds("baremetal:deploy_template:delete"),
-	"GET /inspection_rules":            creds("baremetal:inspection_rule:get"),
-	"POST /inspection_rules":           creds("baremetal:inspection_rule:create"),
-	"GET /inspection_rules/{uuid}":     creds("baremetal:inspection_rule:get"),
-	"PATCH /inspection_rules/{uuid}":   creds("baremetal:inspection_rule:update"),
-	"DELETE /inspection_rules/{uuid}":  creds("baremetal:inspection_rule:delete"),
+	"GET /deploy_templates":            since(templatesAPI.min, creds("baremetal:deploy_template:get")),
+	"POST /deploy_templates":           since(templatesAPI.min, creds("baremetal:deploy_template:create")),
+	"GET /deploy_templates/{ident}":    since(templatesAPI.min, creds("baremetal:deploy_template:get")),
+	"PATCH /deploy_templates/{ident}":  since(templatesAPI.min, creds("baremetal:deploy_template:update")),
+	"DELETE /deploy_templates/{ident}": since(templatesAPI.min, creds("baremetal:deploy_template:delete")),
+	"GET /inspection_rules":            since(rulesAPI.min, creds("baremetal:inspection_rule:get")),
+	"POST /inspection_rules":           since(rulesAPI.min, creds("baremetal:inspection_rule:create")),
+	"GET /inspection_rules/{uuid}":     since(rulesAPI.min, creds("baremetal:inspection_rule:get")),
+	"PATCH /inspection_rules/{uuid}":   since(rulesAPI.min, creds("baremetal:inspection_rule:update")),
+	"DELETE /inspection_rules/{uuid}":  since(rulesAPI.min, creds("baremetal:inspection_rule:delete")),
 
 	// Conductors, drivers.
 	"GET /conductors":                                  creds("baremetal:conductor:get"),
