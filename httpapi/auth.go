@@ -200,7 +200,10 @@ func (h *HTPasswd) Authenticate(r *http.Request) (string, bool) {
 
 // caller is filled in by authorized for the audit line ServeHTTP writes
 // once the request is answered.
-type caller struct{ id *identity.Identity }
+type caller struct {
+	id        *identity.Identity
+	forwarded bool // sent on to another conductor, which audits it
+}
 
 type callerKey struct{}
 

@@ -187,7 +187,7 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		} else {
 			a.log.DebugContext(r.Context(), "request", "method", r.Method, "path", r.URL.Path, "status", rec.status, "took", time.Since(start))
 		}
-		if isWrite(r.Method) && !agentPath(r.URL.Path) {
+		if isWrite(r.Method) && !agentPath(r.URL.Path) && !who.forwarded {
 			a.audit(r, who.id, rec.status)
 		}
 		if a.opts.Observer != nil {
@@ -229,6 +229,7 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if a.forward(rec, r) {
+		who.forwarded = true // the conductor that answered logs it
 		return
 	}
 	a.mux.ServeHTTP(rec, r)
