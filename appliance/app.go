@@ -94,7 +94,7 @@ func newApp(ctx context.Context, c *serveConfig, log *slog.Logger) (*app, error)
 		return nil, err
 	}
 	obs.watchLeases(a.prov)
-	ui := web.Handler(web.Options{Auth: auth})
+	ui := web.Handler(web.Options{Auth: auth, Policy: rules})
 	mounts := web.Mounts(ui)
 	for pattern, h := range a.prov.mounts {
 		mounts[pattern] = h

@@ -511,3 +511,51 @@ func (a *API) nodeRedactor(r *http.Request) func(*storage.Node) *storage.Node {
 		return &c
 	}
 }
+
+// Caller is what the web UI learns about who it is serving.
+type Caller struct {
+	User    string   `json:"user"`
+	Scope   string   `json:"scope"` // system, project or domain; "" without roles
+	Project string   `json:"project,omitempty"`
+	Roles   []string `json:"roles"`
+	// ReadOnly: policy would refuse this caller every change to any node
+	// (provision, power, maintenance, update, create), so the UI offers
+	// none.
+	ReadOnly bool `json:"read_only"`
+}
+
+// writeRules are the node changes the UI offers.
+var writeRules = []string{"baremetal:node:set_provision_state", "baremetal:node:set_power_state",
+	"baremetal:node:set_maintenance", "baremetal:node:update"}
+
+// CallerOf authenticates r with auth (nil: noauth) and says what policy
+// (nil: Ironic's defaults) lets it change: ReadOnly when no node, even
+// one its project owned and leased, could be changed by it.
+func CallerOf(auth Authenticator, pol *policy.Enforcer, r *http.Request) (Caller, error) {
+	if auth == nil {
+		return Caller{Roles: []string{}}, nil
+	}
+	id, err := identify(auth, r)
+	if err != nil {
+		return Caller{}, err
+	}
+	c := Caller{User: id.User, Roles: append([]string{}, id.Roles...)}
+	if id.Unrestricted {
+		return c, nil
+	}
+	if pol == nil {
+		pol = defaultPolicy()
+	}
+	c.Scope, c.Project = id.Scope(), id.ProjectID
+	best := policy.Target{"node.owner": nil}
+	if id.ProjectID != "" {
+		best = policy.Target{"node.owner": id.ProjectID, "node.lessee": id.ProjectID}
+	}
+	c.ReadOnly = !pol.Allowed("baremetal:node:create", nil, id.Creds) && !pol.Allowed("baremetal:node:create:self_owned_node", nil, id.Creds)
+	for _, rule := range writeRules {
+		if pol.Allowed(rule, best, id.Creds) {
+			c.ReadOnly = false
+		}
+	}
+	return c, nil
+}

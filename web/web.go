@@ -23,6 +23,7 @@ import (
 
 	"castiron/engine"
 	"castiron/httpapi"
+	"castiron/httpapi/policy"
 )
 
 //go:embed static
@@ -40,6 +41,9 @@ type Options struct {
 	// same credentials as the API (same realm), so the browser sends them on
 	// the UI's own API calls too.
 	Auth httpapi.Authenticator
+	// Policy is the API's policy (nil: Ironic's defaults), for
+	// /ui/api/me: a caller it refuses every change sees no action.
+	Policy *policy.Enforcer
 }
 
 // asset is one embedded file, with its ETag and, once a client asked for
@@ -164,6 +168,15 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.serveAsset(w, r, h.assets()["index.html"])
 	case p == "/ui" || p == "/ui/":
 		http.Redirect(w, r, "/", http.StatusFound)
+	case p == "/ui/api/me":
+		me, err := httpapi.CallerOf(h.opts.Auth, h.opts.Policy, r)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable) // authorized just passed: Keystone went away
+			return
+		}
+		hdr.Set("Content-Type", "application/json")
+		hdr.Set("Cache-Control", "no-store")
+		json.NewEncoder(w).Encode(me)
 	case p == "/ui/api/states":
 		hdr.Set("Content-Type", "application/json")
 		hdr.Set("Cache-Control", "no-cache")

@@ -64,8 +64,18 @@ window.addEventListener('hashchange', () => {
   }
 });
 
+// A caller the policy refuses every change (a reader) is offered none:
+// elements of class "write" are hidden (style.css).
+async function loadMe() {
+  try {
+    const res = await fetch('/ui/api/me', { headers: { Accept: 'application/json' } });
+    if (res.ok) document.body.classList.toggle('readonly', (await res.json()).read_only === true);
+  } catch (e) { /* the API calls report it */ }
+}
+
 try {
   performance.mark('castiron:modules');
+  await loadMe();
   await loadMachine();
   performance.mark('castiron:machine');
   route();

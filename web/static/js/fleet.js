@@ -46,7 +46,7 @@ export function fleetView(main, params) {
 
   const bulkSel = h('select', { id: 'bulk-action', 'aria-label': 'Action for the selected nodes' });
   const bulkCount = h('span', { class: 'bulk-count' });
-  const bulk = h('div', { class: 'bulk', hidden: true, role: 'region', 'aria-label': 'Bulk actions' },
+  const bulk = h('div', { class: 'bulk write', hidden: true, role: 'region', 'aria-label': 'Bulk actions' },
     bulkCount, bulkSel,
     h('button', { class: 'primary', id: 'bulk-apply', onclick: () => applyBulk() }, 'Apply'),
     h('button', { onclick: () => { selected.clear(); update(); } }, 'Clear selection'));
@@ -73,7 +73,7 @@ export function fleetView(main, params) {
     h('div', { class: 'fleet-head' }, h('h1', { id: 'fleet-h' }, 'Nodes'), shown),
     counts,
     h('div', { class: 'toolbar' }, search, stateSel, maintSel, condChip,
-      h('a', { class: 'button', href: '#/import' }, 'Import instackenv.json')),
+      h('a', { class: 'button write', href: '#/import' }, 'Import instackenv.json')),
     bulk, table, empty);
   clear(main).append(view);
 

@@ -18,7 +18,7 @@ export function nodeView(main, uuid) {
   const title = h('h1', { id: 'node-h' }, 'Node');
   const sub = h('p', { class: 'sub' });
   const badges = h('div', { class: 'badges' });
-  const actions = h('div', { class: 'actions', role: 'toolbar', 'aria-label': 'Actions' });
+  const actions = h('div', { class: 'actions write', role: 'toolbar', 'aria-label': 'Actions' });
   const progress = h('div', { class: 'progress-box', hidden: true, role: 'status', 'aria-live': 'polite' });
   const lastError = h('div', { class: 'alert', role: 'alert', hidden: true });
   const overview = h('dl', { class: 'kv' });
