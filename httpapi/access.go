@@ -121,20 +121,20 @@ func (a *API) enforce(r *http.Request, id *identity.Identity, acc access) (*http
 	case onNode, onNodePatch, onNodeDelete, onNodeProvision:
 		n, err := lookupWithSuffix(r, r.PathValue(acc.param), store.GetNode)
 		if err != nil {
-			return r, nil // the handler answers its own 404 (or 400)
+			return r, passNotFound(err) // the handler answers its own 404
 		}
 		rules := []string{acc.rule}
 		switch acc.on {
 		case onNodePatch:
-			if rules, err = nodePatchRules(r); err != nil {
-				return r, nil // a patch that does not parse: the handler's 400
+			// A patch that does not parse keeps the generic rule: the
+			// handler then answers its 400 to whoever may update.
+			if pr, err := nodePatchRules(r); err == nil {
+				rules = pr
 			}
 		case onNodeProvision:
-			extra, err := provisionRules(r)
-			if err != nil {
-				return r, nil
+			if extra, err := provisionRules(r); err == nil {
+				rules = append(rules, extra...)
 			}
-			rules = append(rules, extra...)
 		}
 		t := nodeTarget(n)
 		if !e.Allowed("baremetal:node:get", t, c) {
@@ -161,7 +161,9 @@ func (a *API) enforce(r *http.Request, id *identity.Identity, acc access) (*http
 			}
 			body, err := peekJSON(r)
 			if err != nil {
-				return r, nil
+				// Unreadable: only a full node:create may go on to the
+				// handler's 400.
+				return r, forbidden(e.Authorize("baremetal:node:create", nil, c))
 			}
 			if o, ok := body["owner"].(string); ok && o != "" && o != c.ProjectID {
 				return r, errInvalid("Cannot create a node as a project scoped admin with an owner other than your own project.")
@@ -187,7 +189,7 @@ func (a *API) enforce(r *http.Request, id *identity.Identity, acc access) (*http
 			if acc.param == "portgroup" {
 				pg, perr := store.GetPortgroup(ctx, r.PathValue("portgroup"))
 				if perr != nil {
-					return r, nil
+					return r, passNotFound(perr)
 				}
 				n, err = store.GetNode(ctx, pg.NodeUUID)
 				if err == nil && !e.Allowed("baremetal:node:get", nodeTarget(n), c) {
@@ -200,7 +202,7 @@ func (a *API) enforce(r *http.Request, id *identity.Identity, acc access) (*http
 				}
 			}
 			if err != nil {
-				return r, nil
+				return r, passNotFound(err)
 			}
 		}
 		p, err := listScope(e, c, kind, "")
@@ -216,25 +218,25 @@ func (a *API) enforce(r *http.Request, id *identity.Identity, acc access) (*http
 		case onPort:
 			p, err := store.GetPort(ctx, ident)
 			if err != nil {
-				return r, nil
+				return r, passNotFound(err)
 			}
 			nodeUUID, what = p.NodeUUID, "Port %s could not be found."
 		case onPortgroup:
 			pg, err := store.GetPortgroup(ctx, ident)
 			if err != nil {
-				return r, nil
+				return r, passNotFound(err)
 			}
 			nodeUUID, what = pg.NodeUUID, "Portgroup %s could not be found."
 		case onVolumeConnector:
 			v, err := store.GetVolumeConnector(ctx, ident)
 			if err != nil {
-				return r, nil
+				return r, passNotFound(err)
 			}
 			nodeUUID, what = v.NodeUUID, "Volume connector %s could not be found."
 		default:
 			v, err := store.GetVolumeTarget(ctx, ident)
 			if err != nil {
-				return r, nil
+				return r, passNotFound(err)
 			}
 			nodeUUID, what = v.NodeUUID, "Volume target %s could not be found."
 		}
@@ -251,24 +253,26 @@ func (a *API) enforce(r *http.Request, id *identity.Identity, acc access) (*http
 	case onChildCreate:
 		// POST /ports, /portgroups, /volume/...: the rule on the node the
 		// body names, 403 when refused (Ironic does not conceal it).
-		body, err := peekJSON(r)
-		if err != nil {
-			return r, nil
-		}
+		// A body that does not parse or names no known node is judged as
+		// a node nobody owns (system callers then get the handler's 400).
+		body, _ := peekJSON(r)
 		ident, _ := body["node_uuid"].(string)
 		if ident == "" {
 			ident, _ = body["node_id"].(string)
 		}
 		n, err := store.GetNode(ctx, ident)
 		if err != nil {
-			return r, nil // the handler's answer for an unknown node
+			if passNotFound(err) != nil {
+				return r, err
+			}
+			return r, forbidden(e.Authorize(acc.rule, childTarget(nil), c))
 		}
 		return r, forbidden(e.Authorize(acc.rule, nodeTarget(n), c))
 
 	case onAllocation:
 		al, err := store.GetAllocation(ctx, r.PathValue(acc.param))
 		if err != nil {
-			return r, nil
+			return r, passNotFound(err)
 		}
 		t := policy.Target{"allocation.owner": strOrNil(al.Owner)}
 		if !e.Allowed("baremetal:allocation:get", t, c) {
@@ -291,7 +295,7 @@ func (a *API) enforce(r *http.Request, id *identity.Identity, acc access) (*http
 		// allocation is its project's.
 		body, err := peekJSON(r)
 		if err != nil {
-			return r, nil
+			return r, forbidden(&policy.Denied{Rule: "baremetal:allocation:create_restricted"})
 		}
 		if err := e.Authorize("baremetal:allocation:create", nil, c); err != nil {
 			return r, forbidden(err)
@@ -306,6 +310,16 @@ func (a *API) enforce(r *http.Request, id *identity.Identity, acc access) (*http
 		return withValue(r, forcedOwnerKey{}, &p), nil
 	}
 	return r, fault.New(fault.Forbidden, "Access was denied to the following resource: %s", acc.rule)
+}
+
+// passNotFound is nil for an object that does not exist (or an ident that
+// is not one), which the handler then answers itself; any other failure to
+// read it is returned, so policy is never skipped.
+func passNotFound(err error) error {
+	if fault.Is(err, fault.NotFound) || fault.Is(err, fault.Invalid) {
+		return nil
+	}
+	return err
 }
 
 // listScope is check_list_policy: everything with <kind>:list_all, else
