@@ -99,7 +99,7 @@ func (h requestIDLog) Handle(ctx context.Context, r slog.Record) error {
 
 // writeHTPasswd writes an htpasswd file: every user's password is
 // "pw-<user>" (bcrypt at its minimum cost: the tests check logic).
-func writeHTPasswd(t *testing.T, dir string, users ...string) string {
+func writeHTPasswd(t testing.TB, dir string, users ...string) string {
 	t.Helper()
 	var b strings.Builder
 	for _, u := range users {
@@ -116,7 +116,7 @@ func writeHTPasswd(t *testing.T, dir string, users ...string) string {
 	return p
 }
 
-func newRBAC(t *testing.T, opts ...func(*Options)) *rbacHarness {
+func newRBAC(t testing.TB, opts ...func(*Options)) *rbacHarness {
 	t.Helper()
 	dir := t.TempDir()
 	pw, err := LoadHTPasswd(writeHTPasswd(t, dir, "sysadmin", "sysmember", "sysreader", "ownermember", "ownerreader",
@@ -179,7 +179,7 @@ func (h *rbacHarness) want(status int, user, method, path, ver string, body any)
 
 // rbacFixture: node A owned by "owner" and leased to "lessee", with a
 // port and an error and secrets; node B nobody's, with a port.
-func rbacFixture(t *testing.T, h *rbacHarness) (a, b, portA, portB string) {
+func rbacFixture(t testing.TB, h *rbacHarness) (a, b, portA, portB string) {
 	t.Helper()
 	na := h.want(201, "sysadmin", "POST", "/v1/nodes", latest, map[string]any{"driver": "fake-hardware", "name": "node-a",
 		"owner": "owner", "lessee": "lessee", "driver_info": map[string]any{"ipmi_address": "10.0.0.1", "ipmi_password": "s3cret"}}).json(t)
