@@ -6,7 +6,8 @@
 // CLI through keystoneauth, tempest, gophercloud) talk to it unchanged.
 //
 // It is a test fixture, not an identity service: everything lives in memory,
-// passwords are compared in clear, there are no policies.
+// passwords are compared in clear, and the only policy is who may validate
+// or revoke a token (identity:validate_token).
 package keystone
 
 import (
