@@ -125,6 +125,8 @@ var routeAccess = map[string]access{
 	"GET /nodes/{ident}/vmedia":                            node("baremetal:node:vmedia:get"),
 	"POST /nodes/{ident}/vmedia":                           node("baremetal:node:vmedia:attach"),
 	"DELETE /nodes/{ident}/vmedia":                         node("baremetal:node:vmedia:detach"),
+	"PUT /nodes/{ident}/vmedia":                            access{"", onAnyone, "", 0}, // 405 whoever asks
+	"PATCH /nodes/{ident}/vmedia":                          access{"", onAnyone, "", 0},
 	"GET /nodes/{ident}/boot_timeline":                     node("baremetal:node:get"),
 	"GET /boot_timeline":                                   creds("baremetal:node:list_all"),
 
@@ -209,6 +211,7 @@ var routeAccess = map[string]access{
 	"GET /inspection_rules/{uuid}":     since(rulesAPI.min, creds("baremetal:inspection_rule:get")),
 	"PATCH /inspection_rules/{uuid}":   since(rulesAPI.min, creds("baremetal:inspection_rule:update")),
 	"DELETE /inspection_rules/{uuid}":  since(rulesAPI.min, creds("baremetal:inspection_rule:delete")),
+	"DELETE /inspection_rules":         since(rulesAPI.min, creds("baremetal:inspection_rule:delete")),
 
 	// Conductors, drivers.
 	"GET /conductors":                                  creds("baremetal:conductor:get"),
