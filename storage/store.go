@@ -69,6 +69,7 @@ type Store interface {
 	PortgroupStore
 	VolumeStore
 	DeployTemplateStore
+	RunbookStore
 	InspectionRuleStore
 	IdentityStore
 	PortLookupStore
