@@ -22,6 +22,10 @@ type ProvisionRequest struct {
 	ServiceSteps   []map[string]any
 	RescuePassword *string
 	DisableRamdisk *bool
+	// Prepare, when set, runs once the node is known and the verb fits its
+	// state, before the arguments are checked (Ironic's order): the API's
+	// runbook handling, which fills the steps and DisableRamdisk.
+	Prepare func(ctx context.Context, n *storage.Node, req *ProvisionRequest) error
 }
 
 // work is what a verb does after its state change: nothing (a synchronous
@@ -61,6 +65,11 @@ func (c *Conductor) Provision(ctx context.Context, ident string, req ProvisionRe
 			return fault.Locked(n.UUID, *n.Reservation)
 		}
 		return fault.InvalidState(req.Target, n.UUID, n.ProvisionState)
+	}
+	if req.Prepare != nil {
+		if err := req.Prepare(ctx, n, &req); err != nil {
+			return err
+		}
 	}
 	if err := c.checkProvisionArgs(n, ev, req); err != nil {
 		return err

@@ -44,7 +44,7 @@ var v1Resources = []struct {
 	{"portgroups", 23}, {"volume", 32}, {"lookup", 22}, {"heartbeat", 22},
 	{"conductors", 49}, {"allocations", 52}, {"events", 54},
 	{"deploy_templates", 55}, {"shards", 82}, {"continue_inspection", 84},
-	{"inspection_rules", ruleMinMinor},
+	{"runbooks", runbookMinMinor}, {"inspection_rules", ruleMinMinor},
 }
 
 // getV1 is GET /v1: the version document with links to each collection.

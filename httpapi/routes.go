@@ -214,6 +214,7 @@ func (a *API) routes() {
 	// handlers answer Ironic's own responses below those versions.
 	a.volumeRoutes()
 	a.deployTemplateRoutes()
+	a.runbookRoutes()        // 1.92: answers 404/405 below, whatever the ceiling
 	a.inspectionRuleRoutes() // 1.96: answers 404/405 below, whatever the ceiling
 
 	// Conductors and drivers.

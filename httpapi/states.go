@@ -78,9 +78,12 @@ func (a *API) putProvision(w http.ResponseWriter, r *http.Request) error {
 	if err := disableRamdiskGate(*target, req.DisableRamdisk, ver); err != nil {
 		return err
 	}
-	if _, has := body["runbook"]; has {
-		// Runbooks are API 1.92, above castiron's maximum.
-		return errNotAcceptable()
+	runbook, err := getString(body, "runbook", "provision")
+	if err != nil {
+		return err
+	}
+	if runbook != nil && *runbook != "" {
+		req.Prepare = a.provisionRunbook(ver, *runbook)
 	}
 	if cd, ok := body["configdrive"]; ok && cd != nil {
 		// Ironic's check_allow_configdrive: all of these are 400s.

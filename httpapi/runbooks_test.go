@@ -1,0 +1,436 @@
+package httpapi
+
+import (
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"castiron/engine"
+	"castiron/ramdisk/protocol"
+)
+
+const (
+	v92  = "1.92"
+	v111 = "1.111"
+	v112 = "1.112"
+)
+
+// rbSteps are the tempest plugin's EXAMPLE_STEPS.
+func rbSteps() []any {
+	return []any{map[string]any{"interface": "bios", "step": "apply_configuration", "args": map[string]any{}, "order": 1}}
+}
+
+func TestRunbookVersions(t *testing.T) {
+	const msg = "The API version does not allow runbooks"
+	id := uuid.NewString()
+	// The default ceiling (below 1.92) and an older version on a server
+	// that has runbooks: Ironic's 404 to GET, 405 to the rest.
+	h := newAPI(t)
+	h.belowVersion(t, "/v1/runbooks", "/v1/runbooks/"+id, msg, "1.1", "1.91", latest)
+	h = newAPI(t, ceiling(112))
+	h.belowVersion(t, "/v1/runbooks", "/v1/runbooks/CUSTOM_X", msg, "1.1", "1.91")
+	for _, m := range []string{"GET", "PUT", "DELETE"} {
+		status := 405
+		if m == "GET" {
+			status = 404
+		}
+		r := h.expect(status, m, "/v1/runbooks/"+id+"/traits", "1.91", map[string]any{"traits": []any{}})
+		if d := volPecanDesc(t, r); d != msg {
+			t.Errorf("%s traits at 1.91: %v", m, d)
+		}
+	}
+	if _, has := h.expect(200, "GET", "/v1", "1.91", nil).json(t)["runbooks"]; has {
+		t.Error("GET /v1 links runbooks below 1.92")
+	}
+	if _, has := h.expect(200, "GET", "/v1", v92, nil).json(t)["runbooks"]; !has {
+		t.Error("GET /v1 at 1.92 has no runbooks link")
+	}
+	h.expect(200, "GET", "/v1/runbooks", v92, nil)
+
+	// The traits sub-resource and the 1.112 fields need 1.112.
+	rb := h.expect(201, "POST", "/v1/runbooks", v92, map[string]any{"name": "CUSTOM_V", "steps": rbSteps()}).json(t)
+	for _, k := range []string{"description", "traits"} {
+		if _, has := rb[k]; has {
+			t.Errorf("1.92 view shows %s", k)
+		}
+	}
+	for _, c := range []struct{ method, path string }{
+		{"GET", "/traits"}, {"PUT", "/traits"}, {"PUT", "/traits/CUSTOM_A"}, {"DELETE", "/traits"}, {"DELETE", "/traits/CUSTOM_A"},
+	} {
+		r := h.expect(404, c.method, "/v1/runbooks/CUSTOM_V"+c.path, v111, nil)
+		if d := volPecanDesc(t, r); d != "The API version does not allow runbook traits" {
+			t.Errorf("%s %s at 1.111: %v", c.method, c.path, d)
+		}
+	}
+	wantFault(t, h.do("GET", "/v1/runbooks/CUSTOM_V?fields=traits", v111, nil), 400, `Field(s) "traits" are not valid`)
+	wantFault(t, h.do("GET", "/v1/runbooks/CUSTOM_V?fields=description", v111, nil), 400, `Field(s) "description" are not valid`)
+	got := h.expect(200, "GET", "/v1/runbooks/CUSTOM_V", v112, nil).json(t)
+	if got["description"] != nil || !reflect.DeepEqual(got["traits"], []any{}) {
+		t.Errorf("1.112 view: %v", got)
+	}
+	// Ironic's schemas: description and traits are no properties of the
+	// 1.92 body (400, not 406); traits are never written by POST.
+	wantFault(t, h.do("POST", "/v1/runbooks", v111, map[string]any{"name": "CUSTOM_D", "steps": rbSteps(), "description": "d"}), 400,
+		"Schema error for runbook: Additional properties are not allowed ('description' was unexpected)")
+	wantFault(t, h.do("POST", "/v1/runbooks", v112, map[string]any{"name": "CUSTOM_D", "steps": rbSteps(), "traits": []any{"CUSTOM_A"}}), 400,
+		"Schema error for runbook: Additional properties are not allowed ('traits' was unexpected)")
+	// A name that is no trait: only from 1.112.
+	wantFault(t, h.do("POST", "/v1/runbooks", v111, map[string]any{"name": "my-runbook", "steps": rbSteps()}), 400,
+		"Schema error for runbook: 'my-runbook' is not valid under any of the given schemas. Possible root cause: 'my-runbook' does not match '^CUSTOM_[A-Z0-9_]+$'")
+	h.expect(201, "POST", "/v1/runbooks", v112, map[string]any{"name": "my-runbook.v1_~", "steps": rbSteps(), "description": "d"})
+	// A 1.112 name stays patchable at 1.92 (Ironic patches against the
+	// 1.112 schema at every version).
+	h.expect(200, "PATCH", "/v1/runbooks/my-runbook.v1_~", v92, []any{op("add", "/extra/a", 1)})
+	wantFault(t, h.do("PATCH", "/v1/runbooks/CUSTOM_V", v111, []any{op("replace", "/description", "x")}), 400,
+		"Cannot patch /description. Only the following can be updated: disable_ramdisk, extra, name, owner, public, steps")
+	wantFault(t, h.do("PATCH", "/v1/runbooks/CUSTOM_V", v112, []any{op("add", "/traits", []any{"CUSTOM_A"})}), 400,
+		"Cannot patch /traits. Only the following can be updated: disable_ramdisk, extra, name, owner, public, steps, description")
+	wantFault(t, h.do("GET", "/v1/runbooks?sort_key=traits", v112, nil), 400, "The sort_key value traits is an invalid field for sorting")
+}
+
+func TestRunbooksCRUD(t *testing.T) {
+	h := newAPI(t, ceiling(112))
+	body := map[string]any{
+		"name": "CUSTOM_FW", "steps": []any{
+			map[string]any{"interface": "firmware", "step": "update", "args": map[string]any{"password": "s3cret", "x": 1}, "order": "2"},
+			map[string]any{"interface": "bios", "step": "apply_configuration", "order": 1},
+		},
+		"extra": map[string]any{"k": "v"}, "disable_ramdisk": true, "owner": "proj", "public": false,
+	}
+	r := h.expect(201, "POST", "/v1/runbooks", v92, body)
+	created := r.json(t)
+	id := created["uuid"].(string)
+	if r.header.Get("Location") != h.srv.URL+"/v1/runbooks/"+id {
+		t.Errorf("Location %q", r.header.Get("Location"))
+	}
+	wantSteps := []any{
+		map[string]any{"interface": "firmware", "step": "update", "args": map[string]any{"password": "******", "x": float64(1)}, "order": float64(2)},
+		map[string]any{"interface": "bios", "step": "apply_configuration", "args": map[string]any{}, "order": float64(1)},
+	}
+	want := map[string]any{"name": "CUSTOM_FW", "extra": map[string]any{"k": "v"}, "disable_ramdisk": true, "owner": "proj",
+		"public": false, "updated_at": nil, "steps": wantSteps}
+	for k, v := range want {
+		if !reflect.DeepEqual(created[k], v) {
+			t.Errorf("created %s = %#v, want %#v", k, created[k], v)
+		}
+	}
+	if links := created["links"].([]any); len(links) != 2 {
+		t.Errorf("links %v", links)
+	}
+	for _, ident := range []string{id, "CUSTOM_FW"} {
+		got := h.expect(200, "GET", "/v1/runbooks/"+ident, v92, nil).json(t)
+		if !reflect.DeepEqual(got, created) {
+			t.Errorf("GET %s:\n got %v\nwant %v", ident, got, created)
+		}
+	}
+	if got := h.expect(200, "GET", "/v1/runbooks/CUSTOM_FW?fields=name,steps", v92, nil).json(t); len(got) != 3 || got["name"] != "CUSTOM_FW" {
+		t.Errorf("fields: %v", got)
+	}
+
+	// Lists: uuid and name by default, everything with detail.
+	second := h.expect(201, "POST", "/v1/runbooks", v92, map[string]any{"name": "CUSTOM_A", "steps": rbSteps(), "public": true}).json(t)
+	l := h.expect(200, "GET", "/v1/runbooks", v92, nil).json(t)["runbooks"].([]any)
+	if len(l) != 2 || len(l[0].(map[string]any)) != 3 || l[0].(map[string]any)["name"] != "CUSTOM_FW" {
+		t.Errorf("list %v", l)
+	}
+	d := h.expect(200, "GET", "/v1/runbooks?detail=true&sort_key=name", v92, nil).json(t)["runbooks"].([]any)
+	if len(d) != 2 || d[0].(map[string]any)["name"] != "CUSTOM_A" || d[1].(map[string]any)["steps"] == nil {
+		t.Errorf("detail %v", d)
+	}
+	page := h.expect(200, "GET", "/v1/runbooks?limit=1", v92, nil).json(t)
+	if next, _ := page["next"].(string); next != h.srv.URL+"/v1/runbooks?sort_key=id&sort_dir=asc&fields=uuid,name&limit=1&marker="+id {
+		t.Errorf("next %v", page["next"])
+	}
+	page = h.expect(200, "GET", "/v1/runbooks?limit=1&marker="+id, v92, nil).json(t)
+	if l := page["runbooks"].([]any); len(l) != 1 || l[0].(map[string]any)["uuid"] != second["uuid"] {
+		t.Errorf("after marker %v", page)
+	}
+	if l := h.expect(200, "GET", "/v1/runbooks?project=true", v92, nil).json(t)["runbooks"].([]any); len(l) != 1 || l[0].(map[string]any)["name"] != "CUSTOM_A" {
+		t.Errorf("project=true %v", l)
+	}
+	if l := h.expect(200, "GET", "/v1/runbooks?project=false", v92, nil).json(t)["runbooks"].([]any); len(l) != 2 {
+		t.Errorf("project=false %v", l)
+	}
+
+	// PATCH: the tempest plugin's mixed operations, then owner and public.
+	upd := h.expect(200, "PATCH", "/v1/runbooks/"+id, v92, []any{
+		op("replace", "/name", "CUSTOM_FW2"),
+		op("replace", "/steps/0", map[string]any{"interface": "bios", "step": "apply_configuration", "args": map[string]any{}, "order": 2}),
+		op("remove", "/steps/0"),
+		op("add", "/steps/1", map[string]any{"interface": "raid", "step": "create_configuration", "args": map[string]any{}, "order": 3}),
+		op("replace", "/disable_ramdisk", false),
+	}).json(t)
+	if upd["name"] != "CUSTOM_FW2" || upd["disable_ramdisk"] != false || upd["updated_at"] == nil || len(upd["steps"].([]any)) != 2 {
+		t.Errorf("patched %v", upd)
+	}
+	if s := upd["steps"].([]any)[1].(map[string]any); s["step"] != "create_configuration" || s["order"] != float64(3) {
+		t.Errorf("patched steps %v", upd["steps"])
+	}
+	// Making it public clears the owner; an owner for a public runbook is
+	// refused.
+	if upd = h.expect(200, "PATCH", "/v1/runbooks/"+id, v92, []any{op("replace", "/public", true)}).json(t); upd["owner"] != nil || upd["public"] != true {
+		t.Errorf("public %v", upd)
+	}
+	wantFault(t, h.do("PATCH", "/v1/runbooks/"+id, v92, []any{op("replace", "/owner", "p2")}), 400,
+		"Couldn't apply patch '[{'op': 'replace', 'path': '/owner', 'value': 'p2'}]'. Reason: There cannot be an owner for a public runbook")
+	upd = h.expect(200, "PATCH", "/v1/runbooks/"+id, v92, []any{op("replace", "/public", false), op("replace", "/owner", "p2")}).json(t)
+	if upd["owner"] != "p2" || upd["public"] != false {
+		t.Errorf("owner back %v", upd)
+	}
+	// description from 1.112, in the view and by PATCH.
+	upd = h.expect(200, "PATCH", "/v1/runbooks/"+id, v112, []any{op("add", "/description", "fw update")}).json(t)
+	if upd["description"] != "fw update" || !reflect.DeepEqual(upd["traits"], []any{}) {
+		t.Errorf("description %v", upd)
+	}
+
+	h.expect(204, "DELETE", "/v1/runbooks/CUSTOM_FW2", v92, nil)
+	wantFault(t, h.do("GET", "/v1/runbooks/"+id, v92, nil), 404, "Runbook "+id+" could not be found.")
+	wantFault(t, h.do("DELETE", "/v1/runbooks/CUSTOM_FW2", v92, nil), 404, "Runbook CUSTOM_FW2 could not be found.")
+}
+
+// Every bad input: a 4xx with Ironic's message.
+func TestRunbookBadInput(t *testing.T) {
+	h := newAPI(t, ceiling(112))
+	h.expect(201, "POST", "/v1/runbooks", v92, map[string]any{"name": "CUSTOM_A", "steps": rbSteps()})
+	rb := func(extra map[string]any) map[string]any {
+		b := map[string]any{"name": "CUSTOM_B", "steps": rbSteps()}
+		for k, v := range extra {
+			if v == nil {
+				delete(b, k)
+			} else {
+				b[k] = v
+			}
+		}
+		return b
+	}
+	step := func(k string, v any) []any {
+		s := map[string]any{"interface": "bios", "step": "s", "order": 1}
+		if v == nil {
+			delete(s, k)
+		} else {
+			s[k] = v
+		}
+		return []any{s}
+	}
+	h.wantFaults(t, "POST", "/v1/runbooks", []verFault{
+		{v92, rb(map[string]any{"name": nil}), 400, "Schema error for runbook: 'name' is a required property"},
+		{v92, rb(map[string]any{"steps": nil}), 400, "Schema error for runbook: 'steps' is a required property"},
+		{v92, rb(map[string]any{"steps": []any{}}), 400, "Schema error for runbook: [] should be non-empty"},
+		{v92, rb(map[string]any{"steps": map[string]any{"key": "value"}}), 400, "Schema error for runbook: {'key': 'value'} is not of type 'array'"},
+		{v92, rb(map[string]any{"steps": []any{map[string]any{"invalid_key": "value"}}}), 400, "Schema error for runbook: 'interface' is a required property"},
+		{v92, rb(map[string]any{"steps": step("order", nil)}), 400, "Schema error for runbook: 'order' is a required property"},
+		{v92, rb(map[string]any{"steps": step("order", -1)}), 400, "Schema error for runbook: -1 is less than the minimum of 0"},
+		{v92, rb(map[string]any{"steps": step("interface", "boot")}), 400, "Schema error for runbook: 'boot' is not one of ['vendor', 'power', 'management', 'firmware', 'deploy', 'bios', 'raid']"},
+		{v92, rb(map[string]any{"steps": step("step", "")}), 400, "Schema error for runbook: '' should be non-empty"},
+		{v92, rb(map[string]any{"steps": step("args", []any{})}), 400, "Schema error for runbook: [] is not of type 'object'"},
+		{v92, rb(map[string]any{"steps": append(rbSteps(), rbSteps()...)}), 400,
+			"Deploy template invalid: Duplicate deploy steps. A template cannot have multiple deploy steps with the same interface and step. Duplicates: interface: bios, step: apply_configuration."},
+		{v92, rb(map[string]any{"uuid": "malformed:uuid"}), 400, "Expected UUID for uuid: malformed:uuid"},
+		{v92, rb(map[string]any{"name": "invalid-name"}), 400, "Schema error for runbook: 'invalid-name' is not valid under any of the given schemas. Possible root cause: 'invalid-name' does not match '^CUSTOM_[A-Z0-9_]+$'"},
+		{v112, rb(map[string]any{"name": "bad name"}), 400, "Schema error for runbook: 'bad name' does not match '^[A-Za-z0-9\\\\-._~]+$'"},
+		{v112, rb(map[string]any{"name": ""}), 400, "Schema error for runbook: '' should be non-empty"},
+		{v112, rb(map[string]any{"description": strings.Repeat("d", 256)}), 400, "Schema error for runbook: '" + strings.Repeat("d", 256) + "' is too long"},
+		{v92, rb(map[string]any{"public": "yes"}), 400, "Schema error for runbook: 'yes' is not of type 'boolean', 'null'"},
+		{v92, rb(map[string]any{"owner": 1}), 400, "Schema error for runbook: 1 is not of type 'string', 'null'"},
+		{v92, rb(map[string]any{"bogus": 1}), 400, "Schema error for runbook: Additional properties are not allowed ('bogus' was unexpected)"},
+		{v92, rb(map[string]any{"name": "CUSTOM_A"}), 409, "A runbook with name CUSTOM_A already exists."},
+		{v92, `{"name": `, 400, "Malformed JSON in request body: unexpected EOF"},
+	})
+	h.wantFaults(t, "PATCH", "/v1/runbooks/CUSTOM_A", []verFault{
+		{v92, []any{op("remove", "/steps/0")}, 400, "Schema error for patch: [] should be non-empty"},
+		{v92, []any{op("remove", "/steps")}, 400, "Schema error for patch: 'steps' is a required property"},
+		{v92, []any{op("remove", "/name")}, 400, "Schema error for patch: 'name' is a required property"},
+		{v92, []any{op("replace", "/name", "")}, 400, "Schema error for patch: '' should be non-empty"},
+		{v92, []any{op("add", "/steps/0", map[string]any{"interface": "bios", "step": "x"})}, 400, "Schema error for patch: 'order' is a required property"},
+		{v92, []any{op("replace", "/uuid", uuid.NewString())}, 400, "Cannot patch /uuid. Only the following can be updated: disable_ramdisk, extra, name, owner, public, steps"},
+		{v92, []any{op("replace", "/public", "x")}, 400, "Schema error for patch: 'x' is not of type 'boolean', 'null'"},
+	})
+	wantFault(t, h.do("PATCH", "/v1/runbooks/CUSTOM_NONE", v92, []any{op("replace", "/extra/a", 1)}), 404, "Runbook CUSTOM_NONE could not be found.")
+	wantFault(t, h.do("GET", "/v1/runbooks/bad!name", v92, nil), 400, "Expected UUID or name for runbook_ident: bad!name")
+	wantFault(t, h.do("DELETE", "/v1/runbooks/bad!name", v92, nil), 400, "Expected UUID or name for runbook_ident: bad!name")
+	listFaults(t, h, "/v1/runbooks", []listFault{
+		{"?limit=x", 400, "Expected an integer for limit: x"},
+		{"?limit=0", 400, "Limit must be positive"},
+		{"?sort_dir=up", 400, "Invalid sort direction: up. Acceptable values are 'asc' or 'desc'"},
+		{"?sort_key=steps", 400, "The sort_key value steps is an invalid field for sorting"},
+		{"?sort_key=extra", 400, "The sort_key value extra is an invalid field for sorting"},
+		{"?sort_key=bogus", 400, `The sort_key value "bogus" is an invalid field for sorting`},
+		{"?marker=bad!marker", 400, "Expected name for marker: bad!marker"},
+		{"?marker=CUSTOM_A", 404, "Runbook CUSTOM_A could not be found."},
+		{"?detail=maybe", 400, "Invalid detail: Unrecognized value 'maybe', acceptable values are: '0', '1', 'f', 'false', 'n', 'no', 'off', 'on', 't', 'true', 'y', 'yes'"},
+		{"?project=x", 400, "Invalid project: Unrecognized value 'x', acceptable values are: '0', '1', 'f', 'false', 'n', 'no', 'off', 'on', 't', 'true', 'y', 'yes'"},
+		{"?fields=bogus", 400, `Field(s) "bogus" are not valid`},
+		{"?fields=name&detail=true", 400, "Can not specify ?detail=True and fields in the same request."},
+	})
+
+	// Traits.
+	tr := "/v1/runbooks/CUSTOM_A/traits"
+	h.wantFaults(t, "PUT", tr, []verFault{
+		{v112, nil, 400, "A single runbook trait may be added via PUT /v1/runbooks/<runbook identifier>/traits/<trait> with no body, or all runbook traits may be replaced via PUT /v1/runbooks/<runbook identifier>/traits with the list of traits specified in the request body."},
+		{v112, map[string]any{"traits": []any{"lower"}}, 400, "Schema error for body: 'lower' is not valid under any of the given schemas. Possible root cause: 'lower' does not match '^CUSTOM_[A-Z0-9_]+$'"},
+		{v112, map[string]any{"traits": "CUSTOM_A"}, 400, "Schema error for body: 'CUSTOM_A' is not of type 'array'"},
+		{v112, map[string]any{"bogus": []any{}}, 400, "Schema error for body: Additional properties are not allowed ('bogus' was unexpected)"},
+	})
+	wantFault(t, h.do("PUT", tr+"/lower", v112, nil), 400, "Schema error for trait: 'lower' is not valid under any of the given schemas. Possible root cause: 'lower' does not match '^CUSTOM_[A-Z0-9_]+$'")
+	wantFault(t, h.do("PUT", tr+"/CUSTOM_X", v112, map[string]any{"traits": []any{"CUSTOM_Y"}}), 400,
+		"A single runbook trait may be added via PUT /v1/runbooks/<runbook identifier>/traits/<trait> with no body, or all runbook traits may be replaced via PUT /v1/runbooks/<runbook identifier>/traits with the list of traits specified in the request body.")
+	wantFault(t, h.do("PUT", tr+"/CUSTOM_X", v112, map[string]any{"x": 1}), 400, "Schema error for body: Additional properties are not allowed ('x' was unexpected)")
+	wantFault(t, h.do("GET", "/v1/runbooks/CUSTOM_NONE/traits", v112, nil), 404, "Runbook CUSTOM_NONE could not be found.")
+	wantFault(t, h.do("PUT", "/v1/runbooks/CUSTOM_NONE/traits/CUSTOM_X", v112, nil), 404, "Runbook CUSTOM_NONE could not be found.")
+	wantFault(t, h.do("DELETE", "/v1/runbooks/bad!name/traits", v112, nil), 400, "Expected a logical name or UUID but received bad!name.")
+}
+
+func TestRunbookTraits(t *testing.T) {
+	h := newAPI(t, ceiling(112))
+	id := h.expect(201, "POST", "/v1/runbooks", v112, map[string]any{"name": "fw", "steps": rbSteps()}).json(t)["uuid"].(string)
+	traits := func() []any {
+		return h.expect(200, "GET", "/v1/runbooks/fw/traits", v112, nil).json(t)["traits"].([]any)
+	}
+	r := h.expect(204, "PUT", "/v1/runbooks/fw/traits/CUSTOM_A", v112, nil)
+	if r.header.Get("Location") != h.srv.URL+"/v1/runbooks/fw/traits/CUSTOM_A" {
+		t.Errorf("Location %q", r.header.Get("Location"))
+	}
+	h.expect(204, "PUT", "/v1/runbooks/"+id+"/traits/CUSTOM_A", v112, nil) // a second add changes nothing
+	h.expect(204, "PUT", "/v1/runbooks/fw/traits/HW_CPU_X86_VMX", v112, nil)
+	if got := traits(); !reflect.DeepEqual(got, []any{"CUSTOM_A", "HW_CPU_X86_VMX"}) {
+		t.Errorf("traits %v", got)
+	}
+	h.expect(204, "PUT", "/v1/runbooks/fw/traits", v112, map[string]any{"traits": []any{"CUSTOM_B", "CUSTOM_C", "CUSTOM_B"}})
+	if got := traits(); !reflect.DeepEqual(got, []any{"CUSTOM_B", "CUSTOM_C"}) {
+		t.Errorf("replaced %v", got)
+	}
+	if v := h.expect(200, "GET", "/v1/runbooks/fw", v112, nil).json(t); !reflect.DeepEqual(v["traits"], []any{"CUSTOM_B", "CUSTOM_C"}) {
+		t.Errorf("view traits %v", v["traits"])
+	}
+	h.expect(204, "DELETE", "/v1/runbooks/fw/traits/CUSTOM_B", v112, nil)
+	h.expect(204, "DELETE", "/v1/runbooks/fw/traits/CUSTOM_NOPE", v112, nil) // absent: no error
+	if got := traits(); !reflect.DeepEqual(got, []any{"CUSTOM_C"}) {
+		t.Errorf("after delete %v", got)
+	}
+	h.expect(204, "DELETE", "/v1/runbooks/fw/traits", v112, nil)
+	if got := traits(); len(got) != 0 {
+		t.Errorf("after delete all %v", got)
+	}
+}
+
+// Using a runbook: clean and service on fake-hardware, the gates and the
+// trait rules of 1.92 and 1.112.
+func TestProvisionWithRunbook(t *testing.T) {
+	h := newAPI(t, ceiling(112))
+	id := h.createNode(map[string]any{"name": "rb-node"})["uuid"].(string)
+	h.moveTo(id, "manage", "manageable")
+	h.expect(201, "POST", "/v1/runbooks", v92, map[string]any{"name": "CUSTOM_CLEAN", "steps": []any{
+		map[string]any{"interface": "deploy", "step": "erase_devices_metadata", "order": 0}}})
+	rbID := h.expect(201, "POST", "/v1/runbooks", v112, map[string]any{"name": "svc", "steps": rbSteps()}).json(t)["uuid"].(string)
+	put := func(ver string, body map[string]any) resp {
+		return h.do("PUT", "/v1/nodes/"+id+"/states/provision", ver, body)
+	}
+	clean := map[string]any{"target": "clean", "runbook": "CUSTOM_CLEAN"}
+
+	wantFault(t, put("1.91", clean), 406, "Request not acceptable.")
+	wantFault(t, put(v92, map[string]any{"target": "clean", "runbook": 1}), 400, "Schema error for provision: 1 is not of type 'string'")
+	// 1.92: the node must carry a trait equal to the runbook's name.
+	wantFault(t, put(v92, clean), 400, "This runbook has not been approved for use on this node "+id+". Please ask an administrator to add it to your node traits.")
+	wantFault(t, put(v92, map[string]any{"target": "clean", "runbook": "CUSTOM_NONE"}), 404, "Runbook CUSTOM_NONE could not be found.")
+	wantFault(t, put(v92, map[string]any{"target": "clean", "runbook": "bad!name"}), 400, "Expected a logical name or UUID but received bad!name.")
+	h.expect(204, "PUT", "/v1/nodes/"+id+"/traits/CUSTOM_CLEAN", latest, nil)
+	wantFault(t, put(v92, map[string]any{"target": "clean", "runbook": "CUSTOM_CLEAN", "clean_steps": rbSteps()}), 400,
+		`Please provide either "clean_steps" or a runbook, but not both.`)
+	wantFault(t, put(v92, map[string]any{"target": "clean", "runbook": "CUSTOM_CLEAN", "service_steps": rbSteps()}), 400,
+		`"runbooks" is only valid when setting target provision state to any of ['clean', 'service']`)
+	wantFault(t, put(v92, map[string]any{"target": "provide", "runbook": "CUSTOM_CLEAN"}), 400,
+		"disable_ramdisk is supported only with manual cleaning or servicing")
+	// The state machine is asked first: a verb the state refuses is 400
+	// whatever the runbook.
+	wantFault(t, put(v92, map[string]any{"target": "active", "runbook": "CUSTOM_NONE"}), 400,
+		`The requested action "active" can not be performed on node "`+id+`" while it is in state "manageable".`)
+	h.expect(202, "PUT", "/v1/nodes/"+id+"/states/provision", v92, clean)
+	h.waitState(id, "manageable")
+
+	// 1.112: a shared trait, and a runbook without traits cannot be used.
+	wantFault(t, put(v112, clean), 400, "Runbook "+h.expect(200, "GET", "/v1/runbooks/CUSTOM_CLEAN", v92, nil).json(t)["uuid"].(string)+
+		" has no traits configured. Please ask an administrator to add traits to the runbook.")
+	h.expect(204, "PUT", "/v1/runbooks/CUSTOM_CLEAN/traits", v112, map[string]any{"traits": []any{"CUSTOM_Z", "CUSTOM_Y"}})
+	wantFault(t, put(v112, clean), 400, "This runbook has not been approved for use on this node "+id+
+		". The node does not have any of the runbook's traits ['CUSTOM_Y', 'CUSTOM_Z']. Please ask an administrator to add a matching trait to your node.")
+	h.expect(204, "PUT", "/v1/runbooks/CUSTOM_CLEAN/traits/CUSTOM_CLEAN", v112, nil)
+	h.expect(202, "PUT", "/v1/nodes/"+id+"/states/provision", v112, clean)
+	h.waitState(id, "manageable")
+
+	// Service: a 1.112 runbook by UUID on an active node. The runbook's
+	// disable_ramdisk (never None) needs 1.108 with service, as in Ironic.
+	h.moveTo(id, "provide", "available")
+	h.moveTo(id, "active", "active")
+	svc := map[string]any{"target": "service", "runbook": rbID}
+	h.expect(204, "PUT", "/v1/runbooks/"+rbID+"/traits/CUSTOM_SVC", v112, nil)
+	h.expect(204, "PUT", "/v1/nodes/"+id+"/traits/CUSTOM_SVC", latest, nil)
+	h.expect(201, "POST", "/v1/runbooks", v92, map[string]any{"name": "CUSTOM_SVC", "steps": rbSteps()})
+	wantFault(t, put("1.107", map[string]any{"target": "service", "runbook": "CUSTOM_SVC"}), 406, "disable_ramdisk is not acceptable in this API version")
+	wantFault(t, put(v112, map[string]any{"target": "service", "runbook": rbID, "service_steps": rbSteps()}), 400,
+		`Please provide either "service_steps" or a runbook, but not both.`)
+	h.expect(202, "PUT", "/v1/nodes/"+id+"/states/provision", v112, svc)
+	h.waitState(id, "active")
+}
+
+// The steps a runbook names go through the same step engine as explicit
+// clean steps: with castiron's agent, the same plan, run by the agent.
+func TestRunbookCleanStepsRunOnAgent(t *testing.T) {
+	rec := &storeRecorder{}
+	h := newAPIWith(t, func(c *engine.Config) { c.AgentPowerOffWait = 50 * time.Millisecond },
+		ceiling(112), func(o *Options) { o.BootRecorder = rec })
+	rec.st = h.store
+	const mac = "52:54:00:aa:09:01"
+	id := agentNode(h, mac)
+	h.expect(204, "PUT", "/v1/nodes/"+id+"/traits/CUSTOM_ERASE", latest, nil)
+	steps := []any{map[string]any{"interface": "deploy", "step": protocol.StepEraseDevicesMetadata, "args": map[string]any{}, "order": 0}}
+	plans := map[string]any{}
+	for _, how := range []string{"explicit", "runbook"} {
+		body := map[string]any{"target": "clean"}
+		if how == "explicit" {
+			body["clean_steps"] = steps
+		} else {
+			body["runbook"] = "CUSTOM_ERASE"
+		}
+		h.expect(http.StatusAccepted, "PUT", "/v1/nodes/"+id+"/states/provision", v92, body)
+		n := h.waitState(id, "clean wait")
+		dii := n["driver_internal_info"].(map[string]any)
+		plan := dii["agent_steps"].([]any)
+		if len(plan) != 1 || plan[0].(map[string]any)["step"] != protocol.StepEraseDevicesMetadata {
+			t.Fatalf("%s: plan %v", how, plan)
+		}
+		plans[how] = dii["clean_steps"]
+		a := &agent{h: h}
+		a.lookup(mac)
+		step := a.beat(nil).Step
+		if step == nil || step.Name != protocol.StepEraseDevicesMetadata {
+			t.Fatalf("%s: agent got %+v", how, step)
+		}
+		a.beat(&protocol.StepReport{ID: step.ID, Status: protocol.StepSucceeded})
+		h.waitState(id, "manageable")
+		if how == "explicit" {
+			h.expect(201, "POST", "/v1/runbooks", latest, map[string]any{"name": "CUSTOM_ERASE", "steps": steps})
+		}
+	}
+	// A runbook step castiron's agent does not have fails the cleaning as
+	// the explicit step does.
+	h.expect(201, "POST", "/v1/runbooks", latest, map[string]any{"name": "CUSTOM_BIOS", "steps": rbSteps()})
+	h.expect(204, "PUT", "/v1/nodes/"+id+"/traits/CUSTOM_BIOS", latest, nil)
+	h.expect(http.StatusAccepted, "PUT", "/v1/nodes/"+id+"/states/provision", v92, map[string]any{"target": "clean", "runbook": "CUSTOM_BIOS"})
+	h.failedWith(id, "clean failed", "Clean step bios.apply_configuration is not supported by castiron's agent")
+	if !jsonEqual(plans["explicit"], plans["runbook"]) {
+		t.Errorf("clean_steps: explicit %v, runbook %v", plans["explicit"], plans["runbook"])
+	}
+}
+
+// op is one JSON-patch operation (a value only when given).
+func op(o, path string, v ...any) map[string]any {
+	m := map[string]any{"op": o, "path": path}
+	if len(v) > 0 {
+		m["value"] = v[0]
+	}
+	return m
+}
