@@ -27,9 +27,9 @@ func rbSteps() []any {
 func TestRunbookVersions(t *testing.T) {
 	const msg = "The API version does not allow runbooks"
 	id := uuid.NewString()
-	// The default ceiling (below 1.92) and an older version on a server
-	// that has runbooks: Ironic's 404 to GET, 405 to the rest.
-	h := newAPI(t)
+	// A server whose ceiling is below 1.92, and an older version on a
+	// server that has runbooks: Ironic's 404 to GET, 405 to the rest.
+	h := newAPI(t, ceiling(91))
 	h.belowVersion(t, "/v1/runbooks", "/v1/runbooks/"+id, msg, "1.1", "1.91", latest)
 	h = newAPI(t, ceiling(112))
 	h.belowVersion(t, "/v1/runbooks", "/v1/runbooks/CUSTOM_X", msg, "1.1", "1.91")
