@@ -332,7 +332,10 @@ func TestProvisionWithRunbook(t *testing.T) {
 	clean := map[string]any{"target": "clean", "runbook": "CUSTOM_CLEAN"}
 
 	wantFault(t, put("1.91", clean), 406, "Request not acceptable.")
-	wantFault(t, put(v92, map[string]any{"target": "clean", "runbook": 1}), 400, "Schema error for provision: 1 is not of type 'string'")
+	wantFault(t, put(v92, map[string]any{"target": "clean", "runbook": 1}), 400, "Expected types <class 'NoneType'>, <class 'str'> for runbook: 1")
+	wantFault(t, put(v92, map[string]any{"target": "clean", "runbook": []any{"a"}}), 400, "Expected types <class 'NoneType'>, <class 'str'> for runbook: ['a']")
+	// An empty runbook is no runbook (Ironic's "if runbook:").
+	wantFault(t, put(v92, map[string]any{"target": "clean", "runbook": ""}), 400, `"clean_steps" is required when setting target provision state to clean`)
 	// 1.92: the node must carry a trait equal to the runbook's name.
 	wantFault(t, put(v92, clean), 400, "This runbook has not been approved for use on this node "+id+". Please ask an administrator to add it to your node traits.")
 	wantFault(t, put(v92, map[string]any{"target": "clean", "runbook": "CUSTOM_NONE"}), 404, "Runbook CUSTOM_NONE could not be found.")

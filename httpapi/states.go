@@ -78,12 +78,14 @@ func (a *API) putProvision(w http.ResponseWriter, r *http.Request) error {
 	if err := disableRamdiskGate(*target, req.DisableRamdisk, ver); err != nil {
 		return err
 	}
-	runbook, err := getString(body, "runbook", "provision")
-	if err != nil {
-		return err
-	}
-	if runbook != nil && *runbook != "" {
-		req.Prepare = a.provisionRunbook(ver, *runbook)
+	switch rb := body["runbook"].(type) {
+	case nil:
+	case string:
+		if rb != "" { // Ironic: "if runbook:"
+			req.Prepare = a.provisionRunbook(ver, rb)
+		}
+	default: // args.types(type(None), str)
+		return errInvalid("Expected types <class 'NoneType'>, <class 'str'> for runbook: %s", pyrepr.Str(rb))
 	}
 	if cd, ok := body["configdrive"]; ok && cd != nil {
 		// Ironic's check_allow_configdrive: all of these are 400s.
