@@ -206,12 +206,25 @@ var routeAccess = map[string]access{
 	"GET /deploy_templates/{ident}":    since(templatesAPI.min, creds("baremetal:deploy_template:get")),
 	"PATCH /deploy_templates/{ident}":  since(templatesAPI.min, creds("baremetal:deploy_template:update")),
 	"DELETE /deploy_templates/{ident}": since(templatesAPI.min, creds("baremetal:deploy_template:delete")),
-	"GET /inspection_rules":            since(rulesAPI.min, creds("baremetal:inspection_rule:get")),
-	"POST /inspection_rules":           since(rulesAPI.min, creds("baremetal:inspection_rule:create")),
-	"GET /inspection_rules/{uuid}":     since(rulesAPI.min, creds("baremetal:inspection_rule:get")),
-	"PATCH /inspection_rules/{uuid}":   since(rulesAPI.min, creds("baremetal:inspection_rule:update")),
-	"DELETE /inspection_rules/{uuid}":  since(rulesAPI.min, creds("baremetal:inspection_rule:delete")),
-	"DELETE /inspection_rules":         since(rulesAPI.min, creds("baremetal:inspection_rule:delete")),
+	// Runbooks: judged on the caller's credentials only for now (no
+	// runbook owner in the target, no project-filtered list): stricter
+	// than Ironic for project-scoped callers, the same for system scope.
+	"GET /runbooks":                           since(runbooksAPI.min, creds("baremetal:runbook:list_all")),
+	"POST /runbooks":                          since(runbooksAPI.min, creds("baremetal:runbook:create")),
+	"GET /runbooks/{ident}":                   since(runbooksAPI.min, creds("baremetal:runbook:get")),
+	"PATCH /runbooks/{ident}":                 since(runbooksAPI.min, creds("baremetal:runbook:update")),
+	"DELETE /runbooks/{ident}":                since(runbooksAPI.min, creds("baremetal:runbook:delete")),
+	"GET /runbooks/{ident}/traits":            since(runbooksAPI.min, creds("baremetal:runbook:get")),
+	"PUT /runbooks/{ident}/traits":            since(runbooksAPI.min, creds("baremetal:runbook:update")),
+	"PUT /runbooks/{ident}/traits/{trait}":    since(runbooksAPI.min, creds("baremetal:runbook:update")),
+	"DELETE /runbooks/{ident}/traits":         since(runbooksAPI.min, creds("baremetal:runbook:update")),
+	"DELETE /runbooks/{ident}/traits/{trait}": since(runbooksAPI.min, creds("baremetal:runbook:update")),
+	"GET /inspection_rules":                   since(rulesAPI.min, creds("baremetal:inspection_rule:get")),
+	"POST /inspection_rules":                  since(rulesAPI.min, creds("baremetal:inspection_rule:create")),
+	"GET /inspection_rules/{uuid}":            since(rulesAPI.min, creds("baremetal:inspection_rule:get")),
+	"PATCH /inspection_rules/{uuid}":          since(rulesAPI.min, creds("baremetal:inspection_rule:update")),
+	"DELETE /inspection_rules/{uuid}":         since(rulesAPI.min, creds("baremetal:inspection_rule:delete")),
+	"DELETE /inspection_rules":                since(rulesAPI.min, creds("baremetal:inspection_rule:delete")),
 
 	// Conductors, drivers.
 	"GET /conductors":                                  creds("baremetal:conductor:get"),
