@@ -280,6 +280,27 @@ func (a *API) enforce(r *http.Request, id *identity.Identity, acc access) (*http
 		}
 		return r, forbidden(e.Authorize(acc.rule, t, c))
 
+	case onRunbook:
+		rb, err := store.GetRunbook(ctx, r.PathValue(acc.param))
+		if err != nil {
+			return r, passNotFound(err)
+		}
+		t := policy.Target{"runbook.owner": strOrNil(rb.Owner)}
+		rules := []string{acc.rule}
+		if r.Method == http.MethodPatch {
+			rules = runbookPatchRules(r)
+		}
+		for _, rule := range rules {
+			err := e.Authorize(rule, t, c)
+			if err != nil && rule == "baremetal:runbook:get" && rb.Public && !strings.HasSuffix(r.URL.Path, "/traits") {
+				err = nil // check_and_retrieve_public_runbook
+			}
+			if err != nil {
+				return r, forbidden(err)
+			}
+		}
+		return r, nil
+
 	case onAllocationList:
 		p, err := listScope(e, c, "allocation", r.URL.Query().Get("owner"))
 		if err != nil {
@@ -572,4 +593,35 @@ func CallerOf(auth Authenticator, pol *policy.Enforcer, r *http.Request) (Caller
 		}
 	}
 	return c, nil
+}
+
+// runbookPatchRules is _authorize_patch_and_get_runbook: update:owner for
+// a path under /owner, update:public under /public, and update for any
+// other path (or a patch that cannot be read: the handler refuses it).
+func runbookPatchRules(r *http.Request) []string {
+	var rules []string
+	generic := false
+	b, err := peekBody(r)
+	var ops []map[string]any
+	if err == nil {
+		err = json.Unmarshal(b, &ops)
+	}
+	if err != nil {
+		return []string{"baremetal:runbook:update"}
+	}
+	for _, op := range ops {
+		path, _ := op["path"].(string)
+		switch {
+		case strings.HasPrefix(path, "/owner"):
+			rules = append(rules, "baremetal:runbook:update:owner")
+		case strings.HasPrefix(path, "/public"):
+			rules = append(rules, "baremetal:runbook:update:public")
+		default:
+			generic = true
+		}
+	}
+	if generic || len(rules) == 0 {
+		rules = append(rules, "baremetal:runbook:update")
+	}
+	return rules
 }

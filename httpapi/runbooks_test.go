@@ -437,3 +437,29 @@ func op(o, path string, v ...any) map[string]any {
 	}
 	return m
 }
+
+// Runbook policy: by the runbook's owner (check_runbook_policy_and_retrieve),
+// a public runbook readable by any reader, PATCH by the patched paths.
+func TestRunbookAccess(t *testing.T) {
+	h := newRBAC(t, ceiling(112))
+	owned := h.want(201, "sysadmin", "POST", "/v1/runbooks", v112, map[string]any{"name": "owned", "steps": rbSteps(), "owner": "owner"}).json(t)["uuid"].(string)
+	h.want(201, "sysadmin", "POST", "/v1/runbooks", v112, map[string]any{"name": "others", "steps": rbSteps(), "owner": "other"})
+	h.want(201, "sysadmin", "POST", "/v1/runbooks", v112, map[string]any{"name": "shared", "steps": rbSteps(), "public": true})
+	h.want(200, "ownerreader", "GET", "/v1/runbooks/owned", v112, nil)
+	h.want(200, "ownerreader", "GET", "/v1/runbooks/"+owned+"/traits", v112, nil)
+	r := h.want(403, "ownerreader", "GET", "/v1/runbooks/others", v112, nil)
+	if got := r.faultstring(t); got != "Access was denied to the following resource: baremetal:runbook:get" {
+		t.Errorf("403 message %q", got)
+	}
+	h.want(200, "lesseereader", "GET", "/v1/runbooks/shared", v112, nil)
+	h.want(403, "lesseereader", "GET", "/v1/runbooks/shared/traits", v112, nil) // no public fallback there
+	h.want(404, "ownerreader", "GET", "/v1/runbooks/missing", v112, nil)
+	h.want(403, "ownermember", "PATCH", "/v1/runbooks/owned", v112, []any{op("add", "/extra/a", 1)})
+	h.want(403, "sysreader", "PATCH", "/v1/runbooks/owned", v112, []any{op("add", "/extra/a", 1)})
+	h.want(200, "sysmember", "PATCH", "/v1/runbooks/owned", v112, []any{op("add", "/extra/a", 1)})
+	h.want(200, "sysmember", "PATCH", "/v1/runbooks/owned", v112, []any{op("replace", "/owner", "lessee")})
+	h.want(403, "ownerreader", "DELETE", "/v1/runbooks/owned", v112, nil)
+	h.want(403, "ownerreader", "PUT", "/v1/runbooks/owned/traits/CUSTOM_A", v112, nil)
+	h.want(204, "sysmember", "PUT", "/v1/runbooks/owned/traits/CUSTOM_A", v112, nil)
+	h.want(204, "sysadmin", "DELETE", "/v1/runbooks/owned", v112, nil)
+}
