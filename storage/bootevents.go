@@ -34,6 +34,9 @@ type BootEventStore interface {
 	ListBootEvents(ctx context.Context, q BootEventQuery) ([]BootEvent, error)
 	// PruneBootEvents deletes events older than before.
 	PruneBootEvents(ctx context.Context, before time.Time) (int64, error)
+	// LatestBootEvents returns each node's newest event since since, one per
+	// node, NodeUUID filled in from the ports for events only a MAC names.
+	LatestBootEvents(ctx context.Context, since time.Time) ([]BootEvent, error)
 }
 
 const insertBootEvent = " INTO boot_events (at, mac, node_uuid, kind, detail) VALUES (?, ?, ?, ?, ?)"
@@ -119,6 +122,36 @@ func (s *DB) ListBootEvents(ctx context.Context, q BootEventQuery) ([]BootEvent,
 	return queryAll(ctx, s.reader(), nil, "list boot events", func(rows *sql.Rows, e *BootEvent) error {
 		return rows.Scan(&e.ID, timestamp{&e.At}, &e.MAC, &e.NodeUUID, &e.Kind, &e.Detail)
 	}, query, args...)
+}
+
+// LatestBootEvents implements BootEventStore. One pass over the events since
+// since (the newest per node and MAC), then the MAC-only ones are given the
+// node of their port: TFTP and early DHCP events name only a MAC.
+func (s *DB) LatestBootEvents(ctx context.Context, since time.Time) ([]BootEvent, error) {
+	query := "SELECT e.id, e.at, e.mac, COALESCE(NULLIF(e.node_uuid, ''), p.node_uuid, ''), e.kind, e.detail" +
+		" FROM boot_events e LEFT JOIN ports p ON p.address = e.mac AND e.mac <> ''" +
+		" WHERE e.id IN (SELECT MAX(id) FROM boot_events WHERE at >= ? GROUP BY node_uuid, mac) ORDER BY e.id"
+	evs, err := queryAll(ctx, s.reader(), nil, "latest boot events", func(rows *sql.Rows, e *BootEvent) error {
+		return rows.Scan(&e.ID, timestamp{&e.At}, &e.MAC, &e.NodeUUID, &e.Kind, &e.Detail)
+	}, query, formatTime(since))
+	if err != nil {
+		return nil, err
+	}
+	// Oldest first: the last one seen for a node is its newest.
+	at := map[string]int{}
+	out := evs[:0]
+	for _, e := range evs {
+		if e.NodeUUID == "" {
+			continue
+		}
+		if i, ok := at[e.NodeUUID]; ok {
+			out[i] = e
+			continue
+		}
+		at[e.NodeUUID] = len(out)
+		out = append(out, e)
+	}
+	return out, nil
 }
 
 // PruneBootEvents implements BootEventStore.
