@@ -22,6 +22,7 @@ func (a *API) ramdiskRoutes() {
 	a.publicRoute("POST", "/continue_inspection", 1, a.continueInspection)
 	a.route("GET", "/nodes/{ident}/boot_timeline", 1, a.nodeBootTimeline)
 	a.route("GET", "/boot_timeline", 1, a.macBootTimeline)
+	a.route("GET", "/boot_timeline/latest", 1, a.latestBootEvents)
 }
 
 // publicRoute is route without authentication.
@@ -252,6 +253,30 @@ func (a *API) macBootTimeline(w http.ResponseWriter, r *http.Request) error {
 		return errInvalid("The 'mac' query parameter is required.")
 	}
 	return a.writeTimeline(w, r, q)
+}
+
+// latestBootEvents is GET /v1/boot_timeline/latest?since= (castiron): each
+// node's newest boot event (default: of the last hour), for the UI's fleet
+// list, which shows where each booting node is now. A castiron-only path,
+// so Ironic's node views keep their exact fields.
+func (a *API) latestBootEvents(w http.ResponseWriter, r *http.Request) error {
+	since := time.Now().Add(-time.Hour)
+	if s := r.URL.Query().Get("since"); s != "" {
+		t, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			return errInvalid("Invalid 'since': %s (RFC 3339 expected)", s)
+		}
+		since = t
+	}
+	evs, err := a.cond.Store().LatestBootEvents(r.Context(), since)
+	if err != nil {
+		return err
+	}
+	out := make([]map[string]any, 0, len(evs))
+	for _, e := range evs {
+		out = append(out, map[string]any{"at": ironicTime(e.At), "mac": e.MAC, "node_uuid": e.NodeUUID, "event": e.Kind, "detail": e.Detail})
+	}
+	return writeJSON(w, http.StatusOK, map[string]any{"nodes": out})
 }
 
 func (a *API) writeTimeline(w http.ResponseWriter, r *http.Request, q storage.BootEventQuery) error {

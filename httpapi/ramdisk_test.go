@@ -134,6 +134,17 @@ func TestContinueInspectionAppliesInventory(t *testing.T) {
 	if len(tl) == 0 || tl[len(tl)-1].(map[string]any)["event"] != boot.AgentInspect {
 		t.Errorf("timeline %v", tl)
 	}
+	// The fleet's view: this node's newest event, once.
+	var mine []any
+	for _, e := range h.expect(http.StatusOK, "GET", "/v1/boot_timeline/latest", latest, nil).json(t)["nodes"].([]any) {
+		if e.(map[string]any)["node_uuid"] == id {
+			mine = append(mine, e)
+		}
+	}
+	if len(mine) != 1 || mine[0].(map[string]any)["event"] != boot.AgentInspect {
+		t.Errorf("latest %v", mine)
+	}
+	h.expect(http.StatusBadRequest, "GET", "/v1/boot_timeline/latest?since=yesterday", latest, nil)
 	// A late callback changes nothing.
 	h.expect(http.StatusNotFound, "POST", "/v1/continue_inspection", "", inventoryBody(bootMAC))
 }
