@@ -21,7 +21,7 @@ function route() {
   let nav = 'fleet';
   let m;
   if ((m = path.match(/^\/node\/([^/]+)$/))) {
-    teardown = nodeView(main, decodeURIComponent(m[1]));
+    teardown = nodeView(main, decodeURIComponent(m[1]), params);
     document.title = 'Node · castiron';
   } else if (path === '/conductors') {
     nav = 'conductors';

@@ -2,11 +2,13 @@
 // the rows on screen are in the DOM, so 10,000 nodes scroll smoothly) and
 // bulk actions on a selection.
 import { fleet } from './store.js';
-import { h, clear, machine, stateKind, stateBadge, powerBadge, toast, openDialog } from './ui.js';
+import { h, clear, ago, machine, stateKind, stateBadge, powerBadge, toast, openDialog } from './ui.js';
 import { catalog, provisionVerbs, otherVerbs, isValid, perform } from './actions.js';
+import { STEP_ORDER, stepLabel } from './boottimeline.js';
 
 const selected = new Set();
 const OVERSCAN = 8;
+const collator = new Intl.Collator('en', { numeric: true, sensitivity: 'base' });
 
 const columns = [
   { key: 'name', label: 'Name', sort: (n) => (n.name || n.uuid).toLowerCase() },
@@ -15,6 +17,9 @@ const columns = [
   { key: 'maintenance', label: 'Maint.', sort: (n) => (n.maintenance ? 0 : 1) },
   { key: 'driver', label: 'Driver', sort: (n) => n.driver || '' },
   { key: 'conductor', label: 'Conductor', sort: (n) => n.conductor || '' },
+  // Where the node's latest boot is: by step in the boot's order, nodes
+  // without one last.
+  { key: 'boot', label: 'Boot step', sort: (n) => { const e = fleet.boot.get(n.uuid); return e ? `${String(STEP_ORDER.indexOf(e.event) + 10).padStart(3, '0')} ${e.at}` : 'zzzz'; } },
   { key: 'last_error', label: 'Last error', sort: (n) => (n.last_error ? 0 : 1) },
 ];
 
@@ -24,7 +29,8 @@ export function fleetView(main, params) {
     state: params.get('state') || '',
     maint: params.get('maint') || '',
     conductor: params.get('conductor') || '',
-    sort: params.get('sort') || '',
+    // By name unless asked (creation order means nothing to an operator).
+    sort: params.get('sort') || 'name',
     desc: params.get('desc') === '1',
   };
   let rows = [];
@@ -161,9 +167,17 @@ export function fleetView(main, params) {
       h('span', { class: 'c-maintenance', role: 'cell' }, n.maintenance ? h('span', { class: 'maint' }, 'maintenance') : h('span', { class: 'muted', 'aria-label': 'not in maintenance' }, '—')),
       h('span', { class: 'c-driver', role: 'cell' }, n.driver),
       h('span', { class: 'c-conductor', role: 'cell' }, n.conductor || '—'),
+      bootCell(fleet.boot.get(n.uuid)),
       h('span', { class: 'c-last_error', role: 'cell', title: n.last_error || '' }, n.last_error || ''));
     el.style.transform = `translateY(${i * rowH}px)`;
     return el;
+  }
+
+  function bootCell(e) {
+    if (!e) return h('span', { class: 'c-boot muted', role: 'cell' }, '—');
+    const bad = /refused|incomplete|ignored|exhausted|nak/.test(e.event + ' ' + e.detail);
+    return h('span', { class: 'c-boot', role: 'cell', title: `${e.event} ${e.detail} at ${e.at}`, dataset: { event: e.event } },
+      h('span', { class: bad ? 'bad' : '' }, stepLabel(e)), h('span', { class: 'when' }, ago(e.at)));
   }
 
   function syncAllBox() {
@@ -197,9 +211,11 @@ export function fleetView(main, params) {
     renderCounts(all);
     rows = all.filter(matches);
     if (filter.sort) {
-      const col = columns.find((c) => c.key === filter.sort);
+      const col = columns.find((c) => c.key === filter.sort) || columns[0];
       const key = col.sort;
-      rows = rows.map((n) => [key(n), n]).sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)).map((x) => x[1]);
+      // Names sort as people read them: node2 before node10.
+      rows = rows.map((n) => [key(n), n]).sort((a, b) => (typeof a[0] === 'string' && typeof b[0] === 'string'
+        ? collator.compare(a[0], b[0]) : a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)).map((x) => x[1]);
       if (filter.desc) rows.reverse();
     }
     listVersion++;
@@ -228,7 +244,8 @@ export function fleetView(main, params) {
 
   function saveHash() {
     const q = new URLSearchParams();
-    for (const k of ['q', 'state', 'maint', 'conductor', 'sort']) if (filter[k]) q.set(k, filter[k]);
+    for (const k of ['q', 'state', 'maint', 'conductor']) if (filter[k]) q.set(k, filter[k]);
+    if (filter.sort !== 'name') q.set('sort', filter.sort);
     if (filter.desc) q.set('desc', '1');
     const s = q.toString();
     const want = '#/' + (s ? '?' + s : '');

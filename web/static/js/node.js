@@ -5,8 +5,9 @@ import { api, APIError } from './api.js';
 import { fleet } from './store.js';
 import { h, clear, append, stateBadge, powerBadge, fmtBytes, fmtTime, ago, toast, stateKind } from './ui.js';
 import { catalog, validFor, perform } from './actions.js';
+import { splitBoots, powerEvents, drawBoots } from './boottimeline.js';
 
-export function nodeView(main, uuid) {
+export function nodeView(main, uuid, params) {
   let node = null;
   let stopped = false;
   let timer = null;
@@ -28,13 +29,21 @@ export function nodeView(main, uuid) {
   const ports = h('div');
   const inventory = h('div', { class: 'inventory' }, h('p', { class: 'muted' }, 'Loading inventory…'));
   const history = h('ol', { class: 'timeline' });
+  const bootPanel = h('div', { class: 'boot-panel', id: 'panel-boot', role: 'tabpanel', 'aria-labelledby': 'tab-boot', hidden: true },
+    h('p', { class: 'muted' }, 'Loading the boot timeline…'));
+  let tab = params && params.get('tab') === 'boot' ? 'boot' : 'details';
+  let bootJSON = '';
 
   const card = (id, label, ...body) => h('section', { class: 'card', 'aria-labelledby': id }, h('h2', { id }, label), ...body);
   const view = h('article', { class: 'node', 'aria-labelledby': 'node-h' },
     h('nav', { class: 'crumbs', 'aria-label': 'Breadcrumb' }, h('a', { href: '#/' }, '← Nodes')),
     h('header', { class: 'node-head' }, h('div', null, title, sub), badges),
     actions, progress, lastError,
-    h('div', { class: 'cards' },
+    h('div', { class: 'tabs', role: 'tablist', 'aria-label': 'Node views' },
+      h('button', { role: 'tab', id: 'tab-details', 'aria-controls': 'panel-details', onclick: () => show('details') }, 'Details'),
+      h('button', { role: 'tab', id: 'tab-boot', 'aria-controls': 'panel-boot', onclick: () => show('boot') }, 'Boot timeline')),
+    bootPanel,
+    h('div', { class: 'cards', id: 'panel-details', role: 'tabpanel', 'aria-labelledby': 'tab-details' },
       card('c-overview', 'Overview', overview),
       card('c-inventory', 'Hardware inventory', inventory),
       card('c-history', 'History', history),
@@ -43,6 +52,21 @@ export function nodeView(main, uuid) {
       card('c-dinfo', 'Driver info', dinfo),
       card('c-iinfo', 'Instance info', iinfo)));
   clear(main).append(view);
+
+  // show switches tabs; the tab is kept in the hash (#/node/<uuid>?tab=boot).
+  function show(which) {
+    tab = which;
+    for (const b of view.querySelectorAll('[role=tab]')) {
+      const on = b.id === 'tab-' + which;
+      b.setAttribute('aria-selected', String(on));
+      b.tabIndex = on ? 0 : -1;
+    }
+    view.querySelector('#panel-details').hidden = which !== 'details';
+    bootPanel.hidden = which !== 'boot';
+    const want = `#/node/${uuid}${which === 'boot' ? '?tab=boot' : ''}`;
+    if (location.hash !== want) window.history.replaceState(null, '', want);
+    if (which === 'boot') loadBoot();
+  }
 
   // kv lists obj's entries (or only its set keys among keys) as a <dl>.
   function kv(dl, obj, keys) {
@@ -203,6 +227,28 @@ export function nodeView(main, uuid) {
     }
   }
 
+  // loadBoot draws the boot timeline with the power changes of the history;
+  // redrawn only when either changed.
+  async function loadBoot() {
+    try {
+      const [tl, hist] = await Promise.all([
+        api('GET', `/v1/nodes/${uuid}/boot_timeline`),
+        api('GET', `/v1/nodes/${uuid}/history?detail=True&sort_dir=desc&limit=200`).catch(() => ({ history: [] })),
+      ]);
+      if (stopped) return;
+      const evs = (tl.events || []).concat(powerEvents(hist.history));
+      const js = JSON.stringify(evs);
+      if (js === bootJSON) return;
+      bootJSON = js;
+      const open = [...bootPanel.querySelectorAll('details[open]')].map((d) => d.closest('[data-boot]')?.dataset.boot);
+      clear(bootPanel).append(drawBoots(splitBoots(evs)));
+      for (const n of open) bootPanel.querySelector(`[data-boot="${n}"] details`)?.setAttribute('open', '');
+    } catch (e) {
+      clear(bootPanel).append(h('p', { class: 'form-error' }, e instanceof APIError && e.status === 404
+        ? 'This castiron does not record boot timelines.' : e.message));
+    }
+  }
+
   async function refresh() {
     clearTimeout(timer);
     if (stopped) return;
@@ -223,6 +269,8 @@ export function nodeView(main, uuid) {
         if (first) loadPorts();
         if (first || inventoryState !== n.provision_state) { inventoryState = n.provision_state; loadInventory(); }
       }
+      // Boot events do not touch the node's updated_at: polled while shown.
+      if (tab === 'boot' && lastUpdate !== undefined) loadBoot();
     } catch (e) {
       if (e instanceof APIError && e.status === 404) {
         clear(view).append(h('h1', null, 'Node not found'), h('p', null, e.message), h('p', null, h('a', { href: '#/' }, 'Back to the nodes')));
@@ -235,6 +283,7 @@ export function nodeView(main, uuid) {
     timer = setTimeout(refresh, document.hidden ? 10000 : 2000);
   }
 
+  show(tab);
   refresh();
   return () => { stopped = true; clearTimeout(timer); };
 }

@@ -23,6 +23,12 @@ class Fleet extends EventTarget {
     this.version = 0;
     this.timer = null;
     this.lastFull = 0;
+    // boot: uuid -> the node's newest boot event (GET /v1/boot_timeline/latest,
+    // castiron's), fetched since the newest one seen, so an idle fleet costs
+    // one small request a poll.
+    this.boot = new Map();
+    this.bootMark = '';
+    this.bootOff = false;
   }
 
   changed() {
@@ -111,6 +117,27 @@ class Fleet extends EventTarget {
     if (u || c) this.changed();
   }
 
+  // loadBoot merges the nodes' newest boot events; a castiron without the
+  // endpoint (404) is asked no more.
+  async loadBoot() {
+    if (this.bootOff) return false;
+    const since = this.bootMark || new Date(Date.now() - 3600e3).toISOString();
+    let r;
+    try {
+      r = await api('GET', `/v1/boot_timeline/latest?since=${encodeURIComponent(since)}`);
+    } catch (e) {
+      if (e.status === 404 || e.status === 403) { this.bootOff = true; return false; }
+      throw e;
+    }
+    let changed = false;
+    for (const e of r.nodes || []) {
+      const old = this.boot.get(e.node_uuid);
+      if (!old || old.at !== e.at || old.event !== e.event) { this.boot.set(e.node_uuid, e); changed = true; }
+      if (e.at > this.bootMark) this.bootMark = e.at;
+    }
+    return changed;
+  }
+
   // upsert/remove apply what the UI itself just did, ahead of the next poll.
   upsert(n) {
     const old = this.nodes.get(n.uuid) || {};
@@ -138,6 +165,7 @@ class Fleet extends EventTarget {
     this.busy = true;
     try {
       if (!this.loaded) await this.load(); else await this.poll();
+      if (await this.loadBoot()) this.changed();
       this.status(null);
     } catch (e) {
       this.status(e);
