@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -130,10 +131,20 @@ func (s *DB) ListBootEvents(ctx context.Context, q BootEventQuery) ([]BootEvent,
 func (s *DB) LatestBootEvents(ctx context.Context, since time.Time) ([]BootEvent, error) {
 	query := "SELECT e.id, e.at, e.mac, COALESCE(NULLIF(e.node_uuid, ''), p.node_uuid, ''), e.kind, e.detail" +
 		" FROM boot_events e LEFT JOIN ports p ON p.address = e.mac AND e.mac <> ''" +
-		" WHERE e.id IN (SELECT MAX(id) FROM boot_events WHERE at >= ? GROUP BY node_uuid, mac) ORDER BY e.id"
+		" WHERE e.id IN (SELECT MAX(id) FROM boot_events WHERE id > ? AND at >= ? GROUP BY node_uuid, mac) ORDER BY e.id"
+	// There is no index on at; ids grow with time, so the newest row older
+	// than since (walked from the newest back: as many rows as are recent)
+	// bounds the scan. Events are written in batches, a little out of
+	// order between conductors: the bound is taken a minute earlier.
+	var floor int64
+	err := s.reader().queryRow(ctx, "SELECT id FROM boot_events WHERE at < ? ORDER BY id DESC LIMIT 1",
+		formatTime(since.Add(-time.Minute))).Scan(&floor)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("storage: latest boot events: %w", err)
+	}
 	evs, err := queryAll(ctx, s.reader(), nil, "latest boot events", func(rows *sql.Rows, e *BootEvent) error {
 		return rows.Scan(&e.ID, timestamp{&e.At}, &e.MAC, &e.NodeUUID, &e.Kind, &e.Detail)
-	}, query, formatTime(since))
+	}, query, floor, formatTime(since))
 	if err != nil {
 		return nil, err
 	}

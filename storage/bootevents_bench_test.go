@@ -53,3 +53,43 @@ func cpuTime() time.Duration {
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkLatestBootEvents is the fleet list's poll of each node's newest
+// boot event (GET /v1/boot_timeline/latest) over a timeline of 200,000
+// events of 5,000 nodes spread over an hour: "since" one hour (the UI's
+// first call) and the last 2 s (each poll after).
+func BenchmarkLatestBootEvents(b *testing.B) {
+	s := openAt(b, filepath.Join(b.TempDir(), "castiron.db"))
+	ctx := context.Background()
+	const nodes, events = 5000, 200000
+	t0 := time.Now().Add(-time.Hour)
+	evs := make([]BootEvent, 0, 1024)
+	for i := range events {
+		n := i % nodes
+		evs = append(evs, BootEvent{At: t0.Add(time.Duration(i) * time.Hour / events), MAC: fmt.Sprintf("52:54:00:00:%02x:%02x", byte(n>>8), byte(n)),
+			NodeUUID: fmt.Sprintf("00000000-0000-4000-8000-%012d", n), Kind: "dhcp_ack", Detail: "ip=10.206.3.4 arch=0 ipxe=true file=x took=0.000123s"})
+		if len(evs) == cap(evs) {
+			if err := s.AddBootEvents(ctx, evs); err != nil {
+				b.Fatal(err)
+			}
+			evs = evs[:0]
+		}
+	}
+	if err := s.AddBootEvents(ctx, evs); err != nil {
+		b.Fatal(err)
+	}
+	for _, bc := range []struct {
+		name  string
+		since time.Duration
+		want  int
+	}{{"hour", time.Hour + time.Minute, nodes}, {"2s", 2 * time.Second, -1}} {
+		b.Run(bc.name, func(b *testing.B) {
+			for b.Loop() {
+				got, err := s.LatestBootEvents(ctx, time.Now().Add(-bc.since))
+				if err != nil || (bc.want >= 0 && len(got) != bc.want) {
+					b.Fatalf("%d events, %v", len(got), err)
+				}
+			}
+		})
+	}
+}
