@@ -252,14 +252,16 @@ func TestBrowserBootTimeline(t *testing.T) {
 				Item  string `json:"item"`
 				Named string `json:"named"`
 				Segs  int    `json:"segs"`
+				Lit   int    `json:"lit"`
 			}
 			b.eval(fmt.Sprintf(`(() => { const box = document.querySelector('.bt-boot[data-boot="%d"]');
 				const lis = [...box.querySelectorAll('.bt-phase')]; const i = lis.findIndex(li => li.classList.contains('slowest'));
 				return { index: i, item: i < 0 ? '' : lis[i].querySelector('.bt-pname').textContent,
-					named: box.querySelector('.bt-slowest-name').textContent, segs: box.querySelectorAll('.bt-track .bt-seg').length }; })()`, n), &slowest)
-			if slowest.Index != w.slowest || slowest.Named != slowest.Item || slowest.Segs != len(w.items) {
-				t.Errorf("boot %d: slowest is item %d %q, named %q, %d segments drawn; want item %d (%s) of %d",
-					n, slowest.Index, slowest.Item, slowest.Named, slowest.Segs, w.slowest, w.items[w.slowest], len(w.items))
+					named: box.querySelector('.bt-slowest-name').textContent, segs: box.querySelectorAll('.bt-track .bt-seg').length,
+					lit: box.querySelectorAll('.bt-track .bt-slowest').length }; })()`, n), &slowest)
+			if slowest.Index != w.slowest || slowest.Named != slowest.Item || slowest.Segs != len(w.items) || slowest.Lit != 1 {
+				t.Errorf("boot %d: slowest is item %d %q, named %q, %d segments drawn, %d outlined; want item %d (%s) of %d, one outlined",
+					n, slowest.Index, slowest.Item, slowest.Named, slowest.Segs, slowest.Lit, w.slowest, w.items[w.slowest], len(w.items))
 			}
 		}
 		// EDK2's aborted TFTP size query, then the file: one retry, one failure.

@@ -31,6 +31,8 @@ export function stepLabel(ev) {
   const f = parseDetail(ev.detail || '');
   let s = ev.event.replace(/^(dhcp|tftp|http|agent)_/, '$1 ').replace('_', ' ');
   if (ev.event === 'tftp_served' && f.file) s = `tftp ${f.file}`;
+  const step = /\(step (\S+) (\w+)\)/.exec(ev.detail || '');
+  if (ev.event === 'agent_heartbeat' && step) s = `agent: ${step[1]} ${step[2]}`;
   if (/refused|incomplete/.test(ev.detail || '')) s += ' (failed)';
   return s;
 }
@@ -57,6 +59,7 @@ export function ms(d) {
 
 export function fmtDur(msv) {
   if (msv === null || msv === undefined) return '—';
+  if (msv === 0) return '0 s';
   if (msv < 1) return `${Math.round(msv * 1000)} µs`;
   if (msv < 1000) return `${Math.round(msv)} ms`;
   if (msv < 60000) return `${(msv / 1000).toFixed(msv < 10000 ? 2 : 1)} s`;
@@ -180,7 +183,7 @@ function drawBoot(b, n) {
     const left = pct(s.start);
     const width = Math.max(((s.end - s.start) / b.total) * 100, 0);
     const seg = h('div', {
-      class: s.gap ? 'bt-seg bt-gap' : `bt-seg bt-${CLS[s.name] || 'other'}${s.failed ? ' bt-failed' : ''}${s === b.slowest ? ' bt-slowest' : ''}`,
+      class: s.gap ? `bt-seg bt-gap${s === b.slowest ? ' bt-slowest' : ''}` : `bt-seg bt-${CLS[s.name] || 'other'}${s.failed ? ' bt-failed' : ''}${s === b.slowest ? ' bt-slowest' : ''}`,
       title: `${s.name}: ${fmtDur(s.dur)}`,
     });
     seg.style.left = `${left}%`;
@@ -199,11 +202,12 @@ function drawBoot(b, n) {
   const head = h('h3', { class: 'bt-title' }, `Boot ${n}`,
     h('small', { class: 'muted' }, ` · ${fmtTime(new Date(b.start).toISOString())} · ${fmtDur(b.end - b.start)} · ${b.events.length} events`));
   const slowest = slow ? h('p', { class: 'bt-slowest-note' }, 'Slowest: ', h('strong', { class: 'bt-slowest-name' }, slow.name), ` (${fmtDur(slow.dur)}, ${Math.round((slow.dur / b.total) * 100)} % of the boot)`) : null;
+  const at = (s) => h('span', { class: 'bt-pat muted' }, `+${fmtDur(s.start - b.start)}`);
   const legend = h('ol', { class: 'bt-phases' });
   for (const s of b.segs) {
     if (s.gap) {
       legend.append(h('li', { class: `bt-phase bt-phase-gap${s === slow ? ' slowest' : ''}`, dataset: { gap: s.name } },
-        h('span', { class: 'bt-sw bt-gap' }), h('span', { class: 'bt-pname' }, s.name), h('span', { class: 'bt-pdur' }, fmtDur(s.dur))));
+        h('span', { class: 'bt-sw bt-gap' }), h('span', { class: 'bt-pname' }, s.name), at(s), h('span', { class: 'bt-pdur' }, fmtDur(s.dur))));
       continue;
     }
     const notes = [];
@@ -214,7 +218,9 @@ function drawBoot(b, n) {
     if (s.failed) notes.push(`${s.failed} failed`);
     legend.append(h('li', { class: `bt-phase${s === slow ? ' slowest' : ''}${s.retries ? ' retried' : ''}`, dataset: { phase: s.name } },
       h('span', { class: `bt-sw bt-${CLS[s.name] || 'other'}` }),
-      h('span', { class: 'bt-pname' }, s.name), h('span', { class: 'bt-pdur' }, fmtDur(s.dur)),
+      h('span', { class: 'bt-pname' }, s.name), at(s),
+      // An instant (a DHCP answer, a lookup) has no duration of its own.
+      h('span', { class: 'bt-pdur' }, s.dur > 0 ? fmtDur(s.dur) : h('span', { class: 'muted' }, 'instant')),
       h('span', { class: 'bt-pnote muted' }, notes.join(' · '))));
   }
   const rows = b.events.map((e) => {
