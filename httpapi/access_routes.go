@@ -133,6 +133,9 @@ var routeAccess = map[string]access{
 	"PATCH /nodes/{ident}/vmedia":                          access{"", onAnyone, "", 0},
 	"GET /nodes/{ident}/boot_timeline":                     node("baremetal:node:get"),
 	"GET /boot_timeline":                                   creds("baremetal:node:list_all"),
+	// Every node's newest boot event (the UI's fleet list): all nodes, so
+	// list_all; a project-scoped reader gets 403 and the UI shows no column.
+	"GET /boot_timeline/latest": creds("baremetal:node:list_all"),
 
 	// Ports.
 	"GET /ports":           access{"baremetal:port:list", onPortList, "", 0},
