@@ -54,6 +54,10 @@ func Word(err error) error {
 	if errors.As(err, &fe) {
 		return err // already worded (or a fault of its own)
 	}
+	if storage.Unreachable(err) {
+		// A read while PostgreSQL restarts: temporary, the client retries.
+		return fault.Wrap(fault.Unavailable, err, "castiron's database server cannot be reached. Retry shortly.")
+	}
 	var nf *storage.NotFoundError
 	var dup *storage.DuplicateError
 	var inUse *storage.InUseError

@@ -99,6 +99,15 @@ func TestPostgresRestart(t *testing.T) {
 	if !fault.Is(err, fault.Unavailable) {
 		t.Fatalf("create with the server down: %v (%T), want a fault.Unavailable", err, err)
 	}
+	// Reads are not classified here (they return the driver's error, as
+	// every read does) but must be recognisable as such: engine.Word
+	// answers them 503 through Unreachable.
+	if _, err := s.GetNode(ctx, before.UUID); err == nil || !Unreachable(err) {
+		t.Fatalf("read with the server down: %v (%T), want an error Unreachable reports", err, err)
+	}
+	if _, err := s.GetNode(ctx, "no-such-node"); !Unreachable(err) {
+		t.Fatalf("read of a missing node with the server down: %v, want an error Unreachable reports", err)
+	}
 	if err := srv.Restart(); err != nil {
 		t.Fatal(err)
 	}

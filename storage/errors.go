@@ -152,6 +152,11 @@ func pgUnavailable(err error) bool {
 	return pgconn.SafeToRetry(err) || errors.Is(err, driver.ErrBadConn)
 }
 
+// Unreachable reports whether err says castiron's database server could
+// not be reached or went away (pgUnavailable): a read that failed so is
+// answered 503 (engine.Word), as writes are (classifyWrite), not 500.
+func Unreachable(err error) bool { return err != nil && pgUnavailable(err) }
+
 // classifyWrite turns a write that failed for want of disk space into
 // fault.NoSpace (503), one that failed because the PostgreSQL server was
 // unreachable into fault.Unavailable (503: the client retries; a write

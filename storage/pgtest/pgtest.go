@@ -156,6 +156,16 @@ func (s *Server) Kill() {
 	s.run("pg_ctl", "-D", filepath.Join(s.dir, "data"), "-m", "immediate", "-w", "-t", "30", "stop")
 }
 
+// Shutdown stops the server with pg_ctl's mode ("smart", "fast":
+// disconnect clients and checkpoint; "immediate": quit without a
+// checkpoint, as a crash would) and keeps its data for Restart.
+func (s *Server) Shutdown(mode string) error {
+	if out, err := s.run("pg_ctl", "-D", filepath.Join(s.dir, "data"), "-m", mode, "-w", "-t", "30", "stop"); err != nil {
+		return fmt.Errorf("pg_ctl stop -m %s: %v: %s", mode, err, out)
+	}
+	return nil
+}
+
 // Restart starts the server again on its data (after Kill: crash
 // recovery), with the settings it was started with.
 func (s *Server) Restart() error {

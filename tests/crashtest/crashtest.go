@@ -173,6 +173,16 @@ func (s *Server) Kill9() {
 	}
 }
 
+// Alive reports whether the process this server started is still running.
+func (s *Server) Alive() bool {
+	select {
+	case <-s.exited:
+		return false
+	default:
+		return true
+	}
+}
+
 // Do sends one API request and decodes a JSON object reply (nil for none).
 func (s *Server) Do(method, path string, body any) (int, map[string]any, error) {
 	var rd io.Reader
