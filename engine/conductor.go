@@ -336,7 +336,8 @@ func (c *Conductor) spawn(from context.Context, fn func(ctx context.Context)) {
 	c.tasks.Add(1)
 	go func() {
 		defer c.tasks.Done()
-		ctx, cancel := context.WithCancel(context.WithoutCancel(from))
+		// Its writes wait out a database restart: see storage.RetryOutages.
+		ctx, cancel := context.WithCancel(storage.RetryOutages(context.WithoutCancel(from)))
 		defer cancel()
 		stop := context.AfterFunc(c.runCtx, cancel)
 		defer stop()

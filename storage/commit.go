@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"castiron/fault"
 )
 
 // maxBatch bounds how many write transactions share one commit.
@@ -76,8 +78,37 @@ func (c *committer) stop() {
 // together with other callers' transactions. An error from fn is returned
 // unchanged and none of fn's writes persist. A write refused because the
 // disk is full is a fault.StorageFull (fault.NoSpace).
+//
+// Under a context marked by RetryOutages, a write refused because the
+// database server is unreachable is run again until it succeeds or ctx
+// ends.
 func (s *DB) writeTx(ctx context.Context, fn func(r runner) error) error {
-	return classifyWrite(s.writeTx1(ctx, fn))
+	delay := 100 * time.Millisecond
+	for {
+		err := classifyWrite(s.writeTx1(ctx, fn))
+		if !fault.Is(err, fault.Unavailable) || ctx.Value(outageKey{}) == nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 2*time.Second)
+	}
+}
+
+type outageKey struct{}
+
+// RetryOutages marks ctx as a background task's: its writes wait out a
+// restart of the database server (writeTx) instead of failing at once, as
+// an API request's do (503, the client retries). A task has nobody to retry
+// for it: one that could not record its end would leave its node reserved
+// by a conductor that is alive, which nothing releases (issue 26). fn runs
+// again as a whole, so a write whose COMMIT was cut off after it reached
+// the server is applied to the node as it is then, as any UpdateNode is.
+func RetryOutages(ctx context.Context) context.Context {
+	return context.WithValue(ctx, outageKey{}, true)
 }
 
 func (s *DB) writeTx1(ctx context.Context, fn func(r runner) error) error {

@@ -108,8 +108,25 @@ func TestPostgresRestart(t *testing.T) {
 	if _, err := s.GetNode(ctx, "no-such-node"); !Unreachable(err) {
 		t.Fatalf("read of a missing node with the server down: %v, want an error Unreachable reports", err)
 	}
+	// A background task's write waits for the server instead (a task
+	// that cannot record its end would leave its node reserved).
+	waited := make(chan error, 1)
+	go func() {
+		wctx, cancel := context.WithTimeout(RetryOutages(ctx), time.Minute)
+		defer cancel()
+		waited <- s.CreateNode(wctx, newNode("waited"))
+	}()
+	time.Sleep(500 * time.Millisecond)
+	select {
+	case err := <-waited:
+		t.Fatalf("a RetryOutages write ended while the server was down: %v", err)
+	default:
+	}
 	if err := srv.Restart(); err != nil {
 		t.Fatal(err)
+	}
+	if err := <-waited; err != nil {
+		t.Errorf("a RetryOutages write after the restart: %v", err)
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
