@@ -5,8 +5,9 @@ package scaleout
 // defaults), a burst of node creates, provision and power verbs and reads
 // from several clients, and the server stopped in the middle of it (pg_ctl
 // -m fast: clients disconnected, checkpoint; -m immediate: the server quits
-// at once and recovers from its WAL at the next start, as after a crash or
-// a failover to a replica of the same WAL) and started again on its data.
+// at once and recovers from its WAL at the next start, as after a crash)
+// and started again on its data: for 2 s each, then immediate for 8 s, longer
+// than the conductors' heartbeat timeout, as a slow failover would be.
 // Checked: every answer during the outage is a success or a 503 with
 // Ironic's error body (never a 500 or a hang), clients that retry get
 // through once the server is back, the conductors reconnect by themselves
@@ -51,7 +52,10 @@ func TestPostgresRestart(t *testing.T) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		srv[n] = crashtest.Start(t, bin, dir, tmp, "--database", db, "--conductor-name", n)
+		// Heartbeats every second, dead after 5 s: the long outage below
+		// outlasts the timeout within a short test.
+		srv[n] = crashtest.Start(t, bin, dir, tmp, "--database", db, "--conductor-name", n,
+			"--heartbeat-interval", "1s", "--heartbeat-timeout", "5s")
 	}
 	pids := map[string]int{}
 	for _, n := range names {
@@ -59,8 +63,19 @@ func TestPostgresRestart(t *testing.T) {
 	}
 	ringAgreed(t, srv, names, "before the burst")
 
-	for _, mode := range []string{"fast", "immediate"} {
-		r := burst(t, pg, srv, names, mode)
+	for _, round := range []struct {
+		name, mode string
+		down       time.Duration
+	}{
+		{"fast", "fast", 2 * time.Second},
+		{"immediate", "immediate", 2 * time.Second},
+		// As a failover that takes a while: the server gone at once for
+		// longer than the heartbeat timeout, so that every conductor's
+		// heartbeat is stale when it is back.
+		{"failover", "immediate", 8 * time.Second},
+	} {
+		mode := round.name
+		r := burst(t, pg, srv, names, mode, round.mode, round.down)
 		t.Logf("%s shutdown: PostgreSQL down %s; %s", mode, r.down.Round(time.Millisecond), r.summary())
 		for _, p := range r.bad {
 			t.Errorf("%s shutdown: unclean answer: %s", mode, p)
@@ -145,12 +160,12 @@ func ironicBody(out map[string]any) bool {
 	return inner["faultcode"] == "Server" && msg != ""
 }
 
-// burst runs 6 clients against the three conductors for about 8 s and
-// stops PostgreSQL with mode 1.5 s into it, for 2 s. Each client creates a
-// node, asks for a verb on it (manage, or power on), and reads it and a
+// burst runs 6 clients against the three conductors and stops PostgreSQL
+// with pgMode 1.5 s into it, for down, then goes on for 4.5 s. Two clients
+// only create nodes; each other one creates a node, asks for a verb on it (manage, or power on), and reads it and a
 // page of the list through another conductor; a 503 (or a dropped
 // connection) is retried until it succeeds, for up to a minute.
-func burst(t *testing.T, pg *pgtest.Server, srv map[string]*crashtest.Server, names []string, mode string) *outcome {
+func burst(t *testing.T, pg *pgtest.Server, srv map[string]*crashtest.Server, names []string, mode, pgMode string, down time.Duration) *outcome {
 	t.Helper()
 	o := &outcome{counts: map[string]int{}, created: map[string]string{}, managed: map[string]bool{},
 		powered: map[string]bool{}, seen503: map[string]float64{}}
@@ -203,6 +218,7 @@ func burst(t *testing.T, pg *pgtest.Server, srv map[string]*crashtest.Server, na
 
 	var wg sync.WaitGroup
 	for w := 0; w < 6; w++ {
+		creator := w < 2 // two clients only create, so that creates are in flight at the stop
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -232,6 +248,9 @@ func burst(t *testing.T, pg *pgtest.Server, srv map[string]*crashtest.Server, na
 					o.created[id] = tag
 					o.mu.Unlock()
 				}
+				if creator {
+					continue
+				}
 				other := via(i + 1)
 				switch i % 3 {
 				case 0:
@@ -258,12 +277,12 @@ func burst(t *testing.T, pg *pgtest.Server, srv map[string]*crashtest.Server, na
 	time.Sleep(1500 * time.Millisecond)
 	t0 := time.Now()
 	stopped.Store(t0.UnixNano())
-	if err := pg.Shutdown(mode); err != nil {
+	if err := pg.Shutdown(pgMode); err != nil {
 		close(stop)
 		wg.Wait()
 		t.Fatal(err)
 	}
-	time.Sleep(2 * time.Second)
+	time.Sleep(down)
 	if err := pg.Restart(); err != nil {
 		close(stop)
 		wg.Wait()
