@@ -4,6 +4,8 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"strings"
 	"syscall"
 
@@ -149,7 +151,12 @@ func pgUnavailable(err error) bool {
 	if errors.As(err, &pe) {
 		return strings.HasPrefix(pe.Code, "08") || pe.Code == "57P01" || pe.Code == "57P02" || pe.Code == "57P03"
 	}
-	return pgconn.SafeToRetry(err) || errors.Is(err, driver.ErrBadConn)
+	// A connection the server dropped mid-exchange (an immediate shutdown
+	// or a crash closes it without a message): pgx returns the read's own
+	// error, which is not SafeToRetry, since the statement may have run.
+	var ne *net.OpError
+	return pgconn.SafeToRetry(err) || errors.Is(err, driver.ErrBadConn) || errors.Is(err, pgconn.ErrConnClosed) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.As(err, &ne)
 }
 
 // Unreachable reports whether err says castiron's database server could

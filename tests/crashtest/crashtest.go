@@ -173,6 +173,18 @@ func (s *Server) Kill9() {
 	}
 }
 
+// LogLines returns the lines of the server's log that contain substr.
+func (s *Server) LogLines(substr string) []string {
+	b, _ := os.ReadFile(s.logPath)
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, substr) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
 // Alive reports whether the process this server started is still running.
 func (s *Server) Alive() bool {
 	select {

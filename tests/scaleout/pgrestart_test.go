@@ -80,6 +80,11 @@ func TestPostgresRestart(t *testing.T) {
 		for _, p := range r.bad {
 			t.Errorf("%s shutdown: unclean answer: %s", mode, p)
 		}
+		for _, n := range names {
+			for _, l := range srv[n].LogLines(`msg="internal error"`) {
+				t.Errorf("%s shutdown: %s logged: %s", mode, n, l)
+			}
+		}
 		if t.Failed() {
 			return
 		}
