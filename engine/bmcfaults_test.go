@@ -37,6 +37,8 @@ type faultCase struct {
 	apply, heal func()
 	// ok: the driver rides the fault out and every verb succeeds.
 	ok bool
+	// only, when set, picks the verbs this fault applies to.
+	only func(v verb) bool
 }
 
 // rfRig is a started conductor with the redfish hardware type over a real
@@ -197,6 +199,9 @@ func runVerbs(t *testing.T, fc faultCase, verbs []verb, newNode func(t *testing.
 	c *Conductor, st *storage.SQLite, table *[]string) {
 	ctx := context.Background()
 	for _, v := range verbs {
+		if fc.only != nil && !fc.only(v) {
+			continue
+		}
 		n := newNode(t, v)
 		// The BMC starts where the verb has work to do: off, but on for
 		// a power off.
@@ -346,15 +351,34 @@ func TestBMCFaultsRedfish(t *testing.T) {
 }
 
 func TestBMCFaultsIPMI(t *testing.T) {
-	r := newSyncRig(t, ipmisim.Config{N: 1}, func(c *Config) { c.PowerTimeout = 2 * time.Second })
-	b := r.fleet.BMCs[0]
+	verbs := commonVerbs()
+	// One BMC per verb: a BMC that vanished mid-operation keeps the
+	// session it was in (the close never reached it) until its 60s
+	// inactivity timeout, and refuses a fifth (IPMI's minimum of 4
+	// sessions), as real BMCs do; a fresh BMC per verb keeps the cases
+	// apart.
+	r := newSyncRig(t, ipmisim.Config{N: len(verbs)}, func(c *Config) { c.PowerTimeout = 2 * time.Second })
+	var b *ipmisim.BMC
 	faults := []faultCase{
 		{name: "dead (drops every packet)", apply: func() { b.SetDead(true) }, heal: func() { b.SetDead(false) }},
+		// Every answer later than the driver's whole exchange (two
+		// sends of 200ms).
+		{name: "answers slower than the request timeout", apply: func() { b.SetSlow(time.Second) }, heal: func() { b.SetSlow(0) }},
+		// The session is set up (5 exchanges), then the BMC vanishes.
+		{name: "disappears after the session is set up", apply: func() { b.DieAfter(5) }, heal: func() { b.SetDead(false) }},
+		// A power change: the state read and the chassis control are
+		// answered, then the BMC vanishes while the driver waits for
+		// the new state.
+		{name: "disappears after the power command", apply: func() { b.DieAfter(7) }, heal: func() { b.SetDead(false) },
+			only: func(v verb) bool { return strings.HasPrefix(v.name, "power ") }},
 	}
 	var table []string
 	for _, fc := range faults {
 		t.Run(fc.name, func(t *testing.T) {
-			runVerbs(t, fc, commonVerbs(), func(t *testing.T, v verb) *storage.Node {
+			i := 0
+			runVerbs(t, fc, verbs, func(t *testing.T, v verb) *storage.Node {
+				b = r.fleet.BMCs[i]
+				i++
 				di := map[string]any{
 					"ipmi_address": b.Host(), "ipmi_port": b.Port(), "ipmi_cipher_suite": 17,
 					"ipmi_username": ipmisim.DefaultUser, "ipmi_password": ipmisim.DefaultPassword,

@@ -97,7 +97,15 @@ func (b *BMC) SetPower(on bool) { _ = b.chassis.SetPower(context.Background(), o
 func (b *BMC) BootFlags() *types.BootOptionParam_BootFlags { return b.chassis.bootFlags() }
 
 // SetDead makes the BMC drop every packet (true) or answer again (false).
-func (b *BMC) SetDead(dead bool) { b.conn.dead.Store(dead) }
+func (b *BMC) SetDead(dead bool) { b.conn.dieAfter.Store(0); b.conn.dead.Store(dead) }
+
+// DieAfter makes the BMC answer n more packets, then drop every one until
+// SetDead(false): a BMC that vanishes in the middle of an operation.
+func (b *BMC) DieAfter(n int) { b.conn.dieAfter.Store(int64(n) + 1) }
+
+// SetSlow delays every answer by d more than the configured latency (0:
+// back to it): a BMC slower than its client's timeout.
+func (b *BMC) SetSlow(d time.Duration) { b.conn.slow.Store(int64(d)) }
 
 // Stats counts packets: received (including dropped), dropped, answered.
 type Stats struct {
@@ -267,6 +275,8 @@ type lossyConn struct {
 	min, max time.Duration
 	drop     float64
 	dead     atomic.Bool
+	dieAfter atomic.Int64 // packets left + 1 before dead (0: off)
+	slow     atomic.Int64 // extra delay of every answer (time.Duration)
 
 	received, dropped, answered atomic.Uint64
 	inFlight, maxInFlight       atomic.Int64
@@ -280,6 +290,9 @@ func (c *lossyConn) ReadFrom(buf []byte) (int, net.Addr, error) {
 			return n, addr, err
 		}
 		c.received.Add(1)
+		if c.dieAfter.Load() > 0 && c.dieAfter.Add(-1) == 0 {
+			c.dead.Store(true)
+		}
 		if c.dead.Load() || (c.drop > 0 && rand.Float64() < c.drop) {
 			c.dropped.Add(1)
 			continue
@@ -294,7 +307,7 @@ func (c *lossyConn) ReadFrom(buf []byte) (int, net.Addr, error) {
 // WriteTo sends data after the configured delay without blocking the
 // handler (which may hold the session's lock).
 func (c *lossyConn) WriteTo(data []byte, addr net.Addr) (int, error) {
-	d := c.min
+	d := c.min + time.Duration(c.slow.Load())
 	if c.max > c.min {
 		d += rand.N(c.max - c.min + 1)
 	}
