@@ -390,4 +390,126 @@ func TestBMCFaultsIPMI(t *testing.T) {
 	t.Logf("fault × verb (ipmisim):\n%s", strings.Join(table, "\n"))
 }
 
+// syncThroughFault runs power sync passes over node uuid (recorded power
+// on, the BMC on) while fc holds: three failed reads leave it alone, the
+// fourth puts it in maintenance with fault "power failure" and power state
+// None, as Ironic's power_state_sync_max_retries (3) does; recovery leaves
+// it there while the BMC is faulty and takes it out, with the power state
+// read, once the BMC answers. Every pass is bounded by PowerSyncTimeout.
+func syncThroughFault(t *testing.T, c *Conductor, st *storage.SQLite, uuid string, fc faultCase) {
+	t.Helper()
+	ctx := context.Background()
+	get := func() *storage.Node {
+		n, err := st.GetNode(ctx, uuid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	fc.apply()
+	for pass := 1; pass <= 4; pass++ {
+		start := time.Now()
+		if err := c.syncPowerStates(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if took := time.Since(start); took > verbBound {
+			t.Fatalf("%s: pass %d took %v", fc.name, pass, took)
+		}
+		n := get()
+		if n.Reservation != nil {
+			t.Fatalf("%s: pass %d left reservation %q", fc.name, pass, *n.Reservation)
+		}
+		if pass <= 3 {
+			if n.Maintenance || deref(n.PowerState) != driver.PowerOn {
+				t.Fatalf("%s: pass %d: maintenance=%v power=%q, want untouched", fc.name, pass, n.Maintenance, deref(n.PowerState))
+			}
+			continue
+		}
+		if !n.Maintenance || deref(n.Fault) != "power failure" || n.PowerState != nil ||
+			!strings.Contains(deref(n.LastError), "max retries exceeded") {
+			t.Fatalf("%s: after 4 failed reads: maintenance=%v fault=%q power=%v last_error=%q", fc.name, n.Maintenance, deref(n.Fault), n.PowerState, deref(n.LastError))
+		}
+		t.Logf("%s: pass 4 (%v): %s", fc.name, time.Since(start).Round(time.Millisecond), deref(n.LastError))
+	}
+	if err := c.recoverPowerFailures(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !get().Maintenance {
+		t.Fatalf("%s: recovered while the BMC is faulty", fc.name)
+	}
+	fc.heal()
+	if err := c.recoverPowerFailures(ctx); err != nil {
+		t.Fatal(err)
+	}
+	n := get()
+	if n.Maintenance || n.Fault != nil || n.MaintenanceReason != nil || deref(n.PowerState) != driver.PowerOn {
+		t.Fatalf("%s: after recovery: maintenance=%v fault=%v reason=%v power=%q", fc.name, n.Maintenance, deref(n.Fault), deref(n.MaintenanceReason), deref(n.PowerState))
+	}
+	if got := c.psync.failures(uuid); got != 0 {
+		t.Fatalf("%s: failure count %d after recovery", fc.name, got)
+	}
+}
+
+func TestPowerSyncFaultsRedfish(t *testing.T) {
+	cases := []struct {
+		name  string
+		sim   redfishsim.Config
+		fault redfishsim.Fault
+		drop  bool
+	}{
+		{name: "500 on every request", fault: redfishsim.Fault{Status: http.StatusInternalServerError}},
+		{name: "503 busy on every request", fault: redfishsim.Fault{Status: http.StatusServiceUnavailable}},
+		{name: "answers slower than the request timeout", fault: redfishsim.Fault{Delay: 3 * time.Second}},
+		{name: "drops connections", fault: redfishsim.Fault{Drop: true}},
+		{name: "closes sessions, refuses logins", sim: redfishsim.Config{NoBasicAuth: true}, drop: true,
+			fault: redfishsim.Fault{Method: http.MethodPost, Path: "SessionService/Sessions", Status: http.StatusServiceUnavailable}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRedfishRig(t, tc.sim)
+			n := r.node(t, Manageable, nil)
+			if err := r.c.SetPower(context.Background(), n.UUID, driver.PowerOn, 5*time.Second); err != nil {
+				t.Fatal(err)
+			}
+			if got, _ := settled(t, r.st, n.UUID, time.Now()); got.LastError != nil {
+				t.Fatal(deref(got.LastError))
+			}
+			var remove func()
+			syncThroughFault(t, r.c, r.st, n.UUID, faultCase{name: tc.name,
+				apply: func() {
+					if tc.drop {
+						r.bmc.DropSessions()
+					}
+					remove = r.bmc.InjectFault(tc.fault)
+				},
+				heal: func() { remove() }})
+		})
+	}
+}
+
+func TestPowerSyncFaultsIPMI(t *testing.T) {
+	r := newSyncRig(t, ipmisim.Config{N: 2}, func(c *Config) { c.PowerSyncTimeout = time.Second })
+	cases := []struct {
+		name        string
+		apply, heal func(b *ipmisim.BMC)
+	}{
+		// The BMC of a kept session vanishes between two passes.
+		{name: "dead (drops every packet)", apply: func(b *ipmisim.BMC) { b.SetDead(true) }, heal: func(b *ipmisim.BMC) { b.SetDead(false) }},
+		{name: "answers slower than the request timeout", apply: func(b *ipmisim.BMC) { b.SetSlow(time.Second) }, heal: func(b *ipmisim.BMC) { b.SetSlow(0) }},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b := r.fleet.BMCs[i]
+			b.SetPower(true)
+			n := r.node(t, b, driver.PowerOn)
+			// A healthy pass first: the session is kept, as in a fleet.
+			if err := r.c.syncPowerStates(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			syncThroughFault(t, r.c, r.store, n.UUID, faultCase{name: tc.name,
+				apply: func() { tc.apply(b) }, heal: func() { tc.heal(b) }})
+		})
+	}
+}
+
 func quietLog() *slog.Logger { return slog.New(slog.DiscardHandler) }
