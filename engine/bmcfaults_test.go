@@ -124,7 +124,7 @@ func enrollAt(t *testing.T, c *Conductor, st *storage.SQLite, n *storage.Node, s
 // with the time it took.
 func settled(t *testing.T, st *storage.SQLite, uuid string, start time.Time) (*storage.Node, time.Duration) {
 	t.Helper()
-	busy := map[string]bool{"verifying": true, "inspecting": true, "deploying": true, "cleaning": true, "powering on": true}
+	busy := map[string]bool{"verifying": true, "inspecting": true, "deploying": true, "cleaning": true}
 	for {
 		n, err := st.GetNode(context.Background(), uuid)
 		if err != nil {
@@ -190,6 +190,24 @@ func commonVerbs() []verb {
 				return c.Provision(ctx, uuid, ProvisionRequest{Target: "inspect"})
 			},
 			wantState: "inspect failed", wantError: "failed to"},
+		// deploy by the agent: the ramdisk is booted the same way; a
+		// power failure ends in deploy failed.
+		{name: "deploy (direct, powers on)", state: Available,
+			mutate: func(n *storage.Node) {
+				n.InstanceInfo = storage.JSONObject{"image_source": "http://127.0.0.1:1/image.qcow2",
+					"image_os_hash_algo": "sha256", "image_os_hash_value": strings.Repeat("0", 64)}
+			},
+			run: func(ctx context.Context, c *Conductor, uuid string) error {
+				return c.Provision(ctx, uuid, ProvisionRequest{Target: "active"})
+			},
+			wantState: "deploy failed", wantError: "failed to"},
+		// provide with automated cleaning by the agent: clean failed.
+		{name: "provide (automated clean, powers on)", state: Manageable,
+			mutate: func(n *storage.Node) { n.AutomatedClean = boolp(true) },
+			run: func(ctx context.Context, c *Conductor, uuid string) error {
+				return c.Provision(ctx, uuid, ProvisionRequest{Target: "provide"})
+			},
+			wantState: "clean failed", wantError: "failed to"},
 	}
 }
 
@@ -280,6 +298,7 @@ func TestBMCFaultsRedfish(t *testing.T) {
 		// before runs as the fault is applied.
 		before func(r *rfRig)
 		ok     bool
+		only   func(v verb) bool
 	}
 	all := func(f redfishsim.Fault) func(*rfRig) []redfishsim.Fault {
 		return func(*rfRig) []redfishsim.Fault { return []redfishsim.Fault{f} }
@@ -298,6 +317,12 @@ func TestBMCFaultsRedfish(t *testing.T) {
 		{name: "closes sessions, refuses logins", sim: redfishsim.Config{NoBasicAuth: true},
 			before: func(r *rfRig) { r.bmc.DropSessions() },
 			faults: all(redfishsim.Fault{Method: http.MethodPost, Path: "SessionService/Sessions", Status: http.StatusServiceUnavailable})},
+		// The BMC answers reads and boot settings but refuses every
+		// reset: the provision verbs fail at their power step.
+		{name: "500 on power actions only", faults: all(redfishsim.Fault{Method: http.MethodPost, Path: "ComputerSystem.Reset", Status: http.StatusInternalServerError}),
+			only: func(v verb) bool {
+				return strings.HasPrefix(v.name, "power ") || strings.Contains(v.name, "powers on")
+			}},
 		// Mid-operation: the first read of the System and the first
 		// action (a reset) are served, then
 		// the BMC vanishes: every later request is dropped.
@@ -327,7 +352,7 @@ func TestBMCFaultsRedfish(t *testing.T) {
 		t.Run(rc.name, func(t *testing.T) {
 			r := newRedfishRig(t, rc.sim)
 			var removes []func()
-			fc := faultCase{name: rc.name, ok: rc.ok,
+			fc := faultCase{name: rc.name, ok: rc.ok, only: rc.only,
 				apply: func() {
 					if rc.before != nil {
 						rc.before(r)
