@@ -404,6 +404,9 @@ func TestBMCFaultsIPMI(t *testing.T) {
 	// apart.
 	r := newSyncRig(t, ipmisim.Config{N: len(verbs)}, func(c *Config) { c.PowerTimeout = 2 * time.Second })
 	var b *ipmisim.BMC
+	// fresh closes the sessions the driver keeps for power reads, so that
+	// the next operation sets one up and the packet counts below hold.
+	fresh := func() { r.ipmi.CloseSessions(context.Background()) }
 	faults := []faultCase{
 		{name: "dead (drops every packet)", apply: func() { b.SetDead(true) }, heal: func() { b.SetDead(false) }},
 		// Every answer later than the driver's whole exchange (two
@@ -413,11 +416,11 @@ func TestBMCFaultsIPMI(t *testing.T) {
 		// it out; whatever fails, fails cleanly and in time.
 		{name: "drops 30% of packets", apply: func() { b.SetDropRate(0.3) }, heal: func() { b.SetDropRate(0) }, either: true},
 		// The session is set up (5 exchanges), then the BMC vanishes.
-		{name: "disappears after the session is set up", apply: func() { b.DieAfter(5) }, heal: func() { b.SetDead(false) }},
+		{name: "disappears after the session is set up", apply: func() { fresh(); b.DieAfter(5) }, heal: func() { b.SetDead(false) }},
 		// A power change: the state read and the chassis control are
 		// answered, then the BMC vanishes while the driver waits for
 		// the new state.
-		{name: "disappears after the power command", apply: func() { b.DieAfter(7) }, heal: func() { b.SetDead(false) },
+		{name: "disappears after the power command", apply: func() { fresh(); b.DieAfter(7) }, heal: func() { b.SetDead(false) },
 			only: func(v verb) bool { return strings.HasPrefix(v.name, "power ") }},
 	}
 	var table []string
