@@ -87,10 +87,20 @@ var authFragments = []string{
 	"SetSessionPrivilegeLevel to",                    // ipmi_priv_level above the user's limit
 }
 
+// noAnswer is go-ipmi's wording for an exchange that got no answer.
+const noAnswer = "no matching IPMI response"
+
 // isAuthFailure reports whether a Connect error means the BMC refused the
 // credentials (as opposed to the network or the cipher suite failing).
 func isAuthFailure(err error) bool {
 	s := err.Error()
+	if strings.Contains(s, noAnswer) {
+		// A lost answer (Set Session Privilege Level's, say, on a lossy
+		// link) is the network's failure: calling it a refused login
+		// sent operators to their credentials and stopped the power
+		// wait's retries.
+		return false
+	}
 	for _, f := range authFragments {
 		if strings.Contains(s, f) {
 			return true

@@ -115,6 +115,14 @@ func (c *conn) do(method, path string, payload any, headers map[string]string) (
 				return nil, err
 			}
 			continue
+		case code == http.StatusUnauthorized && auth.basic && c.ep.auth == authAuto && !reauthed:
+			// Basic authentication was the fallback after a login the
+			// BMC refused, perhaps only for a moment (a 503 while it
+			// booted); a BMC that refuses it has a session service after
+			// all: log in again once, or this endpoint fails until evicted.
+			reauthed = true
+			c.ep.forgetBasic()
+			continue
 		case (code == http.StatusServiceUnavailable || code == http.StatusConflict) && attempt < cfg.Retries:
 			wait := min(retryAfter(resp, delay), cfg.MaxRetryDelay)
 			c.ep.log.DebugContext(c.ctx, "redfish: BMC busy, retrying", "bmc", c.ep.address, "method", method,

@@ -129,6 +129,14 @@ func (e *endpoint) relogin(ctx context.Context, stale string) error {
 	return e.login(ctx)
 }
 
+// forgetBasic drops the "auto" fallback to basic authentication, so that
+// the next request logs in.
+func (e *endpoint) forgetBasic() {
+	e.mu.Lock()
+	e.basic = false
+	e.mu.Unlock()
+}
+
 // login creates a session (POST to the service root's Links.Sessions). With
 // "auto", a BMC without a usable session service, or one that refuses the
 // login, gets basic authentication from then on, as sushy's

@@ -18,6 +18,7 @@ package ipmisim
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"net"
 	"sync"
@@ -97,7 +98,19 @@ func (b *BMC) SetPower(on bool) { _ = b.chassis.SetPower(context.Background(), o
 func (b *BMC) BootFlags() *types.BootOptionParam_BootFlags { return b.chassis.bootFlags() }
 
 // SetDead makes the BMC drop every packet (true) or answer again (false).
-func (b *BMC) SetDead(dead bool) { b.conn.dead.Store(dead) }
+func (b *BMC) SetDead(dead bool) { b.conn.dieAfter.Store(0); b.conn.dead.Store(dead) }
+
+// DieAfter makes the BMC answer n more packets, then drop every one until
+// SetDead(false): a BMC that vanishes in the middle of an operation.
+func (b *BMC) DieAfter(n int) { b.conn.dieAfter.Store(int64(n) + 1) }
+
+// SetDropRate changes the probability that an incoming packet is lost
+// (0-1; values outside are clamped).
+func (b *BMC) SetDropRate(p float64) { b.conn.drop.Store(math.Float64bits(min(max(p, 0), 1))) }
+
+// SetSlow delays every answer by d more than the configured latency (0:
+// back to it): a BMC slower than its client's timeout.
+func (b *BMC) SetSlow(d time.Duration) { b.conn.slow.Store(int64(d)) }
 
 // Stats counts packets: received (including dropped), dropped, answered.
 type Stats struct {
@@ -251,7 +264,8 @@ func newBMC(cfg Config, addr *net.UDPAddr, i int) (*BMC, error) {
 	u.SetPassword([]byte(cfg.Password))
 	u.Enabled = true
 	u.ChannelAccess[1] = bmc.UserChannelAccess{MaxPrivilege: bmc.PrivilegeLevelAdministrator, Enabled: true}
-	lc := &lossyConn{UDPConn: uc, min: cfg.LatencyMin, max: cfg.LatencyMax, drop: cfg.DropRate}
+	lc := &lossyConn{UDPConn: uc, min: cfg.LatencyMin, max: cfg.LatencyMax}
+	lc.drop.Store(math.Float64bits(cfg.DropRate))
 	return &BMC{
 		Addr:    uc.LocalAddr().(*net.UDPAddr),
 		chassis: ch,
@@ -265,8 +279,10 @@ func newBMC(cfg Config, addr *net.UDPAddr, i int) (*BMC, error) {
 type lossyConn struct {
 	*net.UDPConn
 	min, max time.Duration
-	drop     float64
+	drop     atomic.Uint64 // math.Float64bits of the drop rate
 	dead     atomic.Bool
+	dieAfter atomic.Int64 // packets left + 1 before dead (0: off)
+	slow     atomic.Int64 // extra delay of every answer (time.Duration)
 
 	received, dropped, answered atomic.Uint64
 	inFlight, maxInFlight       atomic.Int64
@@ -280,7 +296,10 @@ func (c *lossyConn) ReadFrom(buf []byte) (int, net.Addr, error) {
 			return n, addr, err
 		}
 		c.received.Add(1)
-		if c.dead.Load() || (c.drop > 0 && rand.Float64() < c.drop) {
+		if c.dieAfter.Load() > 0 && c.dieAfter.Add(-1) == 0 {
+			c.dead.Store(true)
+		}
+		if drop := math.Float64frombits(c.drop.Load()); c.dead.Load() || (drop > 0 && rand.Float64() < drop) {
 			c.dropped.Add(1)
 			continue
 		}
@@ -294,7 +313,7 @@ func (c *lossyConn) ReadFrom(buf []byte) (int, net.Addr, error) {
 // WriteTo sends data after the configured delay without blocking the
 // handler (which may hold the session's lock).
 func (c *lossyConn) WriteTo(data []byte, addr net.Addr) (int, error) {
-	d := c.min
+	d := c.min + time.Duration(c.slow.Load())
 	if c.max > c.min {
 		d += rand.N(c.max - c.min + 1)
 	}
