@@ -70,7 +70,18 @@ func ramdisklessTask(kind string, steps []map[string]any) work {
 		for _, s := range steps {
 			target := flowSteps[s["step"].(string)]
 			if err := hw.Power.SetPowerState(ctx, dn, target, c.cfg.PowerTimeout); err != nil {
-				return outcome{ev: EvFail, mutate: record, err: fmt.Errorf("Node %s failed step %s: %v", n.UUID, pyRepr(s), err)}
+				msg := fmt.Sprintf("Node %s failed step %s: %v", n.UUID, pyRepr(s), err)
+				// Ironic's cleaning/servicing_error_handler: a failure
+				// while a step runs puts the node in maintenance.
+				fault := kind + " failure"
+				return outcome{ev: EvFail, err: fmt.Errorf("%s", msg), mutate: func(n *storage.Node) {
+					record(n)
+					n.Maintenance = true
+					n.Fault = &fault
+					if n.MaintenanceReason == nil {
+						n.MaintenanceReason = &msg
+					}
+				}}
 			}
 			power = driver.PowerOn
 			if target == driver.PowerOff {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -163,5 +164,27 @@ func TestServiceDisableRamdisk(t *testing.T) {
 	}
 	if !b.PoweredOn() || b.BootFlags() != nil || b.Stats().Controls != before {
 		t.Fatalf("BMC touched: on=%v bootflags=%v controls %d->%d", b.PoweredOn(), b.BootFlags(), before, b.Stats().Controls)
+	}
+}
+
+// A power step that fails (the BMC does not answer) fails the clean and,
+// as Ironic's cleaning_error_handler does for a failure inside a step,
+// puts the node in maintenance with fault "clean failure".
+func TestManualCleanDisableRamdiskStepFails(t *testing.T) {
+	r := newSyncRig(t, ipmisim.Config{N: 1}, func(c *Config) { c.PowerTimeout = 300 * time.Millisecond })
+	b := r.fleet.BMCs[0]
+	n := r.nodeAt(t, b, Manageable, false)
+	b.SetDead(true)
+	if err := r.c.Provision(context.Background(), n.UUID, ProvisionRequest{Target: "clean", DisableRamdisk: yes(),
+		CleanSteps: []map[string]any{{"interface": "power", "step": "power_on"}}}); err != nil {
+		t.Fatal(err)
+	}
+	n = r.settled(t, n.UUID)
+	prefix := "Node " + n.UUID + " failed step {'interface': 'power', 'step': 'power_on'}: "
+	if n.ProvisionState != string(CleanFail) || !strings.HasPrefix(deref(n.LastError), prefix) {
+		t.Fatalf("state %s last_error %q, want clean failed %q...", n.ProvisionState, deref(n.LastError), prefix)
+	}
+	if !n.Maintenance || deref(n.Fault) != "clean failure" || deref(n.MaintenanceReason) != deref(n.LastError) {
+		t.Fatalf("maintenance %v fault %q reason %q", n.Maintenance, deref(n.Fault), deref(n.MaintenanceReason))
 	}
 }
