@@ -96,6 +96,9 @@ func (c *Conductor) Provision(ctx context.Context, ident string, req ProvisionRe
 		task = cleanTask(false, nil)
 	case EvClean:
 		task, target = cleanTask(true, req.CleanSteps), Manageable
+		if ramdiskless(n, req) {
+			task = ramdisklessTask("clean", req.CleanSteps)
+		}
 	case EvInspect:
 		task = inspectTask
 		mutate = func(n *storage.Node) {
@@ -129,6 +132,9 @@ func (c *Conductor) Provision(ctx context.Context, ident string, req ProvisionRe
 		task = unrescueTask
 	case EvService:
 		task = serviceTask
+		if ramdiskless(n, req) {
+			task = ramdisklessTask("service", req.ServiceSteps)
+		}
 	case EvUnhold:
 		// hold -> wait: the agent picks up on its next heartbeat.
 	}
