@@ -59,6 +59,8 @@ func TestFieldGatesByVersion(t *testing.T) {
 	mac := func() any { return fmt.Sprintf("52:54:00:%02x:%02x:%02x", seq.Add(1)%256, 0x10, seq.Load()/256%256) }
 	node := h.createNode(map[string]any{"name": "gate-parent"})["uuid"].(string)
 	other := h.createNode(map[string]any{"name": "gate-other"})["uuid"].(string)
+	// A parent must have its child's owner: the every-field node's is "o".
+	otherOwned := h.createNode(map[string]any{"name": "gate-other-o", "owner": "o"})["uuid"].(string)
 	for _, n := range []string{node, other} { // volume changes need it off
 		h.expect(http.StatusAccepted, "PUT", "/v1/nodes/"+n+"/states/power", latest, map[string]any{"target": "power off"})
 	}
@@ -91,6 +93,7 @@ func TestFieldGatesByVersion(t *testing.T) {
 				body[r.name] = s()
 			}
 		}
+		body["parent_node"] = otherOwned
 		return body
 	}
 	resources := map[string]gateResource{

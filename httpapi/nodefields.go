@@ -275,7 +275,7 @@ func newNodeTable() *resource[storage.Node] {
 		nodeObj("network_data", 66, cp, nil, func(n *storage.Node) *storage.JSONObject { return &n.NetworkData }),
 		ifaceField("network", 20),
 		nodeStr("owner", 50, cp|fFilter|fSort, 255, func(n *storage.Node) **string { return &n.Owner }),
-		nodeStr("parent_node", 83, cp|fFilter, 255, func(n *storage.Node) **string { return &n.ParentNode }),
+		parentNodeField(),
 		ifaceField("power", 31),
 		nodeStr("power_state", 1, fSort, 0, func(n *storage.Node) **string { return &n.PowerState }),
 		nodeObj("properties", 1, cp, nil, func(n *storage.Node) *storage.JSONObject { return &n.Properties }),

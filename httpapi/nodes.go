@@ -289,6 +289,13 @@ func (a *API) createNode(w http.ResponseWriter, r *http.Request) error {
 			// Before 1.10 names had to be host names.
 			return errInvalid("Cannot create node with invalid name '%s'", *n.Name)
 		}
+		if n.ParentNode != nil && *n.ParentNode != "" { // Ironic skips a falsy parent_node
+			p, err := a.resolveParent(r, n.Owner, *n.ParentNode)
+			if err != nil {
+				return err
+			}
+			n.ParentNode = &p.UUID
+		}
 		return nil
 	}, func(ctx context.Context, n *storage.Node) error { return a.cond.CreateNode(ctx, n, ver.AtLeast(11)) })
 }
@@ -318,12 +325,19 @@ func (a *API) patchNode(w http.ResponseWriter, r *http.Request) error {
 	}
 	identWithSuffix(r, "ident", a.cond.Store().GetNode)
 	ident := r.PathValue("ident")
+	parent, err := a.patchParent(r, ident, ops)
+	if err != nil {
+		return err
+	}
 	v := a.view(r)
 	updated, err := a.cond.UpdateNode(actorContext(r), ident, func(n *storage.Node) error {
 		before := nodeTable.doc(v, n)
 		after, err := applyPatch(before, ops)
 		if err != nil {
 			return err
+		}
+		if parent != "" {
+			after["parent_node"] = parent
 		}
 		if _, ok := after["driver"]; !ok {
 			return errInvalid("'driver' is a required property and cannot be removed")
@@ -344,6 +358,26 @@ func (a *API) patchNode(w http.ResponseWriter, r *http.Request) error {
 		updated = red(updated)
 	}
 	return nodeTable.writeOK(w, a.view(r), updated, nil)
+}
+
+// patchParent is the parent's UUID a patch's parent_node names (checked
+// before the patch applies, as Ironic does: the first value set, against
+// the node's owner before the patch), or "" when the patch sets none or
+// names the node itself (Ironic then keeps the value as given).
+func (a *API) patchParent(r *http.Request, ident string, ops []patchOp) (string, error) {
+	vals := patchValues(ops, "/parent_node")
+	if len(vals) == 0 {
+		return "", nil
+	}
+	n, err := a.cond.Store().GetNode(r.Context(), ident)
+	if err != nil {
+		return "", err
+	}
+	p, err := a.resolveParent(r, n.Owner, vals[0])
+	if err != nil || p.UUID == n.UUID {
+		return "", err
+	}
+	return p.UUID, nil
 }
 
 // syncInstanceName is Ironic's forward compatibility of 1.104, at every

@@ -14,6 +14,7 @@ import (
 	"castiron/engine"
 	"castiron/fault"
 	"castiron/fault/pyrepr"
+	"castiron/httpapi/identity"
 	"castiron/storage"
 )
 
@@ -276,7 +277,15 @@ func (a *API) getChildren(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	kids, err := a.cond.Store().ListNodes(r.Context(), storage.NodeQuery{ParentNode: &n.UUID, IncludeChildren: true})
+	q := storage.NodeQuery{ParentNode: &n.UUID, IncludeChildren: true}
+	if id := identity.From(r.Context()); id != nil && !id.Unrestricted {
+		// Ironic's check_list_policy: a project reader sees its project's
+		// children only.
+		if q.Project, err = listScope(a.enforcer(), id.Creds, "node", ""); err != nil {
+			return err
+		}
+	}
+	kids, err := a.cond.Store().ListNodes(r.Context(), q)
 	if err != nil {
 		return err
 	}
