@@ -301,6 +301,19 @@ func (a *API) enforce(r *http.Request, id *identity.Identity, acc access) (*http
 		}
 		return r, nil
 
+	case onRunbookList:
+		// project is an args.boolean there: a project caller's true is an
+		// owner other than its project, refused as such.
+		requested := ""
+		if b, err := parseBoolString(strings.TrimSpace(r.URL.Query().Get("project"))); err == nil && b {
+			requested = "True"
+		}
+		p, err := listScope(e, c, "runbook", requested)
+		if err != nil {
+			return r, err
+		}
+		return withValue(r, listScopeKey{}, p), nil
+
 	case onAllocationList:
 		p, err := listScope(e, c, "allocation", r.URL.Query().Get("owner"))
 		if err != nil {
@@ -624,4 +637,43 @@ func runbookPatchRules(r *http.Request) []string {
 		rules = append(rules, "baremetal:runbook:update")
 	}
 	return rules
+}
+
+// runbookUse is _handle_runbook's check_runbook_policy_and_retrieve with
+// baremetal:runbook:use for the caller of r, judged by the runbook's owner
+// alone (no public fallback: a public runbook has no owner, so only
+// callers the rule admits without one, system members by default, may
+// use it). Nil for callers policy does not restrict.
+func (a *API) runbookUse(r *http.Request) func(*storage.Runbook) error {
+	id := identity.From(r.Context())
+	if id == nil || id.Unrestricted {
+		return nil
+	}
+	e := a.enforcer()
+	return func(rb *storage.Runbook) error {
+		return forbidden(e.Authorize("baremetal:runbook:use", policy.Target{"runbook.owner": strOrNil(rb.Owner)}, id.Creds))
+	}
+}
+
+// runbookCreateOwner is RunbooksController.post for a caller that is not
+// system-scoped: an owner other than its project and public are 400s, and
+// the runbook is its project's (none without a project).
+func runbookCreateOwner(r *http.Request, body map[string]any) error {
+	id := identity.From(r.Context())
+	if id == nil || id.Unrestricted || id.Creds.System {
+		return nil
+	}
+	p := id.Creds.ProjectID
+	if o, _ := body["owner"].(string); o != "" && o != p {
+		return errInvalid("Cannot create a runbook as a project scoped admin with an owner other than your own project.")
+	}
+	if pub, _ := body["public"].(bool); p != "" && pub {
+		return errInvalid("Cannot create a public runbook as a project scoped admin.")
+	}
+	if p == "" {
+		body["owner"] = nil
+	} else {
+		body["owner"] = p
+	}
+	return nil
 }

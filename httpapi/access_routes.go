@@ -48,6 +48,9 @@ const (
 	// may be read by anyone with the rule's roles); on PATCH the rules of
 	// the patched paths (update:owner, update:public, update).
 	onRunbook
+	// onRunbookList: runbook:list_all, else runbook:list on the caller's
+	// project (its runbooks and the public ones).
+	onRunbookList
 )
 
 // access is a route's rule and target.
@@ -213,10 +216,10 @@ var routeAccess = map[string]access{
 	"GET /deploy_templates/{ident}":    since(templatesAPI.min, creds("baremetal:deploy_template:get")),
 	"PATCH /deploy_templates/{ident}":  since(templatesAPI.min, creds("baremetal:deploy_template:update")),
 	"DELETE /deploy_templates/{ident}": since(templatesAPI.min, creds("baremetal:deploy_template:delete")),
-	// Runbooks: the list on the caller's credentials (list_all; the
-	// project-filtered list is not done yet), the rest by the runbook's
-	// owner as check_runbook_policy_and_retrieve.
-	"GET /runbooks":                           since(runbooksAPI.min, creds("baremetal:runbook:list_all")),
+	// Runbooks: the list as check_list_policy, the rest by the runbook's
+	// owner as check_runbook_policy_and_retrieve (runbook:use is checked
+	// when a node runs one: provisionRunbook).
+	"GET /runbooks":                           since(runbooksAPI.min, access{"baremetal:runbook:list", onRunbookList, "", 0}),
 	"POST /runbooks":                          since(runbooksAPI.min, creds("baremetal:runbook:create")),
 	"GET /runbooks/{ident}":                   since(runbooksAPI.min, object(onRunbook, "baremetal:runbook:get", "ident")),
 	"PATCH /runbooks/{ident}":                 since(runbooksAPI.min, object(onRunbook, "baremetal:runbook:update", "ident")),

@@ -62,6 +62,8 @@ owneradmin: {roles: [admin, member, reader], project: owner}
 lesseemember: {roles: [member, reader], project: lessee}
 lesseereader: {roles: [reader], project: lessee}
 otheradmin: {roles: [admin, member, reader], project: other}
+ownermanager: {roles: [manager, member, reader], project: owner}
+othermanager: {roles: [manager, member, reader], project: other}
 `
 
 // rbacHarness is the API with http_basic and the users file.
@@ -120,7 +122,7 @@ func newRBAC(t testing.TB, opts ...func(*Options)) *rbacHarness {
 	t.Helper()
 	dir := t.TempDir()
 	pw, err := LoadHTPasswd(writeHTPasswd(t, dir, "sysadmin", "sysmember", "sysreader", "ownermember", "ownerreader",
-		"owneradmin", "lesseemember", "lesseereader", "otheradmin", "noroles"))
+		"owneradmin", "lesseemember", "lesseereader", "otheradmin", "ownermanager", "othermanager", "noroles"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,9 +17,11 @@ import (
 // v1/runbook.py serves them at /v1/runbooks[/{uuid or name}[/traits[/{trait}]]],
 // and their use by PUT /v1/nodes/{id}/states/provision {"runbook": ...}.
 //
-// castiron has no keystone scopes: every request is answered as Ironic
-// answers a system-scoped admin (the owner a body gives is kept, public
-// is allowed, every runbook may be used).
+// Callers policy restricts (access.go) are judged as Ironic judges them:
+// the list filtered to a project's own and the public runbooks, a
+// project caller's new runbook its project's and never public, and
+// baremetal:runbook:use on the runbook a node runs. Unrestricted callers
+// are answered as a system-scoped admin.
 
 const (
 	runbookMinMinor  = 92  // MINOR_92_RUNBOOKS
@@ -241,7 +243,8 @@ func (a *API) listRunbooks(w http.ResponseWriter, r *http.Request) error {
 	// project is an args.boolean in Ironic's controller: for an admin the
 	// filter becomes owner == <that boolean> OR public, in effect the
 	// public runbooks when true and no filter when false.
-	items, err := a.cond.Store().ListRunbooks(ctx, storage.RunbookQuery{Page: l.page, PublicOnly: project})
+	// listProject: a project caller's own and the public runbooks.
+	items, err := a.cond.Store().ListRunbooks(ctx, storage.RunbookQuery{Page: l.page, PublicOnly: project, Project: listProject(r)})
 	if err != nil {
 		return err
 	}
@@ -277,6 +280,9 @@ func (a *API) createRunbook(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if err := checkRunbook("runbook", body); err != nil {
+		return err
+	}
+	if err := runbookCreateOwner(r, body); err != nil {
 		return err
 	}
 	return res.create(w, r, a.view(r), "runbooks", &storage.Runbook{}, body, nil, a.cond.CreateRunbook)
@@ -494,7 +500,7 @@ func (a *API) runbookRoutes() {
 // with "runbook": run by engine.Provision once the node is known and the
 // verb fits its state (Ironic's order). The runbook's steps replace the
 // clean or service steps, and its disable_ramdisk applies.
-func (a *API) provisionRunbook(ver Version, ident string) func(context.Context, *storage.Node, *engine.ProvisionRequest) error {
+func (a *API) provisionRunbook(ver Version, ident string, use func(*storage.Runbook) error) func(context.Context, *storage.Node, *engine.ProvisionRequest) error {
 	return func(ctx context.Context, n *storage.Node, req *engine.ProvisionRequest) error {
 		if !ver.AtLeast(runbookMinMinor) {
 			return errNotAcceptable()
@@ -502,6 +508,11 @@ func (a *API) provisionRunbook(ver Version, ident string) func(context.Context, 
 		rb, err := a.getRunbook(ctx, ident)
 		if err != nil {
 			return err
+		}
+		if use != nil {
+			if err := use(rb); err != nil {
+				return err
+			}
 		}
 		if ver.AtLeast(runbookTraitsMin) {
 			if len(rb.Traits) == 0 {

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"net/http"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -462,4 +463,164 @@ func TestRunbookAccess(t *testing.T) {
 	h.want(403, "ownerreader", "PUT", "/v1/runbooks/owned/traits/CUSTOM_A", v112, nil)
 	h.want(204, "sysmember", "PUT", "/v1/runbooks/owned/traits/CUSTOM_A", v112, nil)
 	h.want(204, "sysadmin", "DELETE", "/v1/runbooks/owned", v112, nil)
+}
+
+// Runbook policy per persona for list, show, create and use (Ironic's
+// check_list_policy, check_runbook_policy_and_retrieve with its public
+// fallback, RunbooksController.post's project rules, and _handle_runbook's
+// baremetal:runbook:use): system admin, member and reader, a manager and
+// a reader of the owner project, and a manager of another project.
+func TestRunbookAccessPersonas(t *testing.T) {
+	h := newRBAC(t, ceiling(112))
+	create := func(user string, body map[string]any) resp {
+		body["steps"] = rbSteps()
+		return h.as(user, "POST", "/v1/runbooks", v112, body)
+	}
+	for _, rb := range []map[string]any{{"name": "owned", "owner": "owner"}, {"name": "others", "owner": "other"},
+		{"name": "shared", "public": true}, {"name": "nobodys"}} {
+		if r := create("sysadmin", rb); r.status != 201 {
+			t.Fatalf("sysadmin creates %v: %d %s", rb["name"], r.status, r.body)
+		}
+	}
+	names := func(user, query string) []string {
+		t.Helper()
+		var out []string
+		for _, x := range h.want(200, user, "GET", "/v1/runbooks"+query, v112, nil).json(t)["runbooks"].([]any) {
+			out = append(out, x.(map[string]any)["name"].(string))
+		}
+		slices.Sort(out)
+		return out
+	}
+
+	// List: the system sees all; a project its own and the public ones.
+	for user, want := range map[string][]string{
+		"sysadmin":     {"nobodys", "others", "owned", "shared"},
+		"sysreader":    {"nobodys", "others", "owned", "shared"},
+		"ownermanager": {"owned", "shared"},
+		"ownerreader":  {"owned", "shared"},
+		"othermanager": {"others", "shared"},
+		"lesseereader": {"shared"},
+	} {
+		if got := names(user, ""); !slices.Equal(got, want) {
+			t.Errorf("%s lists %v, want %v", user, got, want)
+		}
+	}
+	if got := names("ownerreader", "?project=false"); !slices.Equal(got, []string{"owned", "shared"}) {
+		t.Errorf("ownerreader ?project=false lists %v", got)
+	}
+	if got := names("sysreader", "?project=true"); !slices.Equal(got, []string{"shared"}) {
+		t.Errorf("sysreader ?project=true lists %v", got)
+	}
+	// project=true is an owner other than the caller's project: list_all.
+	if got := h.want(403, "ownerreader", "GET", "/v1/runbooks?project=true", v112, nil).faultstring(t); got != "Access was denied to the following resource: baremetal:runbook:list_all" {
+		t.Errorf("ownerreader ?project=true: %q", got)
+	}
+	h.want(403, "noroles", "GET", "/v1/runbooks", v112, nil)
+	// Below 1.92 the route answers its own 404 before any policy.
+	h.want(404, "ownerreader", "GET", "/v1/runbooks", "1.91", nil)
+
+	// Show: the owner project's readers, the system's, anyone's public.
+	for _, c := range []struct {
+		user, name string
+		status     int
+	}{
+		{"sysreader", "owned", 200}, {"sysreader", "nobodys", 200},
+		{"ownerreader", "owned", 200}, {"ownermanager", "owned", 200}, {"ownerreader", "shared", 200},
+		{"ownerreader", "others", 403}, {"ownerreader", "nobodys", 403},
+		{"othermanager", "owned", 403}, {"othermanager", "others", 200}, {"othermanager", "shared", 200},
+	} {
+		h.want(c.status, c.user, "GET", "/v1/runbooks/"+c.name, v112, nil)
+	}
+
+	// Create: a project caller's runbook is its project's; another owner
+	// or public are 400s; readers and members lack runbook:create.
+	if got := create("ownermanager", map[string]any{"name": "mgr-own"}); got.status != 201 || got.json(t)["owner"] != "owner" {
+		t.Errorf("ownermanager creates: %d %s", got.status, got.body)
+	}
+	if got := create("ownermanager", map[string]any{"name": "mgr-same", "owner": "owner"}); got.status != 201 || got.json(t)["owner"] != "owner" {
+		t.Errorf("ownermanager creates with its owner: %d %s", got.status, got.body)
+	}
+	wantFault(t, create("ownermanager", map[string]any{"name": "mgr-other", "owner": "other"}), 400,
+		"Cannot create a runbook as a project scoped admin with an owner other than your own project.")
+	wantFault(t, create("ownermanager", map[string]any{"name": "mgr-pub", "public": true}), 400,
+		"Cannot create a public runbook as a project scoped admin.")
+	// The schema is checked first.
+	wantFault(t, h.as("ownermanager", "POST", "/v1/runbooks", v112, map[string]any{"name": "x", "public": true}), 400,
+		"Schema error for runbook: 'steps' is a required property")
+	if got := create("ownermanager", map[string]any{"name": "mgr-priv", "public": false}); got.status != 201 || got.json(t)["public"] != false {
+		t.Errorf("ownermanager creates public=false: %d %s", got.status, got.body)
+	}
+	for _, user := range []string{"ownerreader", "ownermember", "sysreader"} {
+		wantFault(t, create(user, map[string]any{"name": "by-" + user}), 403, "Access was denied to the following resource: baremetal:runbook:create")
+	}
+	// The system keeps the owner and public it gives.
+	if got := create("sysmember", map[string]any{"name": "sys-for-other", "owner": "other"}); got.status != 201 || got.json(t)["owner"] != "other" {
+		t.Errorf("sysmember creates for other: %d %s", got.status, got.body)
+	}
+	if got := create("sysmember", map[string]any{"name": "sys-pub", "public": true}); got.status != 201 || got.json(t)["public"] != true {
+		t.Errorf("sysmember creates public: %d %s", got.status, got.body)
+	}
+	if got := names("othermanager", ""); !slices.Equal(got, []string{"others", "shared", "sys-for-other", "sys-pub"}) {
+		t.Errorf("othermanager lists %v after creates", got)
+	}
+
+	// Use: a node the owner project owns, in manageable, that carries no
+	// runbook's trait: a caller runbook:use admits reaches the trait
+	// check (400), one it refuses gets 403 first.
+	id := h.want(201, "sysadmin", "POST", "/v1/nodes", latest, map[string]any{"driver": "fake-hardware", "name": "rb-node", "owner": "owner"}).json(t)["uuid"].(string)
+	// waitIdle is waitState as the system reader.
+	waitIdle := func(want string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			n := h.want(200, "sysreader", "GET", "/v1/nodes/"+id, latest, nil).json(t)
+			if n["provision_state"] == want && n["reservation"] == nil {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("node in %v (last_error %v), want %s", n["provision_state"], n["last_error"], want)
+			}
+			time.Sleep(3 * time.Millisecond)
+		}
+	}
+	h.want(202, "sysadmin", "PUT", "/v1/nodes/"+id+"/states/provision", latest, map[string]any{"target": "manage"})
+	waitIdle("manageable")
+	notApproved := "This runbook has not been approved for use on this node " + id + ". The node does not have any of the runbook's traits ['CUSTOM_T']. Please ask an administrator to add a matching trait to your node."
+	for _, name := range []string{"owned", "others", "shared", "nobodys"} {
+		h.want(204, "sysadmin", "PUT", "/v1/runbooks/"+name+"/traits/CUSTOM_T", v112, nil)
+	}
+	use := func(user, name string) resp {
+		return h.as(user, "PUT", "/v1/nodes/"+id+"/states/provision", v112, map[string]any{"target": "clean", "runbook": name})
+	}
+	denied := "Access was denied to the following resource: baremetal:runbook:use"
+	for _, c := range []struct {
+		user, name string
+		status     int
+		msg        string
+	}{
+		{"sysmember", "owned", 400, notApproved}, {"sysmember", "others", 400, notApproved}, {"sysmember", "shared", 400, notApproved},
+		{"ownermanager", "owned", 400, notApproved},
+		{"ownermanager", "others", 403, denied},
+		// A public runbook has no owner: runbook:use admits no project.
+		{"ownermanager", "shared", 403, denied}, {"ownermanager", "nobodys", 403, denied},
+		// A member may provision the node but not use a runbook.
+		{"ownermember", "owned", 403, denied},
+		// The node's rule first: a reader may not provision, another
+		// project does not see the node.
+		{"sysreader", "owned", 403, "Access was denied to the following resource: baremetal:node:set_provision_state"},
+		{"othermanager", "others", 404, "Node " + id + " could not be found."},
+		// The runbook is found before it is judged.
+		{"ownermanager", "missing", 404, "Runbook missing could not be found."},
+	} {
+		r := use(c.user, c.name)
+		if r.status != c.status || r.faultstring(t) != c.msg {
+			t.Errorf("%s uses %s: %d %s, want %d %q", c.user, c.name, r.status, r.body, c.status, c.msg)
+		}
+	}
+	// Below 1.92 the runbook is not acceptable whoever asks.
+	wantFault(t, h.as("ownermember", "PUT", "/v1/nodes/"+id+"/states/provision", "1.91", map[string]any{"target": "clean", "runbook": "others"}), 406, "Request not acceptable.")
+	// With the trait, the owner project's manager runs its runbook.
+	h.want(204, "sysadmin", "PUT", "/v1/nodes/"+id+"/traits/CUSTOM_T", latest, nil)
+	h.want(202, "ownermanager", "PUT", "/v1/nodes/"+id+"/states/provision", v112, map[string]any{"target": "clean", "runbook": "owned"})
+	waitIdle("manageable")
 }

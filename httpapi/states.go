@@ -82,7 +82,7 @@ func (a *API) putProvision(w http.ResponseWriter, r *http.Request) error {
 	case nil:
 	case string:
 		if rb != "" { // Ironic: "if runbook:"
-			req.Prepare = a.provisionRunbook(ver, rb)
+			req.Prepare = a.provisionRunbook(ver, rb, a.runbookUse(r))
 		}
 	default: // args.types(type(None), str)
 		return errInvalid("Expected types <class 'NoneType'>, <class 'str'> for runbook: %s", pyrepr.Str(rb))
