@@ -175,15 +175,9 @@ func (a *API) getDeployTemplate(w http.ResponseWriter, r *http.Request) error {
 // deploySteps reads a checked document's steps; name is the schema error's
 // ("template", "patch") for a priority too large to store.
 func deploySteps(name string, v any) ([]storage.DeployStep, error) {
-	docs, err := readStepList(name, "priority", v)
-	if err != nil {
-		return nil, err
-	}
-	steps := make([]storage.DeployStep, len(docs))
-	for i, d := range docs {
-		steps[i] = storage.DeployStep{Interface: d.Interface, Step: d.Step, Args: d.Args, Priority: d.Rank}
-	}
-	return steps, nil
+	return readStepList(name, "priority", v, func(d stepDoc) storage.DeployStep {
+		return storage.DeployStep{Interface: d.Interface, Step: d.Step, Args: d.Args, Priority: d.Rank}
+	})
 }
 
 // checkTemplate is TEMPLATE_VALIDATOR after the schema (duplicate_steps,

@@ -131,15 +131,9 @@ func runbookTableAt(ver Version) *resource[storage.Runbook] {
 // runbookSteps reads a checked document's steps; name is the schema
 // error's ("runbook", "patch") for an order too large to store.
 func runbookSteps(name string, v any) ([]storage.RunbookStep, error) {
-	docs, err := readStepList(name, "order", v)
-	if err != nil {
-		return nil, err
-	}
-	steps := make([]storage.RunbookStep, len(docs))
-	for i, d := range docs {
-		steps[i] = storage.RunbookStep{Interface: d.Interface, Step: d.Step, Args: d.Args, Order: d.Rank}
-	}
-	return steps, nil
+	return readStepList(name, "order", v, func(d stepDoc) storage.RunbookStep {
+		return storage.RunbookStep{Interface: d.Interface, Step: d.Step, Args: d.Args, Order: d.Rank}
+	})
 }
 
 // checkRunbook is the runbook validator after the schema (duplicate_steps,

@@ -33,11 +33,11 @@ type stepDoc struct {
 }
 
 // readStepList reads a checked document's steps, their rank under the key
-// rank; name is the schema error's ("template", "runbook", "patch") for a
-// rank too large to store.
-func readStepList(name, rank string, v any) ([]stepDoc, error) {
+// rank, each made a stored step S by as; name is the schema error's
+// ("template", "runbook", "patch") for a rank too large to store.
+func readStepList[S any](name, rank string, v any, as func(stepDoc) S) ([]S, error) {
 	raw, _ := v.([]any)
-	steps := make([]stepDoc, len(raw))
+	steps := make([]S, len(raw))
 	for i, x := range raw {
 		m := x.(map[string]any)
 		args, _ := m["args"].(map[string]any)
@@ -54,7 +54,7 @@ func readStepList(name, rank string, v any) ([]stepDoc, error) {
 			}
 			s.Rank = n
 		}
-		steps[i] = s
+		steps[i] = as(s)
 	}
 	return steps, nil
 }
@@ -63,7 +63,7 @@ func readStepList(name, rank string, v any) ([]stepDoc, error) {
 // document named name (duplicate_steps, whose error is the deploy
 // template's for runbooks too in Ironic, then the uuid).
 func checkStepList(name, rank string, doc map[string]any) error {
-	steps, err := readStepList(name, rank, doc["steps"])
+	steps, err := readStepList(name, rank, doc["steps"], func(s stepDoc) stepDoc { return s })
 	if err != nil {
 		return err
 	}
