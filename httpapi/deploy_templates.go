@@ -1,15 +1,12 @@
 package httpapi
 
 import (
-	"fmt"
 	"net/http"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 
 	"castiron/engine/jsonschema"
-	"castiron/fault/pyrepr"
 	"castiron/storage"
 	"sync"
 )
@@ -40,10 +37,7 @@ var (
 	deployStepSchema = jsonschema.Object(true, []string{"interface", "step", "args", "priority"},
 		jsonschema.P("args", jsonschema.Types("object")),
 		jsonschema.P("interface", &jsonschema.Schema{Types: []string{"string"}, Enum: deployInterfaces}),
-		jsonschema.P("priority", &jsonschema.Schema{AnyOf: []*jsonschema.Schema{
-			{Types: []string{"integer"}, Minimum: jsonschema.Int64(0)},
-			jsonschema.WithPattern(&jsonschema.Schema{Types: []string{"string"}, MinLength: 1}, `^[0-9]+$`),
-		}}),
+		jsonschema.P("priority", stepRankSchema()),
 		jsonschema.P("step", &jsonschema.Schema{Types: []string{"string"}, MinLength: 1}),
 	)
 	traitSchema = &jsonschema.Schema{Types: []string{"string"}, MinLength: 1, MaxLength: 255, AnyOf: []*jsonschema.Schema{
@@ -61,18 +55,7 @@ type stepView struct {
 }
 
 // maskSteps masks the args of every step (convert_steps).
-func maskSteps(v any) any {
-	steps, ok := v.([]stepView)
-	if !ok {
-		return v
-	}
-	out := make([]stepView, len(steps))
-	for i, s := range steps {
-		s.Args = maskDict(s.Args)
-		out[i] = s
-	}
-	return out
-}
+var maskSteps = maskStepArgs(func(s *stepView) *map[string]any { return &s.Args })
 
 type templateField = field[storage.DeployTemplate]
 
@@ -124,12 +107,7 @@ func templateFieldNames() []string {
 }
 
 // checkTemplateIdent is args.uuid_or_name of the path's template_ident.
-func checkTemplateIdent(ident string) error {
-	if !volUUIDOrName(ident) {
-		return errInvalid("Expected UUID or name for template_ident: %s", ident)
-	}
-	return nil
-}
+var checkTemplateIdent = identCheck("template_ident")
 
 // nameSchema is request_types.name (the list's marker).
 var nameSchema = jsonschema.WithPattern(&jsonschema.Schema{Types: []string{"string"}, MinLength: 1, MaxLength: 255}, `(?i)^[A-Z0-9-._~]+$`)
@@ -137,10 +115,7 @@ var nameSchema = jsonschema.WithPattern(&jsonschema.Schema{Types: []string{"stri
 // listDeployTemplates is GET /v1/deploy_templates.
 func (a *API) listDeployTemplates(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
-	if q.Has("marker") && !volLogicalName(q.Get("marker")) {
-		return errInvalid("Expected name for marker: %s", q.Get("marker"))
-	}
-	qa, err := readQueryArgs(q, "limit", "sort_key", "sort_dir", "fields", "detail")
+	qa, err := readNameListArgs(q)
 	if err != nil {
 		return err
 	}
@@ -200,73 +175,20 @@ func (a *API) getDeployTemplate(w http.ResponseWriter, r *http.Request) error {
 // deploySteps reads a checked document's steps; name is the schema error's
 // ("template", "patch") for a priority too large to store.
 func deploySteps(name string, v any) ([]storage.DeployStep, error) {
-	raw, _ := v.([]any)
-	steps := make([]storage.DeployStep, len(raw))
-	for i, x := range raw {
-		m := x.(map[string]any)
-		s := storage.DeployStep{Interface: m["interface"].(string), Step: m["step"].(string), Args: m["args"].(map[string]any)}
-		switch p := m["priority"].(type) {
-		case int64:
-			s.Priority = p
-		case float64:
-			s.Priority = int64(p)
-		case string:
-			n, err := strconv.ParseInt(p, 10, 64)
-			if err != nil {
-				return nil, errInvalid("Schema error for %s: %s is too large", name, pyrepr.Repr(p))
-			}
-			s.Priority = n
-		}
-		steps[i] = s
-	}
-	return steps, nil
+	return readStepList(name, "priority", v, func(d stepDoc) storage.DeployStep {
+		return storage.DeployStep{Interface: d.Interface, Step: d.Step, Args: d.Args, Priority: d.Rank}
+	})
 }
 
 // checkTemplate is TEMPLATE_VALIDATOR after the schema (duplicate_steps,
 // uuid) on a body or patched document named name.
 func checkTemplate(name string, doc map[string]any) error {
-	steps, err := deploySteps(name, doc["steps"])
-	if err != nil {
-		return err
-	}
-	var dups []string
-	seen := map[string]int{}
-	for _, s := range steps {
-		key := fmt.Sprintf("interface: %s, step: %s", s.Interface, s.Step)
-		if seen[key]++; seen[key] == 2 {
-			dups = append(dups, key)
-		}
-	}
-	if len(dups) > 0 {
-		return errInvalid("Deploy template invalid: Duplicate deploy steps. A template cannot have multiple deploy steps with the same interface and step. Duplicates: %s.",
-			strings.Join(dups, "; "))
-	}
-	if u, ok := doc["uuid"].(string); ok && !argUUIDLike(u) {
-		return errInvalid("Expected UUID for uuid: %s", u)
-	}
-	return nil
+	return checkStepList(name, "priority", doc)
 }
 
 // checkPatchedSteps is the patch's check of each step alone, before the
-// template's: pruned to the step schema's keys, then against it.
-func checkPatchedSteps(_, after map[string]any) error {
-	steps, _ := after["steps"].([]any)
-	for _, x := range steps {
-		m, ok := x.(map[string]any)
-		if !ok {
-			continue
-		}
-		for k := range m {
-			if !slices.ContainsFunc(deployStepSchema.Props, func(p jsonschema.Prop) bool { return p.Name == k }) {
-				delete(m, k)
-			}
-		}
-		if err := jsonschema.Check("Schema error for patch", deployStepSchema, m); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+// template's.
+var checkPatchedSteps = patchedStepsCheck(deployStepSchema)
 
 // createDeployTemplate is POST /v1/deploy_templates. A description passes
 // the schema and is dropped, as Ironic's DeployTemplate object has no such

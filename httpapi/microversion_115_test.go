@@ -35,17 +35,7 @@ func TestMicroversionGates92to115(t *testing.T) {
 		return []any{m}
 	}
 
-	cases := []struct {
-		name    string
-		ver     string
-		method  string
-		path    string
-		body    any
-		status  int
-		has     string // field that must be present (top level)
-		hasNot  string // field that must be absent (top level)
-		message string // fragment of the error message
-	}{
+	cases := []gateCase{
 		// 1.93: GET vmedia (404 below, as the sub-resource's get aborts);
 		// PUT is no method of the sub-resource (405), and below 1.89 the
 		// sub-resource does not exist (404, the version gate first).
@@ -150,34 +140,7 @@ func TestMicroversionGates92to115(t *testing.T) {
 		// An unknown action of the states controller is pecan's 405.
 		{"unknown states action", latest, "PUT", "/v1/nodes/{node}/states/sideways", map[string]any{"target": "x"}, 405, "", "", ""},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			body := c.body
-			if m, ok := body.(map[string]any); ok {
-				cp := map[string]any{}
-				for k, v := range m {
-					if s, ok := v.(string); ok {
-						v = sub(s)
-					}
-					cp[k] = v
-				}
-				body = cp
-			}
-			r := h.expect(c.status, c.method, sub(c.path), c.ver, body)
-			if c.has != "" || c.hasNot != "" {
-				m := r.json(t)
-				if _, ok := m[c.has]; c.has != "" && !ok {
-					t.Errorf("%s missing in %s", c.has, r.body)
-				}
-				if _, ok := m[c.hasNot]; c.hasNot != "" && ok {
-					t.Errorf("%s present in %s", c.hasNot, r.body)
-				}
-			}
-			if c.message != "" && !strings.Contains(r.faultstring(t), c.message) {
-				t.Errorf("message %q does not contain %q", r.faultstring(t), c.message)
-			}
-		})
-	}
+	runGateCases(t, h, sub, cases)
 }
 
 // TestVersion115Behaviour checks what the new versions do at their

@@ -22,17 +22,7 @@ func TestMicroversionGates(t *testing.T) {
 		return strings.NewReplacer("{node}", node, "{avail}", avail, "{port}", port).Replace(s)
 	}
 
-	cases := []struct {
-		name    string
-		ver     string
-		method  string
-		path    string
-		body    any
-		status  int
-		has     string // field that must be present (top level)
-		hasNot  string // field that must be absent (top level)
-		message string // fragment of the error message
-	}{
+	cases := []gateCase{
 		// 1.5: logical names; before that a name finds no node.
 		{"name lookup below 1.5", "1.4", "GET", "/v1/nodes/gate-node", nil, 404, "", "", "Node gate-node could not be found."},
 		{"name lookup at 1.5", "1.5", "GET", "/v1/nodes/gate-node", nil, 200, "name", "", ""},
@@ -97,6 +87,42 @@ func TestMicroversionGates(t *testing.T) {
 		{"driver unknown field", "1.77", "GET", "/v1/drivers/fake-hardware?fields=bogus", nil, 400, "", "", `Field(s) "bogus" are not valid`},
 		{"drivers fields and detail", "1.77", "GET", "/v1/drivers?fields=name&detail=true", nil, 400, "", "", "Can not specify ?detail=True and fields"},
 	}
+	runGateCases(t, h, sub, cases)
+}
+
+// TestListDetailDoesNotStick: ?detail=true once must not turn every later
+// summary list of the same route into a detailed one (the handler closure
+// used to keep it).
+func TestListDetailDoesNotStick(t *testing.T) {
+	h, node := apiWithNode(t, map[string]any{})
+	h.expect(http.StatusCreated, "POST", "/v1/ports", latest, map[string]any{"node_uuid": node, "address": "52:54:00:00:0b:01"})
+	for _, coll := range []string{"nodes", "ports"} {
+		h.expect(http.StatusOK, "GET", "/v1/"+coll+"?detail=true", latest, nil)
+		items := h.expect(http.StatusOK, "GET", "/v1/"+coll, latest, nil).json(t)[coll].([]any)
+		if _, detailed := items[0].(map[string]any)["created_at"]; detailed {
+			t.Errorf("GET /v1/%s after ?detail=true is still detailed: %v", coll, items[0])
+		}
+		h.expect(http.StatusOK, "GET", "/v1/"+coll+"?fields=uuid", latest, nil)
+	}
+}
+
+// gateCase is one row of a microversion gate table: one request at one
+// version and Ironic's answer.
+type gateCase struct {
+	name    string
+	ver     string
+	method  string
+	path    string
+	body    any
+	status  int
+	has     string // field that must be present (top level)
+	hasNot  string // field that must be absent (top level)
+	message string // fragment of the error message
+}
+
+// runGateCases runs each row as a subtest; sub fills the placeholders of
+// its path and of its body's top-level strings.
+func runGateCases(t *testing.T, h *apiHarness, sub func(string) string, cases []gateCase) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			body := c.body
@@ -124,21 +150,5 @@ func TestMicroversionGates(t *testing.T) {
 				t.Errorf("message %q does not contain %q", r.faultstring(t), c.message)
 			}
 		})
-	}
-}
-
-// TestListDetailDoesNotStick: ?detail=true once must not turn every later
-// summary list of the same route into a detailed one (the handler closure
-// used to keep it).
-func TestListDetailDoesNotStick(t *testing.T) {
-	h, node := apiWithNode(t, map[string]any{})
-	h.expect(http.StatusCreated, "POST", "/v1/ports", latest, map[string]any{"node_uuid": node, "address": "52:54:00:00:0b:01"})
-	for _, coll := range []string{"nodes", "ports"} {
-		h.expect(http.StatusOK, "GET", "/v1/"+coll+"?detail=true", latest, nil)
-		items := h.expect(http.StatusOK, "GET", "/v1/"+coll, latest, nil).json(t)[coll].([]any)
-		if _, detailed := items[0].(map[string]any)["created_at"]; detailed {
-			t.Errorf("GET /v1/%s after ?detail=true is still detailed: %v", coll, items[0])
-		}
-		h.expect(http.StatusOK, "GET", "/v1/"+coll+"?fields=uuid", latest, nil)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 
 	"castiron/engine"
@@ -38,10 +37,7 @@ var (
 		jsonschema.P("args", jsonschema.Types("object")),
 		jsonschema.P("interface", &jsonschema.Schema{Types: []string{"string"}, Enum: deployInterfaces}),
 		jsonschema.P("step", &jsonschema.Schema{Types: []string{"string"}, MinLength: 1}),
-		jsonschema.P("order", &jsonschema.Schema{AnyOf: []*jsonschema.Schema{
-			{Types: []string{"integer"}, Minimum: jsonschema.Int64(0)},
-			jsonschema.WithPattern(&jsonschema.Schema{Types: []string{"string"}, MinLength: 1}, `^[0-9]+$`),
-		}}),
+		jsonschema.P("order", stepRankSchema()),
 	)
 	runbookNameSchema  = jsonschema.WithPattern(&jsonschema.Schema{Types: []string{"string"}, MinLength: 1, MaxLength: 255}, `^[A-Za-z0-9\-._~]+$`)
 	runbookStepsSchema = &jsonschema.Schema{Types: []string{"array"}, Items: runbookStepSchema, MinItems: 1}
@@ -56,18 +52,7 @@ type runbookStepView struct {
 }
 
 // maskRunbookSteps masks the args of every step (step_sanitize).
-func maskRunbookSteps(v any) any {
-	steps, ok := v.([]runbookStepView)
-	if !ok {
-		return v
-	}
-	out := make([]runbookStepView, len(steps))
-	for i, s := range steps {
-		s.Args = maskDict(s.Args)
-		out[i] = s
-	}
-	return out
-}
+var maskRunbookSteps = maskStepArgs(func(s *runbookStepView) *map[string]any { return &s.Args })
 
 type runbookField = field[storage.Runbook]
 
@@ -148,61 +133,19 @@ func runbookTableAt(ver Version) *resource[storage.Runbook] {
 // runbookSteps reads a checked document's steps; name is the schema
 // error's ("runbook", "patch") for an order too large to store.
 func runbookSteps(name string, v any) ([]storage.RunbookStep, error) {
-	raw, _ := v.([]any)
-	steps := make([]storage.RunbookStep, len(raw))
-	for i, x := range raw {
-		m := x.(map[string]any)
-		args, _ := m["args"].(map[string]any)
-		s := storage.RunbookStep{Interface: m["interface"].(string), Step: m["step"].(string), Args: args}
-		switch o := m["order"].(type) {
-		case int64:
-			s.Order = o
-		case float64:
-			s.Order = int64(o)
-		case string:
-			n, err := strconv.ParseInt(o, 10, 64)
-			if err != nil {
-				return nil, errInvalid("Schema error for %s: %s is too large", name, pyrepr.Repr(o))
-			}
-			s.Order = n
-		}
-		steps[i] = s
-	}
-	return steps, nil
+	return readStepList(name, "order", v, func(d stepDoc) storage.RunbookStep {
+		return storage.RunbookStep{Interface: d.Interface, Step: d.Step, Args: d.Args, Order: d.Rank}
+	})
 }
 
 // checkRunbook is the runbook validator after the schema (duplicate_steps,
-// whose error is the deploy template's in Ironic too, then the uuid).
+// then the uuid).
 func checkRunbook(name string, doc map[string]any) error {
-	steps, err := runbookSteps(name, doc["steps"])
-	if err != nil {
-		return err
-	}
-	var dups []string
-	seen := map[string]int{}
-	for _, s := range steps {
-		key := "interface: " + s.Interface + ", step: " + s.Step
-		if seen[key]++; seen[key] == 2 {
-			dups = append(dups, key)
-		}
-	}
-	if len(dups) > 0 {
-		return errInvalid("Deploy template invalid: Duplicate deploy steps. A template cannot have multiple deploy steps with the same interface and step. Duplicates: %s.",
-			strings.Join(dups, "; "))
-	}
-	if u, ok := doc["uuid"].(string); ok && !argUUIDLike(u) {
-		return errInvalid("Expected UUID for uuid: %s", u)
-	}
-	return nil
+	return checkStepList(name, "order", doc)
 }
 
 // checkRunbookIdent is args.uuid_or_name of the path's runbook_ident.
-func checkRunbookIdent(ident string) error {
-	if !volUUIDOrName(ident) {
-		return errInvalid("Expected UUID or name for runbook_ident: %s", ident)
-	}
-	return nil
-}
+var checkRunbookIdent = identCheck("runbook_ident")
 
 // getRunbook is get_rpc_runbook: by uuid, else by logical name, else 400.
 func (a *API) getRunbook(ctx context.Context, ident string) (*storage.Runbook, error) {
@@ -216,10 +159,7 @@ func (a *API) getRunbook(ctx context.Context, ident string) (*storage.Runbook, e
 // checks in its order).
 func (a *API) listRunbooks(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
-	if q.Has("marker") && !volLogicalName(q.Get("marker")) {
-		return errInvalid("Expected name for marker: %s", q.Get("marker"))
-	}
-	qa, err := readQueryArgs(q, "limit", "sort_key", "sort_dir", "fields", "detail")
+	qa, err := readNameListArgs(q)
 	if err != nil {
 		return err
 	}
@@ -339,26 +279,9 @@ func patchRepr(ops []patchOp) string {
 	return "[" + strings.Join(parts, ", ") + "]"
 }
 
-// checkPatchedRunbookSteps checks each patched step alone, pruned to
-// RUNBOOK_STEP_SCHEMA's keys (patched_validate_with_schema).
-func checkPatchedRunbookSteps(_, after map[string]any) error {
-	steps, _ := after["steps"].([]any)
-	for _, x := range steps {
-		m, ok := x.(map[string]any)
-		if !ok {
-			continue
-		}
-		for k := range m {
-			if !slices.ContainsFunc(runbookStepSchema.Props, func(p jsonschema.Prop) bool { return p.Name == k }) {
-				delete(m, k)
-			}
-		}
-		if err := jsonschema.Check("Schema error for patch", runbookStepSchema, m); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+// checkPatchedRunbookSteps checks each patched step alone against
+// RUNBOOK_STEP_SCHEMA.
+var checkPatchedRunbookSteps = patchedStepsCheck(runbookStepSchema)
 
 // deleteRunbook is DELETE /v1/runbooks/{ident}.
 func (a *API) deleteRunbook(w http.ResponseWriter, r *http.Request) error {

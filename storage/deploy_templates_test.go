@@ -33,12 +33,8 @@ func TestDeployTemplates(t *testing.T) {
 		t.Fatalf("minimal round trip: %+v", minimal)
 	}
 
-	err := s.CreateDeployTemplate(ctx, &DeployTemplate{Name: "CUSTOM_RAID1"})
-	wantKind(t, err, fault.Conflict, "storage: deploy_templates (name)=(CUSTOM_RAID1) already exists")
-	err = s.CreateDeployTemplate(ctx, &DeployTemplate{UUID: full.UUID, Name: "CUSTOM_C"})
-	wantKind(t, err, fault.Conflict, "storage: deploy_templates (uuid)=("+full.UUID+") already exists")
-	_, err = s.GetDeployTemplate(ctx, "CUSTOM_NONE")
-	wantKind(t, err, fault.NotFound, "storage: no deploy_templates row CUSTOM_NONE")
+	wantNameRefusals(t, "deploy_templates", s.CreateDeployTemplate, s.GetDeployTemplate,
+		&DeployTemplate{Name: "CUSTOM_RAID1"}, &DeployTemplate{UUID: full.UUID, Name: "CUSTOM_C"}, "CUSTOM_NONE")
 
 	checkLists(t, s.ListDeployTemplates, func(t *DeployTemplate) string { return t.Name }, []listCase[Page]{
 		{"creation order", Page{}, []string{"CUSTOM_RAID1", "CUSTOM_B"}},
@@ -46,7 +42,7 @@ func TestDeployTemplates(t *testing.T) {
 		{"by name desc, limit", Page{SortKey: "name", SortDir: Desc, Limit: 1}, []string{"CUSTOM_RAID1"}},
 		{"after marker", Page{Marker: full.UUID}, []string{"CUSTOM_B"}},
 	})
-	_, err = s.ListDeployTemplates(ctx, Page{SortKey: "steps"})
+	_, err := s.ListDeployTemplates(ctx, Page{SortKey: "steps"})
 	wantKind(t, err, fault.Invalid, "storage: invalid sort_key \"steps\"")
 
 	out, err := s.UpdateDeployTemplate(ctx, "CUSTOM_B", func(t *DeployTemplate) error {

@@ -58,6 +58,20 @@ func wantUUIDRefusals[T any](t *testing.T, table string, create func(context.Con
 	wantKind(t, err, fault.NotFound, "storage: no "+table+" row "+missing)
 }
 
+// wantNameRefusals checks what a table whose rows have a unique name
+// refuses: sameName and sameUUID, rows with the name or uuid of a stored
+// one (Conflict), and the lookup of the unknown name missing (NotFound).
+func wantNameRefusals[T any](t *testing.T, table string, create func(context.Context, *T) error,
+	get func(context.Context, string) (*T, error), sameName, sameUUID *T, missing string) {
+	t.Helper()
+	ctx := context.Background()
+	field := func(v *T, name string) string { return reflect.ValueOf(v).Elem().FieldByName(name).String() }
+	wantKind(t, create(ctx, sameName), fault.Conflict, "storage: "+table+" (name)=("+field(sameName, "Name")+") already exists")
+	wantKind(t, create(ctx, sameUUID), fault.Conflict, "storage: "+table+" (uuid)=("+field(sameUUID, "UUID")+") already exists")
+	_, err := get(ctx, missing)
+	wantKind(t, err, fault.NotFound, "storage: no "+table+" row "+missing)
+}
+
 // openStores opens n stores on one fresh database, as n conductors (or
 // processes) sharing it would.
 func openStores(tb testing.TB, n int) []*DB {

@@ -37,12 +37,8 @@ func TestRunbooks(t *testing.T) {
 	}
 	owned := mustCreate(t, s.CreateRunbook, &Runbook{Name: "CUSTOM_OWNED", Owner: ptr("proj"), Steps: []RunbookStep{{Interface: "raid", Step: "delete_configuration"}}})
 
-	err := s.CreateRunbook(ctx, &Runbook{Name: "CUSTOM_FW"})
-	wantKind(t, err, fault.Conflict, "storage: runbooks (name)=(CUSTOM_FW) already exists")
-	err = s.CreateRunbook(ctx, &Runbook{UUID: full.UUID, Name: "CUSTOM_C"})
-	wantKind(t, err, fault.Conflict, "storage: runbooks (uuid)=("+full.UUID+") already exists")
-	_, err = s.GetRunbook(ctx, "CUSTOM_NONE")
-	wantKind(t, err, fault.NotFound, "storage: no runbooks row CUSTOM_NONE")
+	wantNameRefusals(t, "runbooks", s.CreateRunbook, s.GetRunbook,
+		&Runbook{Name: "CUSTOM_FW"}, &Runbook{UUID: full.UUID, Name: "CUSTOM_C"}, "CUSTOM_NONE")
 
 	checkLists(t, s.ListRunbooks, func(r *Runbook) string { return r.Name }, []listCase[RunbookQuery]{
 		{"creation order", RunbookQuery{}, []string{"CUSTOM_FW", "rb-min.1~x", "CUSTOM_OWNED"}},
@@ -55,7 +51,7 @@ func TestRunbooks(t *testing.T) {
 		{"other project: public", RunbookQuery{Project: ptr("other")}, []string{"CUSTOM_FW"}},
 	})
 	for _, key := range []string{"steps", "traits", "extra"} {
-		_, err = s.ListRunbooks(ctx, RunbookQuery{Page: Page{SortKey: key}})
+		_, err := s.ListRunbooks(ctx, RunbookQuery{Page: Page{SortKey: key}})
 		wantKind(t, err, fault.Invalid, "storage: invalid sort_key \""+key+"\"")
 	}
 
