@@ -372,6 +372,11 @@ func (c *Conductor) RamdiskBoots(ctx context.Context, nodeUUID string) bool {
 
 func (s gateStore) CreateNode(ctx context.Context, n *storage.Node) error {
 	err := s.Store.CreateNode(ctx, n)
+	if n.UUID != "" && deref(n.Reservation) == s.c.cfg.Hostname && ambiguous(err) {
+		// A node created reserved (discovery) may be stored though the
+		// create failed: orphans.go releases it if so.
+		s.c.holds.suspect(n.UUID)
+	}
 	s.gate.invalidate()
 	return err
 }

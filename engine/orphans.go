@@ -32,13 +32,24 @@ type holds struct {
 	suspects map[string]bool // a reserving write failed ambiguously
 }
 
-func (h *holds) begin(uuid string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+func (h *holds) init() {
 	if h.inflight == nil {
 		h.inflight, h.held, h.suspects = map[string]int{}, map[string]bool{}, map[string]bool{}
 	}
+}
+
+func (h *holds) begin(uuid string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.init()
 	h.inflight[uuid]++
+}
+
+func (h *holds) suspect(uuid string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.init()
+	h.suspects[uuid] = true
 }
 
 // end records a node write's outcome: reserved tells whether the committed

@@ -36,6 +36,18 @@ func (s *ambiguousStore) arm(commit bool) {
 	s.armed, s.commit, s.committed = true, commit, nil
 }
 
+// CreateNode stores the node and answers fault.Unavailable when armed.
+func (s *ambiguousStore) CreateNode(ctx context.Context, n *storage.Node) error {
+	s.mu.Lock()
+	armed := s.armed
+	s.armed = false
+	s.mu.Unlock()
+	if err := s.Store.CreateNode(ctx, n); err != nil || !armed {
+		return err
+	}
+	return fault.New(fault.Unavailable, "castiron's database server cannot be reached: the change may not have been stored. Retry shortly.")
+}
+
 func (s *ambiguousStore) UpdateNode(ctx context.Context, ident string, fn storage.NodeUpdate) (*storage.Node, error) {
 	s.mu.Lock()
 	armed, commit := s.armed, s.commit
@@ -165,6 +177,25 @@ func TestOrphanedReservationReleased(t *testing.T) {
 	// The client's retry now succeeds.
 	if err := c.Provision(ctx, a.UUID, ProvisionRequest{Target: "manage"}); err != nil {
 		t.Fatalf("retried manage: %v", err)
+	}
+
+	// A node created reserved (discovery's) whose create answer was lost.
+	ws.arm(true)
+	dn := &storage.Node{UUID: "0d6f8e0a-4c1b-4f5e-9a57-2f3c1b7e9d10", Driver: "fake-hardware", Reservation: strp("test-conductor")}
+	if err := c.store.CreateNode(ctx, dn); !fault.Is(err, fault.Unavailable) {
+		t.Fatalf("create with the answer lost: %v, want Unavailable", err)
+	}
+	for {
+		if n, err = st.GetNode(ctx, dn.UUID); err != nil {
+			t.Fatal(err)
+		}
+		if n.Reservation == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("created node %s still reserved", dn.UUID)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 
 	// B's task still holds its node after many more checks.
