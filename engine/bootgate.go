@@ -305,11 +305,25 @@ type gateStore struct {
 
 func (s gateStore) UpdateNode(ctx context.Context, ident string, fn storage.NodeUpdate) (*storage.Node, error) {
 	var last *storage.Event
+	// uuid and reserving track what this write holds (orphans.go): begun
+	// inside the transaction, before its commit, so that a check of the
+	// node's reservation never misses a write about to take it.
+	uuid, reserving := "", false
+	self := s.c.cfg.Hostname
 	n, err := s.Store.UpdateNode(ctx, ident, func(n *storage.Node) (*storage.Event, error) {
+		if uuid == "" {
+			uuid = n.UUID
+			s.c.holds.begin(uuid)
+		}
+		before := deref(n.Reservation)
 		e, err := fn(n)
 		last = e // fn may run again on a retry: the last run is what commits
+		reserving = err == nil && before != self && deref(n.Reservation) == self
 		return e, err
 	})
+	if uuid != "" {
+		s.c.holds.end(uuid, err == nil && n != nil, err == nil && n != nil && deref(n.Reservation) == self, reserving && ambiguous(err))
+	}
 	s.gate.invalidate()
 	if err == nil && n != nil {
 		s.c.observe(n.UUID, last)
@@ -358,6 +372,11 @@ func (c *Conductor) RamdiskBoots(ctx context.Context, nodeUUID string) bool {
 
 func (s gateStore) CreateNode(ctx context.Context, n *storage.Node) error {
 	err := s.Store.CreateNode(ctx, n)
+	if n.UUID != "" && deref(n.Reservation) == s.c.cfg.Hostname && ambiguous(err) {
+		// A node created reserved (discovery) may be stored though the
+		// create failed: orphans.go releases it if so.
+		s.c.holds.suspect(n.UUID)
+	}
 	s.gate.invalidate()
 	return err
 }

@@ -55,6 +55,11 @@ type Config struct {
 	PowerFailureRecoveryInterval time.Duration
 	// TimeoutCheckInterval is how often wait-state deadlines are checked.
 	TimeoutCheckInterval time.Duration
+	// OrphanCheckInterval is how often reservations whose reserving write
+	// failed ambiguously (the database server went away during its COMMIT)
+	// are re-read and, when no task of this conductor holds them, released
+	// (orphans.go; default 1 s). Nothing is read while there are none.
+	OrphanCheckInterval time.Duration
 	// PowerTimeout bounds one power operation when the request names none.
 	PowerTimeout time.Duration
 	// VerbSettle is how long a provision verb's answer waits for its task
@@ -142,6 +147,9 @@ func (c *Config) setDefaults() {
 	if c.TimeoutCheckInterval == 0 {
 		c.TimeoutCheckInterval = 10 * time.Second
 	}
+	if c.OrphanCheckInterval <= 0 {
+		c.OrphanCheckInterval = time.Second
+	}
 	if c.PowerTimeout == 0 {
 		c.PowerTimeout = 60 * time.Second
 	}
@@ -193,6 +201,7 @@ type Conductor struct {
 	obs      Observer
 	verbs    verbClock
 	psync    powerSync
+	holds    holds
 }
 
 // heartbeatStatus is the outcome of the conductor's own heartbeats, for
@@ -287,6 +296,7 @@ func (c *Conductor) Start(ctx context.Context) error {
 	c.every(c.cfg.HeartbeatInterval, "takeover", c.takeOverDead)
 	c.every(c.cfg.PowerSyncInterval, "power-sync", c.syncPowerStates)
 	c.every(c.cfg.PowerFailureRecoveryInterval, "power-failure-recovery", c.recoverPowerFailures)
+	c.every(c.cfg.OrphanCheckInterval, "orphaned-reservations", c.releaseOrphans)
 	return nil
 }
 
