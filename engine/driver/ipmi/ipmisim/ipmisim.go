@@ -140,9 +140,9 @@ set_working_mc 0x20
     allowed_auths_admin none md2 md5 straight
     guid a123456789abcdefa123456789abcdef
   endlan
-  chassis_control "%s %s"
+  chassis_control "'%s' '%s'"
   user 2 true "%s" "%s" admin 10 none md2 md5 straight
-`, port, filepath.Join(dir, "chassis.sh"), dir, User, Password),
+`, port, filepath.Join(dir, "chassis.sh"), dir, User, Password), // quoted: ipmi_sim popen()s the line through sh, and a test's temp dir may hold "(" (subtest names)
 	}
 	for name, body := range files {
 		mode := os.FileMode(0o644)
