@@ -55,4 +55,3 @@ func TestBMCFaultsOpenIPMI(t *testing.T) {
 	}
 	t.Logf("fault × verb (OpenIPMI ipmi_sim behind a faulty relay):\n%s", strings.Join(table, "\n"))
 }
-
