@@ -86,6 +86,12 @@ func OpenPostgresWith(ctx context.Context, dsn string, cfg Config) (*DB, error) 
 	}
 	q := u.Query()
 	q.Set("default_transaction_read_only", "on")
+	// A host list for failover (host=a,b&target_session_attrs=read-write)
+	// would refuse every reader session: they are read-only by design. The
+	// readers want the same server the writer gets, the primary.
+	if q.Get("target_session_attrs") == "read-write" {
+		q.Set("target_session_attrs", "primary")
+	}
 	u.RawQuery = q.Encode()
 	r, err := sql.Open("pgx", u.String())
 	if err != nil {

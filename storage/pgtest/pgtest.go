@@ -197,3 +197,75 @@ func (s *Server) Database(tb testing.TB) string {
 	}
 	return u
 }
+
+// StartReplica makes a streaming standby of primary (pg_basebackup -R over
+// primary's socket) in a new temporary directory and starts it; it serves
+// reads only until Promote. Durable failover needs the primary to wait for
+// it (SetSynchronousStandby): otherwise the last commits acknowledged by
+// the primary may never reach it.
+func StartReplica(primary *Server) (*Server, error) {
+	dir, err := os.MkdirTemp("", "castiron-pg-replica-")
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{dir: dir, bin: primary.bin, Socket: dir, runAs: primary.runAs}
+	if s.runAs != nil {
+		uid, _ := strconv.Atoi(s.runAs.Uid)
+		gid, _ := strconv.Atoi(s.runAs.Gid)
+		if err := os.Chown(dir, uid, gid); err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
+	}
+	data := filepath.Join(dir, "data")
+	if out, err := s.run("pg_basebackup", "-h", primary.Socket, "-U", "castiron", "-D", data, "-R", "-X", "stream", "--no-sync"); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("pg_basebackup: %v: %s", err, out)
+	}
+	s.opts = strings.Replace(primary.opts, "-k "+primary.Socket, "-k "+dir, 1) + " -c cluster_name=replica"
+	if out, err := s.run("pg_ctl", "-D", data, "-l", filepath.Join(dir, "log"), "-w", "-t", "60", "-o", s.opts, "start"); err != nil {
+		log, _ := os.ReadFile(filepath.Join(dir, "log"))
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("pg_ctl start (replica): %v: %s %s", err, out, log)
+	}
+	return s, nil
+}
+
+// SetSynchronousStandby makes every commit on s wait until a standby has
+// flushed it (synchronous_standby_names = '*'), so that a failover to that
+// standby loses nothing acknowledged.
+func (s *Server) SetSynchronousStandby(ctx context.Context) error {
+	db, err := sql.Open("pgx", s.URL("postgres"))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(ctx, "ALTER SYSTEM SET synchronous_standby_names = '*'"); err != nil {
+		return err
+	}
+	_, err = db.ExecContext(ctx, "SELECT pg_reload_conf()")
+	return err
+}
+
+// Promote turns a standby into a primary (pg_ctl promote, waiting for it).
+func (s *Server) Promote() error {
+	if out, err := s.run("pg_ctl", "-D", filepath.Join(s.dir, "data"), "-w", "-t", "60", "promote"); err != nil {
+		return fmt.Errorf("pg_ctl promote: %v: %s", err, out)
+	}
+	return nil
+}
+
+// FailoverURL is the URL of database db on primary, falling back to
+// standby: libpq's (and pgx's) host list with target_session_attrs
+// read-write, so connections go to whichever of the two accepts writes.
+func FailoverURL(primary, standby *Server, db string) string {
+	return "postgres://castiron@/" + db + "?host=" + primary.Socket + "," + standby.Socket +
+		"&sslmode=disable&target_session_attrs=read-write"
+}
+
+// DatabaseName is the name in a URL from NewDatabase.
+func DatabaseName(url string) string {
+	rest := strings.TrimPrefix(url, "postgres://castiron@/")
+	name, _, _ := strings.Cut(rest, "?")
+	return name
+}

@@ -75,7 +75,7 @@ func TestPostgresRestart(t *testing.T) {
 		{"failover", "immediate", 8 * time.Second},
 	} {
 		mode := round.name
-		r := burst(t, pg, srv, names, mode, round.mode, round.down)
+		r := burst(t, srv, names, mode, func() error { return restart(pg, round.mode, round.down) })
 		t.Logf("%s shutdown: PostgreSQL down %s; %s", mode, r.down.Round(time.Millisecond), r.summary())
 		for _, p := range r.bad {
 			t.Errorf("%s shutdown: unclean answer: %s", mode, p)
@@ -169,12 +169,23 @@ func ironicBody(out map[string]any) bool {
 	return inner["faultcode"] == "Server" && msg != ""
 }
 
-// burst runs 6 clients against the three conductors and stops PostgreSQL
-// with pgMode 1.5 s into it, for down, then goes on for 4.5 s. Two clients
+// restart stops PostgreSQL with pg_ctl's mode, waits down and starts it
+// again on its data.
+func restart(pg *pgtest.Server, mode string, down time.Duration) error {
+	if err := pg.Shutdown(mode); err != nil {
+		return err
+	}
+	time.Sleep(down)
+	return pg.Restart()
+}
+
+// burst runs 6 clients against the three conductors, runs outage (the
+// database going away and coming back) 1.5 s into it, then goes on for
+// 4.5 s. Two clients
 // only create nodes; each other one creates a node, asks for a verb on it (manage, or power on), and reads it and a
 // page of the list through another conductor; a 503 (or a dropped
 // connection) is retried until it succeeds, for up to a minute.
-func burst(t *testing.T, pg *pgtest.Server, srv map[string]*crashtest.Server, names []string, mode, pgMode string, down time.Duration) *outcome {
+func burst(t *testing.T, srv map[string]*crashtest.Server, names []string, mode string, outage func() error) *outcome {
 	t.Helper()
 	o := &outcome{counts: map[string]int{}, created: map[string]string{}, managed: map[string]bool{},
 		powered: map[string]bool{}, seen503: map[string]float64{}, ambiguous: map[string]bool{}}
@@ -293,13 +304,7 @@ func burst(t *testing.T, pg *pgtest.Server, srv map[string]*crashtest.Server, na
 	time.Sleep(1500 * time.Millisecond)
 	t0 := time.Now()
 	stopped.Store(t0.UnixNano())
-	if err := pg.Shutdown(pgMode); err != nil {
-		close(stop)
-		wg.Wait()
-		t.Fatal(err)
-	}
-	time.Sleep(down)
-	if err := pg.Restart(); err != nil {
+	if err := outage(); err != nil {
 		close(stop)
 		wg.Wait()
 		t.Fatal(err)
