@@ -136,6 +136,9 @@ var routeAccess = map[string]access{
 	"PATCH /nodes/{ident}/vmedia":                          access{"", onAnyone, "", 0},
 	"GET /nodes/{ident}/boot_timeline":                     node("baremetal:node:get"),
 	"GET /boot_timeline":                                   creds("baremetal:node:list_all"),
+	// Watching the serial console (castiron): whoever sees the node; typing
+	// needs baremetal:node:set_console_state, judged in the handler.
+	"GET /nodes/{ident}/states/console/stream": node("baremetal:node:get"),
 	// Every node's newest boot event (the UI's fleet list): all nodes, so
 	// list_all; a project-scoped reader gets 403 and the UI shows no column.
 	"GET /boot_timeline/latest": creds("baremetal:node:list_all"),

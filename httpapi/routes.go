@@ -172,6 +172,8 @@ func (a *API) routes() {
 	a.route("GET", "/nodes/{ident}/states/console", 1, a.getConsole)
 	a.route("PUT", "/nodes/{ident}/states/console", 1, a.putConsole)
 	a.route("GET", "/nodes/states/console/{ident}", 1, a.getConsole) // Ironic's pecan quirk
+	// castiron's own: the serial console over a WebSocket (consolestream.go).
+	a.route("GET", "/nodes/{ident}/states/console/stream", 1, a.consoleStream)
 	a.route("PUT", "/nodes/{ident}/states/raid", 1, a.putRAID)
 	a.route("PUT", "/nodes/{ident}/states/{action}", 1, methodNotAllowed) // pecan: no such custom action
 	a.route("GET", "/nodes/{ident}/vifs", 28, a.listVIFs)

@@ -61,6 +61,10 @@ type Options struct {
 	// (viewcache.go): 0 follows the fleet (2 KiB a node, 1-32 MiB),
 	// negative keeps none.
 	ViewCacheBytes int
+	// Console attaches viewers to nodes' serial consoles for
+	// GET /v1/nodes/{ident}/states/console/stream (consolestream.go); nil: that
+	// endpoint answers 400, console streaming not available.
+	Console ConsoleAttacher
 }
 
 // RequestObserver is told of each request once it is answered: the route
