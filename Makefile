@@ -23,6 +23,7 @@ all: build
 
 help:
 	@echo "make build   static ./$(BIN) (CGO_ENABLED=0, -trimpath, version $(VERSION))"
+	@echo "make web-vendor  the web UI's terminal (xterm.js) from npm into web/static/vendor (make build and make test run it)"
 	@echo "make run     build, then ./$(BIN) serve \$$ARGS (127.0.0.1:6385, data in ./castiron-data)"
 	@echo "make test    install missing Debian test packages (as root), go mod tidy check, go vet, go test, then make e2e (as root)"
 	@echo "make ramdisk build the agent and the PXE ramdisk into castiron-data/ramdisk (needs linux-image-amd64);"
@@ -36,7 +37,7 @@ help:
 	@echo "make states  the provision state machine as Graphviz (stdout)"
 	@echo "make clean   remove build outputs (never ./castiron-data)"
 
-build:
+build: web-vendor
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) .
 	@if command -v file >/dev/null; then \
 		file $(BIN); \
@@ -60,11 +61,22 @@ test-vmkernel:
 	@if [ -f '$(RAMDISK_KERNEL_SRC)' ]; then $(MAKE) --no-print-directory ramdisk-kernel-vm; \
 	else echo "make test: no $(RAMDISK_KERNEL_SRC) (apt-get install linux-source-6.1), so the VM kernel is not built" >&2; fi
 
-unit:
+unit: web-vendor
 	$(GO) test -json $(TESTFLAGS) ./... | $(GO) run ./tests/gotest
 
 deps:
 	tests/deps.sh
+
+# The web UI's terminal (npm @xterm/xterm, @xterm/addon-fit at the versions
+# and hashes of web/vendor-src/package-lock.json) into web/static/vendor,
+# embedded and git-ignored; fetched again only when the lock file changes.
+# Without npm (outside CI) the build goes on and the Console tab says so.
+WEB_VENDOR_STAMP := web/static/vendor/.built
+.PHONY: web-vendor
+web-vendor: $(WEB_VENDOR_STAMP)
+$(WEB_VENDOR_STAMP): web/vendor-src/package-lock.json web/vendor-src/build.sh
+	web/vendor-src/build.sh
+	@if [ -f web/static/vendor/xterm.mjs ]; then touch $@; fi
 
 # go.mod/go.sum must be what `go mod tidy` writes (-diff prints the change
 # and fails instead of writing it).

@@ -103,8 +103,13 @@ func newApp(ctx context.Context, c *serveConfig, log *slog.Logger) (*app, error)
 		mounts[pattern] = h
 	}
 	obs.mount(mounts, auth)
+	// The web UI's console stream attaches to the conductor's serial
+	// consoles when it has them (engine.Conductor.AttachConsole); until then
+	// the stream answers 400, console streaming not available.
+	console, _ := any(a.cond).(httpapi.ConsoleAttacher)
 	a.api = httpapi.New(a.cond, httpapi.Options{Auth: auth, Policy: rules, Logger: log, HTML: ui, Extra: mounts,
-		BootRecorder: a.prov.recorder, Observer: obs.api, MaxMinor: c.maxMinor, ViewCacheBytes: viewCacheBytes(c.viewCacheMiB)})
+		BootRecorder: a.prov.recorder, Observer: obs.api, MaxMinor: c.maxMinor, ViewCacheBytes: viewCacheBytes(c.viewCacheMiB),
+		Console: console})
 	return a, nil
 }
 

@@ -73,6 +73,14 @@ func (a *API) consoleStream(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if !isWebSocket(r) {
+		// Attached and let go at once, so that a plain GET says what a
+		// handshake would meet (console off, no such node): a browser's
+		// WebSocket reports a refused handshake without its status or body.
+		_, stream, err := a.opts.Console.AttachConsole(r.Context(), n.UUID, false)
+		if err != nil {
+			return err
+		}
+		stream.Close()
 		return errInvalid("GET /v1/nodes/%s/states/console/stream is a WebSocket endpoint: send a WebSocket upgrade request.", ident)
 	}
 	write := true

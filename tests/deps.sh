@@ -22,6 +22,7 @@
 #   python3-tenacity python3-bcrypt python3-webob python3-pbr apache2-utils curl
 #                                                 the sushy-tools Redfish lab (shared/redfish-lab: emulator
 #                                                 on libvirt + qemu) of the redfish driver's conductor test
+#   npm                                           fetches the web UI's terminal (make web-vendor: xterm.js)
 #   postgresql                                    throwaway servers for the PostgreSQL store and multi-conductor tests
 #   adduser systemd systemd-container             the .deb's dependency, systemd-analyze verify, systemd-nspawn --boot (tests/pkg)
 #   linux-source-6.1 gcc make bc bison flex libelf-dev lz4
@@ -39,7 +40,7 @@ PACKAGES=(python3-openstackclient python3-ironicclient python3-tempest ironic-te
     dnsmasq isc-dhcp-client tftp-hpa ndisc6 iputils-ping tcpdump cpio zstd xz-utils
     extlinux syslinux-common isolinux grub-efi-amd64-signed xorriso e2fsprogs gdisk fdisk parted genisoimage kea-admin
     libvirt-daemon-system libvirt-clients python3-libvirt python3-flask python3-requests python3-tenacity
-    python3-bcrypt python3-webob python3-pbr apache2-utils curl postgresql
+    python3-bcrypt python3-webob python3-pbr apache2-utils curl postgresql npm
     adduser systemd systemd-container linux-source-6.1 gcc make bc bison flex libelf-dev lz4 "$@")
 
 if ! command -v dpkg-query >/dev/null 2>&1; then

@@ -127,6 +127,10 @@ func contentType(name string) string {
 		return "application/json"
 	case ".png":
 		return "image/png"
+	case ".mjs":
+		return "text/javascript; charset=utf-8"
+	case ".txt", ".md":
+		return "text/plain; charset=utf-8"
 	}
 	return "application/octet-stream"
 }
@@ -148,7 +152,22 @@ func (a *asset) gzipped() []byte {
 }
 
 // csp allows only the UI's own origin: no inline script, no CDN.
-const csp = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
+// style-src-elem admits <style> elements made by script: the console's
+// terminal (xterm.js) puts its theme and cell sizes in them; style
+// attributes and stylesheets from elsewhere stay refused, and no script
+// but the UI's own runs. connect-src 'self' covers the console's ws: and
+// wss: to this origin.
+const csp = "default-src 'self'; script-src 'self'; style-src 'self'; style-src-elem 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
+
+// terminalAssets are the files make web-vendor adds (npm's xterm.js, which
+// the repository never holds); without them the Console tab says so.
+var terminalAssets = []string{"vendor/xterm.mjs", "vendor/addon-fit.mjs", "vendor/xterm.css"}
+
+// features is /ui/api/features: what this build of the UI can do.
+type features struct {
+	// Terminal: the console's terminal (xterm.js) is built in.
+	Terminal bool `json:"terminal"`
+}
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
@@ -177,6 +196,14 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		hdr.Set("Content-Type", "application/json")
 		hdr.Set("Cache-Control", "no-store")
 		json.NewEncoder(w).Encode(me)
+	case p == "/ui/api/features":
+		f := features{Terminal: true}
+		for _, name := range terminalAssets {
+			f.Terminal = f.Terminal && h.assets()[name] != nil
+		}
+		hdr.Set("Content-Type", "application/json")
+		hdr.Set("Cache-Control", "no-cache")
+		json.NewEncoder(w).Encode(f)
 	case p == "/ui/api/states":
 		hdr.Set("Content-Type", "application/json")
 		hdr.Set("Cache-Control", "no-cache")

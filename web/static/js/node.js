@@ -1,11 +1,13 @@
 // Node detail: state, current step with progress, actions valid in the
 // node's state, properties, driver_info, ports, inspection inventory and
-// the history of state changes. Refreshed every 2 s while open.
+// the history of state changes; tabs for the boot timeline and the serial
+// console (console.js). Refreshed every 2 s while open.
 import { api, APIError } from './api.js';
 import { fleet } from './store.js';
 import { h, clear, append, stateBadge, powerBadge, fmtBytes, fmtTime, ago, toast, stateKind } from './ui.js';
 import { catalog, validFor, perform } from './actions.js';
 import { splitBoots, powerEvents, drawBoots } from './boottimeline.js';
+import { consoleTab } from './console.js';
 
 export function nodeView(main, uuid, params) {
   let node = null;
@@ -31,7 +33,10 @@ export function nodeView(main, uuid, params) {
   const history = h('ol', { class: 'timeline' });
   const bootPanel = h('div', { class: 'boot-panel', id: 'panel-boot', role: 'tabpanel', 'aria-labelledby': 'tab-boot', hidden: true },
     h('p', { class: 'muted' }, 'Loading the boot timeline…'));
-  let tab = params && params.get('tab') === 'boot' ? 'boot' : 'details';
+  const consolePanel = h('div', { class: 'console-panel', id: 'panel-console', role: 'tabpanel', 'aria-labelledby': 'tab-console', hidden: true });
+  const con = consoleTab(consolePanel, uuid);
+  const tabs = ['details', 'boot', 'console'];
+  let tab = tabs.includes(params && params.get('tab')) ? params.get('tab') : 'details';
   let bootJSON = '';
 
   const card = (id, label, ...body) => h('section', { class: 'card', 'aria-labelledby': id }, h('h2', { id }, label), ...body);
@@ -41,8 +46,9 @@ export function nodeView(main, uuid, params) {
     actions, progress, lastError,
     h('div', { class: 'tabs', role: 'tablist', 'aria-label': 'Node views' },
       h('button', { role: 'tab', id: 'tab-details', 'aria-controls': 'panel-details', onclick: () => show('details') }, 'Details'),
-      h('button', { role: 'tab', id: 'tab-boot', 'aria-controls': 'panel-boot', onclick: () => show('boot') }, 'Boot timeline')),
-    bootPanel,
+      h('button', { role: 'tab', id: 'tab-boot', 'aria-controls': 'panel-boot', onclick: () => show('boot') }, 'Boot timeline'),
+      h('button', { role: 'tab', id: 'tab-console', 'aria-controls': 'panel-console', onclick: () => show('console') }, 'Console')),
+    bootPanel, consolePanel,
     h('div', { class: 'cards', id: 'panel-details', role: 'tabpanel', 'aria-labelledby': 'tab-details' },
       card('c-overview', 'Overview', overview),
       card('c-inventory', 'Hardware inventory', inventory),
@@ -55,6 +61,7 @@ export function nodeView(main, uuid, params) {
 
   // show switches tabs; the tab is kept in the hash (#/node/<uuid>?tab=boot).
   function show(which) {
+    if (tab === 'console' && which !== 'console') con.stop();
     tab = which;
     for (const b of view.querySelectorAll('[role=tab]')) {
       const on = b.id === 'tab-' + which;
@@ -63,9 +70,11 @@ export function nodeView(main, uuid, params) {
     }
     view.querySelector('#panel-details').hidden = which !== 'details';
     bootPanel.hidden = which !== 'boot';
-    const want = `#/node/${uuid}${which === 'boot' ? '?tab=boot' : ''}`;
+    consolePanel.hidden = which !== 'console';
+    const want = `#/node/${uuid}${which !== 'details' ? '?tab=' + which : ''}`;
     if (location.hash !== want) window.history.replaceState(null, '', want);
     if (which === 'boot') loadBoot();
+    if (which === 'console' && node) con.update(node);
   }
 
   // kv lists obj's entries (or only its set keys among keys) as a <dl>.
@@ -271,11 +280,13 @@ export function nodeView(main, uuid, params) {
       }
       // Boot events do not touch the node's updated_at: polled while shown.
       if (tab === 'boot' && lastUpdate !== undefined) loadBoot();
+      if (tab === 'console') con.update(n);
     } catch (e) {
       if (e instanceof APIError && e.status === 404) {
         clear(view).append(h('h1', null, 'Node not found'), h('p', null, e.message), h('p', null, h('a', { href: '#/' }, 'Back to the nodes')));
         fleet.remove(uuid);
         stopped = true;
+        con.stop();
         return;
       }
       toast(e.message, 'error');
@@ -285,7 +296,7 @@ export function nodeView(main, uuid, params) {
 
   show(tab);
   refresh();
-  return () => { stopped = true; clearTimeout(timer); };
+  return () => { stopped = true; clearTimeout(timer); con.stop(); };
 }
 
 // drawInventory renders an ironic-python-agent inventory: system, CPU,
