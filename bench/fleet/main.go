@@ -26,7 +26,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -43,8 +42,6 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
-
-	"castiron/engine/driver/bmcsim/ipmisim"
 )
 
 type config struct {
@@ -54,7 +51,8 @@ type config struct {
 	ironicMaxN               int
 	window, coldCap          time.Duration
 	latMin, latMax           time.Duration
-	base                     string
+	base, rfBase             string
+	bmc                      string
 	port                     int
 	dir                      string
 	jsonl                    string
@@ -88,11 +86,16 @@ func main() {
 	flag.DurationVar(&c.coldCap, "cold-cap", 90*time.Second, "longest wait for the first (cold) sweep")
 	flag.DurationVar(&c.latMin, "latency-min", 20*time.Millisecond, "BMC answer delay, lower bound")
 	flag.DurationVar(&c.latMax, "latency-max", 50*time.Millisecond, "BMC answer delay, upper bound")
-	flag.StringVar(&c.base, "base", "127.30.0.1", "first BMC address")
-	flag.IntVar(&c.port, "port", 6623, "BMC UDP port")
+	flag.StringVar(&c.bmc, "bmc", "ipmi", "BMC protocol of the fleet: ipmi or redfish")
+	flag.StringVar(&c.base, "base", "127.30.0.1", "first IPMI BMC address")
+	flag.StringVar(&c.rfBase, "redfish-base", "127.40.0.1", "first Redfish BMC address")
+	flag.IntVar(&c.port, "port", 0, "BMC port (default: 623 + 6000 for IPMI over UDP, 8000 for Redfish over HTTP)")
 	flag.StringVar(&c.dir, "dir", "", "work directory (data dirs, logs); default a new temp dir")
 	flag.StringVar(&c.jsonl, "jsonl", "", "append one JSON line per result here")
 	flag.Parse()
+	if c.port == 0 {
+		c.port = map[string]int{"ipmi": 6623, "redfish": 8000}[c.bmc]
+	}
 	c.targets = strings.Split(targets, ",")
 	for _, s := range strings.Split(ns, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -142,10 +145,12 @@ type server struct {
 
 func run(c config, target string, n int) result {
 	r := result{Target: target, N: n}
-	log.Printf("%s, N=%d: starting %d BMCs", target, n, n)
-	ctx := context.Background()
-	fleet, err := ipmisim.Start(ctx, ipmisim.Config{N: n, Distinct: true, Base: net.ParseIP(c.base), Port: c.port,
-		LatencyMin: c.latMin, LatencyMax: c.latMax, CipherSuites: nil})
+	log.Printf("%s, N=%d: starting %d %s BMCs", target, n, n, c.bmc)
+	start := startIPMI
+	if c.bmc == "redfish" {
+		start = startRedfish
+	}
+	fleet, err := start(c, n)
 	if err != nil {
 		r.Errors = err.Error()
 		return r
@@ -159,7 +164,7 @@ func run(c config, target string, n int) result {
 	case "after":
 		s, err = startCastiron(c.after, dir)
 	case "ironic":
-		s, err = startIronic(c.ironicRef, dir)
+		s, err = startIronic(c.ironicRef, dir, c.bmc)
 	default:
 		err = fmt.Errorf("unknown target %q", target)
 	}
@@ -185,7 +190,7 @@ func run(c config, target string, n int) result {
 
 	// Window.
 	snap := readsOf(fleet)
-	st0 := fleet.Stats()
+	reads0, traffic0 := fleet.TotalReads(), fleet.Traffic()
 	cpu0 := cpuTicks(s.pids())
 	tw := time.Now()
 	end := tw.Add(c.window)
@@ -195,9 +200,9 @@ func run(c config, target string, n int) result {
 		time.Sleep(rest)
 	}
 	el := time.Since(tw)
-	st1 := fleet.Stats()
+	reads1, traffic1 := fleet.TotalReads(), fleet.Traffic()
 	cpu1 := cpuTicks(s.pids())
-	reads := st1.Reads - st0.Reads
+	reads := reads1 - reads0
 	r.ReadsPerMin = float64(reads) / el.Minutes()
 	if r.SweepExact {
 		r.SweepS = sweep.Seconds()
@@ -205,7 +210,7 @@ func run(c config, target string, n int) result {
 		r.SweepS = float64(n) / r.ReadsPerMin * 60
 	}
 	if reads > 0 {
-		r.Packets = (st1.Received - st0.Received) * 100 / reads
+		r.Packets = (traffic1 - traffic0) * 100 / reads
 	}
 	r.Cores = float64(cpu1-cpu0) / 100 / el.Seconds() // USER_HZ 100
 	r.RSSMiB = rssMiB(s.pids())
@@ -213,23 +218,23 @@ func run(c config, target string, n int) result {
 	return r
 }
 
-func readsOf(f *ipmisim.Fleet) []uint64 {
-	out := make([]uint64, len(f.BMCs))
-	for i, b := range f.BMCs {
-		out[i] = b.Stats().Reads
+func readsOf(f bmcs) []uint64 {
+	out := make([]uint64, f.Len())
+	for i := range out {
+		out[i] = f.Reads(i)
 	}
 	return out
 }
 
 // waitSwept waits until every BMC has more reads than in base, or until
 // deadline (false).
-func waitSwept(f *ipmisim.Fleet, base []uint64, deadline time.Time) bool {
+func waitSwept(f bmcs, base []uint64, deadline time.Time) bool {
 	next := 0
 	for {
-		for next < len(f.BMCs) && f.BMCs[next].Stats().Reads > base[next] {
+		for next < f.Len() && f.Reads(next) > base[next] {
 			next++
 		}
-		if next == len(f.BMCs) {
+		if next == f.Len() {
 			return true
 		}
 		if time.Now().After(deadline) {
@@ -289,7 +294,7 @@ func startCastiron(bin, dir string) (*server, error) {
 // startIronic runs the reference Ironic (single process, SQLite) with power
 // sync every second, sync_power_state_workers 8 (its default) and
 // periodic_max_workers 100, as issue 28 sets a fair Ironic up.
-func startIronic(ref, dir string) (*server, error) {
+func startIronic(ref, dir, bmc string) (*server, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -298,6 +303,14 @@ func startIronic(ref, dir string) (*server, error) {
 		return nil, err
 	}
 	conf := strings.Replace(string(tmpl), "[conductor]\n", "[conductor]\nsync_power_state_interval = 1\nsync_power_state_workers = 8\nperiodic_max_workers = 100\n", 1)
+	if bmc == "redfish" {
+		// The reference enables ipmi only; its redfish type (sushy, Debian's
+		// python3-sushy) with the interfaces it needs.
+		for _, kv := range [][2]string{{"enabled_hardware_types", "redfish"}, {"enabled_power_interfaces", "redfish"},
+			{"enabled_management_interfaces", "redfish"}} {
+			conf = strings.Replace(conf, kv[0]+" = ", kv[0]+" = "+kv[1]+",", 1)
+		}
+	}
 	tp := filepath.Join(dir, "ironic.conf.template")
 	if err := os.WriteFile(tp, []byte(conf), 0o644); err != nil {
 		return nil, err
@@ -375,7 +388,7 @@ var client = &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{
 // createNodes enrolls one ipmi node per BMC with API 1.10: the node is
 // "available" at once, as before enroll existed, so nothing but the power
 // sync talks to the BMCs.
-func createNodes(base string, f *ipmisim.Fleet, workers int) int {
+func createNodes(base string, f bmcs, workers int) int {
 	var next, failed atomic.Int64
 	var wg sync.WaitGroup
 	for range workers {
@@ -384,14 +397,10 @@ func createNodes(base string, f *ipmisim.Fleet, workers int) int {
 			defer wg.Done()
 			for {
 				i := int(next.Add(1)) - 1
-				if i >= len(f.BMCs) {
+				if i >= f.Len() {
 					return
 				}
-				b := f.BMCs[i]
-				body, _ := json.Marshal(map[string]any{"driver": "ipmi", "driver_info": map[string]any{
-					"ipmi_address": b.Host(), "ipmi_port": b.Port(), "ipmi_cipher_suite": "17",
-					"ipmi_username": ipmisim.DefaultUser, "ipmi_password": ipmisim.DefaultPassword,
-				}})
+				body, _ := json.Marshal(f.Node(i))
 				req, _ := http.NewRequest("POST", base+"/v1/nodes", bytes.NewReader(body))
 				req.Header.Set("X-OpenStack-Ironic-API-Version", "1.10")
 				req.Header.Set("Content-Type", "application/json")
@@ -467,15 +476,20 @@ func table(c config, rs []result) string {
 	}
 	name := map[string]string{"before": "castiron main", "after": "castiron fleet", "ironic": "Ironic 21.4"}
 	var b strings.Builder
-	fmt.Fprintf(&b, "\nPower sync, %d-%d ms BMCs (IPMI lanplus, suite 17, one 127.x.y.z each), interval 1 s; columns: %s\n\n",
-		c.latMin.Milliseconds(), c.latMax.Milliseconds(), strings.Join(func() []string {
+	proto := "IPMI lanplus, suite 17"
+	per := "packets/read"
+	if c.bmc == "redfish" {
+		proto, per = "Redfish over HTTP, castiron's emulator state-only", "requests/read"
+	}
+	fmt.Fprintf(&b, "\nPower sync, %d-%d ms BMCs (%s, one 127.x.y.z each), interval 1 s; columns: %s\n\n",
+		c.latMin.Milliseconds(), c.latMax.Milliseconds(), proto, strings.Join(func() []string {
 			var o []string
 			for _, t := range cols {
 				o = append(o, name[t])
 			}
 			return o
 		}(), " / "))
-	b.WriteString("| nodes | BMC reads/min | x after/before | x after/Ironic | full sweep (warm) | cold sweep | packets/read | CPU cores | RSS MiB |\n|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "| nodes | BMC reads/min | x after/before | x after/Ironic | full sweep (warm) | cold sweep | %s | CPU cores | RSS MiB |\n|---|---|---|---|---|---|---|---|---|\n", per)
 	for _, n := range c.ns {
 		var reads, sweep, cold, pk, cores, rss []string
 		for _, t := range cols {
@@ -515,7 +529,7 @@ func table(c config, rs []result) string {
 			ratio("after", "before"), ratio("after", "ironic"), strings.Join(sweep, " / "), strings.Join(cold, " / "),
 			strings.Join(pk, " / "), strings.Join(cores, " / "), strings.Join(rss, " / "))
 	}
-	b.WriteString("\n~ extrapolated (N / rate: the window ended first); > the cold sweep was still running at the cap. packets/read counts every packet the BMCs received per power read (session setup, keepalives and Close Session included). With the 1 s interval a target reads at most N x 60 a minute: a rate at that ceiling means passes shorter than a second.\n")
+	b.WriteString("\n~ extrapolated (N / rate: the window ended first); > the cold sweep was still running at the cap. packets/read (IPMI) counts every packet the BMCs received per power read (session setup, keepalives and Close Session included); requests/read (Redfish) every HTTP request (service root, sessions, the system). With the 1 s interval a target reads at most N x 60 a minute: a rate at that ceiling means passes shorter than a second.\n")
 	for _, r := range rs {
 		if r.Errors != "" {
 			fmt.Fprintf(&b, "⚠ %s N=%d: %s\n", r.Target, r.N, r.Errors)

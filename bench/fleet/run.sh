@@ -5,7 +5,9 @@
 # bench/fleet/main.go for what is measured.
 #
 # usage: bench/fleet/run.sh
-# env:   N=100,1000,10000   fleet sizes
+# env:   BMC=ipmi             ipmi or redfish (castiron's Redfish emulator,
+#                           state-only, one HTTP BMC per 127.x.y.z)
+#        N=100,1000,10000   fleet sizes
 #        TARGETS=before,after,ironic
 #        IRONIC_MAX_N=1000  largest N Ironic runs at (creating and syncing
 #                           10,000 nodes takes it far longer than a window)
@@ -21,6 +23,7 @@ set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 N="${N:-100,1000,10000}"
+BMC="${BMC:-ipmi}"
 TARGETS="${TARGETS:-before,after,ironic}"
 IRONIC_MAX_N="${IRONIC_MAX_N:-1000}"
 WINDOW="${WINDOW:-60s}"
@@ -51,7 +54,7 @@ else
 fi
 
 STAMP="$(date -u +%Y-%m-%dT%H%M)"
-MD="$OUT/fleet-$STAMP.md"
+MD="$OUT/fleet-$BMC-$STAMP.md"
 {
     echo "# bench/fleet $STAMP"
     echo
@@ -59,7 +62,7 @@ MD="$OUT/fleet-$STAMP.md"
     echo "Machine: $(nproc) cores; load average at start: $(cut -d' ' -f1-3 /proc/loadavg)."
 } > "$MD"
 "$TMP/bin/fleet" -before "$TMP/bin/castiron-before" -after "$TMP/bin/castiron-after" "${IRONIC_ARGS[@]}" \
-    -targets "$TARGETS" -n "$N" -window "$WINDOW" -cold-cap "$COLD_CAP" -dir "$TMP" \
-    -jsonl "$OUT/fleet-$STAMP.jsonl" | tee -a "$MD"
+    -bmc "$BMC" -targets "$TARGETS" -n "$N" -window "$WINDOW" -cold-cap "$COLD_CAP" -dir "$TMP" \
+    -jsonl "$OUT/fleet-$BMC-$STAMP.jsonl" | tee -a "$MD"
 echo "Load average at end: $(cut -d' ' -f1-3 /proc/loadavg)." >> "$MD"
 echo "results: $MD (work dir with logs: $TMP)" >&2

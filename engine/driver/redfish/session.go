@@ -222,7 +222,8 @@ func (e *endpoint) logout(ctx context.Context) {
 	default:
 		e.log.DebugContext(ctx, "redfish: session deleted", "bmc", e.address, "session", uri)
 	}
-	e.http.CloseIdleConnections()
+	// The transport is shared by the fleet: its idle connections to this
+	// BMC are closed by its LRU and idle timeout, not here.
 }
 
 // sessionCache holds the endpoints by key, least recently used first out:
@@ -255,7 +256,7 @@ func (d *Driver) endpoint(inf *info) (*endpoint, []*endpoint, error) {
 		e.lastUsed = now
 		return e, out, nil
 	}
-	hc, err := newHTTPClient(d.cfg, inf)
+	hc, err := d.newHTTPClient(inf)
 	if err != nil {
 		return nil, out, err
 	}
@@ -295,6 +296,11 @@ func (d *Driver) Close(ctx context.Context) error {
 		go func() { defer wg.Done(); e.logout(ctx) }()
 	}
 	wg.Wait()
+	d.transports.mu.Lock()
+	for _, tr := range d.transports.m {
+		tr.CloseIdleConnections()
+	}
+	d.transports.mu.Unlock()
 	return nil
 }
 
