@@ -132,6 +132,8 @@ func hardwareTypes(log *slog.Logger) (*engine.Registry, *redfish.Driver) {
 		engine.NewFakeHardware(fakeDriver),
 		engine.NewIPMIHardware(ipmiDriver, ipmiDriver, ipmi.Properties()),
 		engine.NewRedfishHardware(redfishDriver, redfish.Properties()),
+		engine.NewIDRACHardware(redfishDriver, redfish.Properties()),
+		engine.NewILO5Hardware(redfishDriver, redfish.ILOProperties()),
 		engine.NewManualManagement(fakeDriver),
 	), redfishDriver
 }

@@ -88,7 +88,7 @@ var agentDriven = map[string]bool{
 
 // Inspect interfaces that read the hardware from the BMC: the node does not
 // boot, inspection ends in the same task.
-var outOfBand = map[string]bool{"inspect:redfish": true}
+var outOfBand = map[string]bool{"inspect:redfish": true, "inspect:idrac-redfish": true, "inspect:ilo": true}
 
 // NewFakeHardware is the fake-hardware type: instant power, boot, inspect and
 // deploy; agent-driven interfaces may be chosen to exercise the wait states.
@@ -154,14 +154,14 @@ type RedfishDriver interface {
 
 // NewRedfishHardware is the redfish type, with Ironic's interface names:
 // power, management and inspect "redfish"; boot by iPXE/PXE as the other
-// types (and by virtual media where the redfish-virtual-media boot
-// interface is enabled).
+// types, by virtual media (redfish-virtual-media) or by UEFI HTTP boot of
+// the ramdisk ISO (redfish-https).
 func NewRedfishHardware(d RedfishDriver, props []driver.Property) *HardwareType {
 	return &HardwareType{
 		Name: "redfish",
 		Interfaces: map[string][]string{
 			"bios":       {"no-bios"},
-			"boot":       {"ipxe", "pxe", "http", BootVirtualMedia},
+			"boot":       {"ipxe", "pxe", "http", BootVirtualMedia, BootRedfishHTTPS},
 			"console":    {"no-console"},
 			"deploy":     {"direct", "ramdisk", "custom-agent"},
 			"firmware":   {"no-firmware"},

@@ -199,7 +199,7 @@ func (c *Conductor) inspectionNode(ctx context.Context, in Inspection) (*storage
 
 // bmcAddressOf is the node's BMC host as enrolled.
 func bmcAddressOf(n *storage.Node) string {
-	for _, k := range []string{"ipmi_address", "redfish_address", "bmc_address"} {
+	for _, k := range []string{"ipmi_address", "redfish_address", "ilo_address", "bmc_address"} {
 		if v, ok := n.DriverInfo[k].(string); ok && v != "" {
 			v = strings.TrimPrefix(strings.TrimPrefix(v, "https://"), "http://")
 			if h, _, ok := strings.Cut(v, "/"); ok {

@@ -53,8 +53,12 @@ func bootAgent(ctx context.Context, c *Conductor, n *storage.Node) error {
 	}
 	dn := driverNode(n)
 	target := driver.PowerOn
-	if n.BootInterface == BootVirtualMedia {
-		if err := c.insertRamdiskISO(ctx, hw, n); err != nil {
+	if isoBoot(n.BootInterface) {
+		prepare := c.insertRamdiskISO
+		if bootMethodOf(n.BootInterface) == bootUEFIHTTP {
+			prepare = c.httpBootRamdiskISO
+		}
+		if err := prepare(ctx, hw, n); err != nil {
 			return err
 		}
 		if n.DisablePowerOff && dn.PowerState != driver.PowerOff {
@@ -71,9 +75,7 @@ func bootAgent(ctx context.Context, c *Conductor, n *storage.Node) error {
 		}
 	}
 	if err := hw.Power.SetPowerState(ctx, dn, target, c.cfg.PowerTimeout); err != nil {
-		if n.BootInterface == BootVirtualMedia {
-			c.ejectRamdiskISO(ctx, hw, n)
-		}
+		c.endRamdisk(ctx, n)
 		return fmt.Errorf("failed to power on the node to boot the ramdisk: %w", err)
 	}
 	on := driver.PowerOn
@@ -92,7 +94,7 @@ func bootAgent(ctx context.Context, c *Conductor, n *storage.Node) error {
 func (c *Conductor) insertRamdiskISO(ctx context.Context, hw *HardwareType, n *storage.Node) error {
 	vm, ok := managementFeature[driver.VirtualMedia](n, hw)
 	if !ok {
-		return fmt.Errorf("boot interface %s needs a management interface with virtual media (redfish); %s has none", BootVirtualMedia, n.ManagementInterface)
+		return fmt.Errorf("boot interface %s needs a management interface with virtual media (redfish); %s has none", n.BootInterface, n.ManagementInterface)
 	}
 	url, err := c.ramdiskISO(ctx, n)
 	if err != nil {
@@ -116,6 +118,34 @@ func (c *Conductor) insertRamdiskISO(ctx context.Context, hw *HardwareType, n *s
 	return nil
 }
 
+// httpBootRamdiskISO is bootAgent's half for redfish-https (Ironic's
+// RedfishHttpsBoot.prepare_ramdisk): the node powered off (a
+// disable_power_off node stays on and is reset instead), the ISO built (or
+// reused), then a one-time boot override to UEFI HTTP with HttpBootUri
+// pointing at the ISO, which the firmware fetches and boots (the ISO's EFI
+// loader). Nothing is attached, so nothing is ejected afterwards.
+func (c *Conductor) httpBootRamdiskISO(ctx context.Context, hw *HardwareType, n *storage.Node) error {
+	hb, ok := managementFeature[driver.HTTPBooter](n, hw)
+	if !ok {
+		return fmt.Errorf("boot interface %s needs a management interface with UEFI HTTP boot (redfish); %s has none", n.BootInterface, n.ManagementInterface)
+	}
+	url, err := c.ramdiskISO(ctx, n)
+	if err != nil {
+		return err
+	}
+	dn := driverNode(n)
+	if dn.PowerState != driver.PowerOff && !n.DisablePowerOff {
+		if err := hw.Power.SetPowerState(ctx, dn, driver.PowerOff, c.cfg.PowerTimeout); err != nil {
+			return fmt.Errorf("failed to power off the node before setting UEFI HTTP boot: %w", err)
+		}
+	}
+	if err := hb.SetHTTPBoot(ctx, dn, url, false); err != nil {
+		return fmt.Errorf("failed to set UEFI HTTP boot from %s: %w", url, err)
+	}
+	c.log.InfoContext(ctx, "UEFI HTTP boot of the ramdisk ISO set", "node", n.UUID, "state", n.ProvisionState, "url", url)
+	return nil
+}
+
 // ejectRamdiskISO ends a virtual media boot of the ramdisk (best effort:
 // the node's state does not depend on it, and a failure is logged).
 func (c *Conductor) ejectRamdiskISO(ctx context.Context, hw *HardwareType, n *storage.Node) {
@@ -134,7 +164,7 @@ func (c *Conductor) ejectRamdiskISO(ctx context.Context, hw *HardwareType, n *st
 // failure, timeout): for virtual media it ejects the ISO; a network boot
 // needs nothing (the boot gate stops answering by the node's state).
 func (c *Conductor) endRamdisk(ctx context.Context, n *storage.Node) {
-	if n.BootInterface != BootVirtualMedia {
+	if bootMethodOf(n.BootInterface) != bootVirtualMedia {
 		return
 	}
 	if hw, err := c.hardwareOf(n); err == nil {

@@ -25,6 +25,14 @@ type SecureBootSetter interface {
 	SetSecureBoot(ctx context.Context, n Node, on bool) error
 }
 
+// HTTPBooter boots the node from a URL by UEFI HTTP boot: the boot
+// override to BootUEFIHTTP with the URL the firmware fetches (Redfish
+// UefiHttp + HttpBootUri), as Ironic's redfish-https boot interface does.
+// The override is used up by the next boot unless persistent.
+type HTTPBooter interface {
+	SetHTTPBoot(ctx context.Context, n Node, url string, persistent bool) error
+}
+
 // Indicator states, as Ironic spells them (ironic.common.indicator_states).
 const (
 	IndicatorOff      = "off"

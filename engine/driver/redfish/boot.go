@@ -71,6 +71,21 @@ func (d *Driver) SupportedBootDevices() []string {
 // Continuous, as Ironic does. A BMC that refuses Continuous gets Once, as
 // in Ironic (which re-applies it before every power on; castiron logs it).
 func (d *Driver) SetBootDevice(ctx context.Context, n driver.Node, device string, persistent bool) error {
+	return d.setBoot(ctx, n, device, persistent, nil)
+}
+
+// SetHTTPBoot is driver.HTTPBooter: the boot override to UefiHttp with
+// HttpBootUri url in the same PATCH, as Ironic's redfish management
+// set_boot_device(UEFIHTTP, http_boot_url=...) sends it through sushy.
+func (d *Driver) SetHTTPBoot(ctx context.Context, n driver.Node, url string, persistent bool) error {
+	if url == "" {
+		return fault.New(fault.Invalid, "UEFI HTTP boot of node %s needs a URL", n.UUID)
+	}
+	return d.setBoot(ctx, n, driver.BootUEFIHTTP, persistent, &url)
+}
+
+// setBoot is SetBootDevice with an optional HttpBootUri.
+func (d *Driver) setBoot(ctx context.Context, n driver.Node, device string, persistent bool, httpURI *string) error {
 	target, ok := targetOf(device)
 	if !ok {
 		return fault.New(fault.Invalid, "Invalid boot device %s specified.", device)
@@ -91,7 +106,7 @@ func (d *Driver) SetBootDevice(ctx context.Context, n driver.Node, device string
 	if persistent {
 		want = schemas.ContinuousBootSourceOverrideEnabled
 	}
-	b := &schemas.Boot{BootSourceOverrideTarget: target}
+	b := &schemas.Boot{BootSourceOverrideTarget: target, HTTPBootURI: httpURI}
 	if o.inf.vendor == "supermicro" || sys.Boot.BootSourceOverrideEnabled != want {
 		b.BootSourceOverrideEnabled = want
 	}

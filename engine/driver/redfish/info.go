@@ -71,6 +71,9 @@ func (i *info) key() string {
 // does, with its messages (fault.Invalid: HTTP 400).
 func parseInfo(n driver.Node) (*info, error) {
 	di := n.DriverInfo
+	if driver.IsEmpty(di["redfish_address"]) && !driver.IsEmpty(di["ilo_address"]) {
+		di = iloInfo(di)
+	}
 	if driver.IsEmpty(di["redfish_address"]) {
 		return nil, fault.New(fault.Invalid, "Missing the following Redfish properties in node %s driver_info: ['redfish_address']", n.UUID)
 	}
@@ -143,6 +146,43 @@ func parseInfo(n driver.Node) (*info, error) {
 		inf.vendor = strings.ToLower(v)
 	}
 	return inf, nil
+}
+
+// iloInfo reads Ironic's ilo driver_info (the ilo5 hardware type) as the
+// Redfish keys of the same BMC: iLO 5's Redfish service at
+// https://ilo_address[:client_port], its only system /redfish/v1/Systems/1,
+// ilo_username/ilo_password, ilo_verify_ca. The node's driver_info is left
+// as the operator wrote it.
+func iloInfo(di map[string]any) map[string]any {
+	out := map[string]any{}
+	addr := strings.TrimSpace(driver.ScalarString(di["ilo_address"]))
+	if a, err := netip.ParseAddr(addr); err == nil && a.Is6() {
+		addr = "[" + addr + "]"
+	}
+	if p := driver.ScalarString(di["client_port"]); p != "" && p != "<nil>" {
+		addr += ":" + p
+	}
+	out["redfish_address"] = "https://" + addr
+	out["redfish_system_id"] = defaultRoot + "/Systems/1"
+	for from, to := range map[string]string{"ilo_username": "redfish_username", "ilo_password": "redfish_password", "ilo_verify_ca": "redfish_verify_ca"} {
+		if v, ok := di[from]; ok {
+			out[to] = v
+		}
+	}
+	return out
+}
+
+// ILOProperties documents the ilo5 type's driver_info keys: Ironic's ilo
+// keys, which castiron reads as the Redfish service of iLO 5 (the redfish_*
+// keys are accepted too and win when redfish_address is set).
+func ILOProperties() []driver.Property {
+	return []driver.Property{
+		{Name: "ilo_address", Description: "IP address or host name of the iLO; castiron talks to its Redfish service at https://ilo_address. Required (unless redfish_address is set)."},
+		{Name: "ilo_username", Description: "iLO user with the right to change power and boot settings. Required."},
+		{Name: "ilo_password", Description: "Password of ilo_username. Required."},
+		{Name: "client_port", Description: "Port of the iLO's HTTPS service; default 443. Optional."},
+		{Name: "ilo_verify_ca", Description: "true (default) to verify the iLO's TLS certificate, false to skip verification, or the path of a CA bundle. Optional."},
+	}
 }
 
 // systemPath turns redfish_system_id into a resource path. Ironic documents

@@ -22,10 +22,14 @@ const ControlPrefix = "/redfishsim"
 
 // State is what GET /redfishsim/state answers.
 type State struct {
-	PowerState     string
-	BootTarget     string
-	BootEnabled    string
-	BootMode       string
+	PowerState  string
+	BootTarget  string
+	BootEnabled string
+	BootMode    string
+	HTTPBootURI string
+	// LastBoot is what the system last started with (a Once override is
+	// used up by that start, so BootTarget no longer shows it).
+	LastBoot       Boot
 	Health         string
 	SecureBoot     bool
 	BIOS           map[string]any
@@ -47,6 +51,7 @@ func (s *Server) Snapshot() State {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st.BootTarget, st.BootEnabled, st.BootMode = s.sys.target, s.sys.enabled, s.sys.mode
+	st.HTTPBootURI, st.LastBoot = s.sys.httpBootURI, s.sys.lastBoot
 	st.Health, st.SecureBoot = s.sys.health, s.sys.secureBoot
 	for _, t := range s.tasks {
 		switch t.state {

@@ -64,6 +64,7 @@ type systemState struct {
 	secureBoot   bool
 	secureActive bool // SecureBootCurrentBoot: what the last boot used
 	assetTag     string
+	lastBoot     Boot // what the last start booted with (Target "" before any)
 }
 
 type session struct {

@@ -337,6 +337,7 @@ func (s *Server) startLocked() Boot {
 	if s.sys.enabled == "Once" {
 		s.sys.enabled, s.sys.target = "Disabled", "None"
 	}
+	s.sys.lastBoot = b
 	return b
 }
 
