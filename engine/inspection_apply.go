@@ -51,7 +51,12 @@ func (c *Conductor) inspectedNode(ctx context.Context, uuid string, in Inspectio
 	if err != nil {
 		return nil, err
 	}
-	pd, err := inspectrules.Normalize(in.PluginData)
+	hooked := make(map[string]any, len(in.PluginData)+6)
+	for k, v := range in.PluginData {
+		hooked[k] = v
+	}
+	inspectionHooks(&work, in, hooked)
+	pd, err := inspectrules.Normalize(hooked)
 	if err != nil {
 		return nil, err
 	}
