@@ -11,6 +11,7 @@ package lldp
 import (
 	"encoding/binary"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -88,7 +89,7 @@ func FromRaw(raw any) []TLV {
 		if !ok || len(pair) != 2 {
 			continue
 		}
-		typ, ok1 := pair[0].(float64)
+		typ, ok1 := tlvType(pair[0])
 		val, ok2 := pair[1].(string)
 		if !ok1 || !ok2 {
 			continue
@@ -97,9 +98,24 @@ func FromRaw(raw any) []TLV {
 		if err != nil || len(b) > maxValue {
 			continue
 		}
-		out = append(out, TLV{Type: int(typ), Value: b})
+		out = append(out, TLV{Type: typ, Value: b})
 	}
 	return out
+}
+
+// tlvType reads a TLV type as JSON decoding leaves it (float64, or
+// json.Number under UseNumber).
+func tlvType(v any) (int, bool) {
+	switch v := v.(type) {
+	case float64:
+		return int(v), v == float64(int(v)) && v >= 0 && v < 128
+	case json.Number:
+		n, err := v.Int64()
+		return int(n), err == nil && n >= 0 && n < 128
+	case int:
+		return v, v >= 0 && v < 128
+	}
+	return 0, false
 }
 
 // Parse names the TLVs as Ironic's LLDPBasicMgmtParser does (its keys:
