@@ -6,7 +6,9 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
+	"time"
 
 	"castiron/ramdisk/protocol"
 )
@@ -19,6 +21,9 @@ type params struct {
 	BootMAC       net.HardwareAddr // parsed from BootIF; nil when absent or malformed
 	NodeUUID      string
 	Debug         bool
+	// CollectLLDP and LLDPWait: ipa-collect-lldp, ipa-lldp-timeout.
+	CollectLLDP bool
+	LLDPWait    time.Duration
 }
 
 // serverAddr is castiron's address when the API URL (else the inspection
@@ -65,6 +70,12 @@ func parseCmdline(cmdline string) params {
 			p.NodeUUID = value
 		case protocol.ParamDebug:
 			p.Debug = value == "" || value == "1" || strings.EqualFold(value, "true") || strings.EqualFold(value, "yes")
+		case protocol.ParamCollectLLDP:
+			p.CollectLLDP = value == "1" || strings.EqualFold(value, "true") || strings.EqualFold(value, "yes")
+		case protocol.ParamLLDPTimeout:
+			if f, err := strconv.ParseFloat(value, 64); err == nil && f > 0 && f <= 600 {
+				p.LLDPWait = time.Duration(f * float64(time.Second))
+			}
 		}
 	}
 	return p

@@ -210,6 +210,9 @@ func run(ctx context.Context, pid1 bool, opts options, level *slog.LevelVar, log
 	if pid1 {
 		readBMC(ctx, log, root, inv)
 	}
+	if p.CollectLLDP {
+		collectLLDP(ctx, log, inv, p.LLDPWait)
+	}
 
 	agent := "castiron-agent/" + version
 	api := apiclient.New(p.APIURL, agent)

@@ -280,3 +280,18 @@ func linkAggregation(v []byte, set func(string, any)) {
 	set("switch_port_link_aggregation_support", v[0]&0x01 != 0)
 	set("switch_port_link_aggregation_id", int(binary.BigEndian.Uint32(v[1:])))
 }
+
+// Encode writes TLVs as an LLDPDU, End TLV included (what a switch sends;
+// tests and simulators use it). Values longer than 511 bytes are cut.
+func Encode(tlvs []TLV) []byte {
+	var out []byte
+	for _, t := range append(tlvs, TLV{Type: TypeEnd}) {
+		v := t.Value
+		if len(v) > maxValue {
+			v = v[:maxValue]
+		}
+		out = binary.BigEndian.AppendUint16(out, uint16(t.Type&0x7f)<<9|uint16(len(v)))
+		out = append(out, v...)
+	}
+	return out
+}

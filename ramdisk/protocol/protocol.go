@@ -22,6 +22,12 @@ const (
 	// ParamBootMethod is "vmedia" when the ramdisk was booted from a
 	// virtual media ISO (Ironic's boot_method).
 	ParamBootMethod = "boot_method"
+	// ParamCollectLLDP ("1") makes the agent listen for the switch's LLDP
+	// frames on every NIC and report them in the inventory (IPA's name).
+	ParamCollectLLDP = "ipa-collect-lldp"
+	// ParamLLDPTimeout bounds that listening, in seconds (IPA's name;
+	// default 30).
+	ParamLLDPTimeout = "ipa-lldp-timeout"
 )
 
 // NetworkDataFile is where a virtual media ISO puts the node's
