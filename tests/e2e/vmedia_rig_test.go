@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -76,6 +77,8 @@ type vmediaRig struct {
 	cdPath  string // the CD slot's Redfish path
 	console string // the VM's serial console (truncated at every start)
 	tail    *consoleTail
+	// boot is the node's boot interface ["": redfish-virtual-media].
+	boot string
 }
 
 // vmediaPrereqs checks the ISO loaders and builds the deploy images.
@@ -180,7 +183,7 @@ func newSimVMediaRig(t *testing.T, bootMode string) *vmediaRig {
 	}
 	mode := map[string]string{"bios": "Legacy", "uefi": "UEFI"}[bootMode]
 	simd, err = startDaemon("redfishsim", ns.Command(context.Background(), sim,
-		"-listen", fmt.Sprintf("127.0.0.1:%d", simPort), "-flavour", "generic", "-debug",
+		"-listen", fmt.Sprintf("127.0.0.1:%d", simPort), "-flavour", "generic", "-debug", "-control",
 		"-qemu", "-qemu-dir", vmDir, "-name", "e2e-rfsim-"+randHex(3), "-mem", "1024", "-cpus", "2",
 		"-boot-mode", mode, "-disk", disk+"=RFDISK0", "-nic", simVMMAC+"="+simTap),
 		filepath.Join(dir, "redfishsim.log"))
@@ -393,7 +396,7 @@ func (r *vmediaRig) enroll(ctx context.Context, t *testing.T, name, inspect stri
 			"redfish_address": fmt.Sprintf("http://127.0.0.1:%d", r.bmc.port), "redfish_system_id": r.system,
 			"redfish_username": r.bmc.user, "redfish_password": r.bmc.pass,
 		},
-		"boot_interface":    "redfish-virtual-media",
+		"boot_interface":    cmp.Or(r.boot, "redfish-virtual-media"),
 		"inspect_interface": inspect,
 		"network_data":      r.networkData(),
 	})

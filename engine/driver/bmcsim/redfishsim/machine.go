@@ -34,4 +34,9 @@ type Boot struct {
 	Mode string
 	// HTTPBootURI is the URI of a UefiHttp boot.
 	HTTPBootURI string
+	// HTTPBootFile is, for a UefiHttp boot with an HTTPBootURI, the image
+	// the firmware fetched from it (Machine mode; "" when the fetch
+	// failed). UEFI HTTP boot of an ISO boots it from a RAM disk; a
+	// Machine boots the file as its first device for that boot.
+	HTTPBootFile string
 }

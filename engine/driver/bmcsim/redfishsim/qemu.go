@@ -266,6 +266,12 @@ func (q *QEMU) args(b Boot, cd, usb string) ([]string, error) {
 	case "Usb":
 		order = []string{"usb", "disk", "nic", "cd"}
 	}
+	if b.HTTPBootFile != "" {
+		// UEFI HTTP boot of an image: OVMF fetches it into a RAM disk and
+		// boots that; here the fetched file is a read-only CD that boots
+		// first, for this boot only.
+		order = append([]string{"httpboot"}, order...)
+	}
 	idx := map[string]int{}
 	n := 1
 	for _, k := range order {
@@ -302,6 +308,10 @@ func (q *QEMU) args(b Boot, cd, usb string) ([]string, error) {
 			dev += ",romfile=" // UEFI: OVMF's own network stack
 		}
 		args = append(args, "-device", dev)
+	}
+	if b.HTTPBootFile != "" {
+		args = append(args, "-drive", "if=none,id=httpboot0,media=cdrom,readonly=on,format=raw,file="+b.HTTPBootFile,
+			"-device", fmt.Sprintf("ide-cd,drive=httpboot0,id=httpboot,bootindex=%d", idx["httpboot"]))
 	}
 	cdDrive := "if=none,id=cd0,media=cdrom,readonly=on"
 	if cd != "" {

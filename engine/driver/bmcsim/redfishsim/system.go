@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -314,8 +315,28 @@ func (s *Server) secureBootResource(r *http.Request, body []byte) (answer, error
 // takes effect, and a Once override is used up.
 func (s *Server) bootForStart() Boot {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.startLocked()
+	b := s.startLocked()
+	dir := s.cfg.MediaDir
+	s.mu.Unlock()
+	if b.Target == "UefiHttp" && b.HTTPBootURI != "" && b.Mode == "UEFI" {
+		b.HTTPBootFile = s.fetchHTTPBoot(dir, b.HTTPBootURI)
+	}
+	return b
+}
+
+// fetchHTTPBoot is the firmware's half of a UEFI HTTP boot: the image at
+// uri, downloaded for the machine to boot ("" when it cannot be fetched:
+// the firmware then goes on to the next boot device, as OVMF does).
+func (s *Server) fetchHTTPBoot(dir, uri string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), machineTimeout)
+	defer cancel()
+	local := filepath.Join(dir, "httpboot.img")
+	if err := s.download(ctx, uri, local); err != nil {
+		s.cfg.Logger.Warn("redfishsim: UEFI HTTP boot: fetching the image failed", "uri", uri, "err", err)
+		return ""
+	}
+	s.cfg.Logger.Info("redfishsim: UEFI HTTP boot image fetched", "uri", uri, "file", local)
+	return local
 }
 
 func (s *Server) startLocked() Boot {
