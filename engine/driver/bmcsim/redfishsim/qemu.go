@@ -310,8 +310,14 @@ func (q *QEMU) args(b Boot, cd, usb string) ([]string, error) {
 		args = append(args, "-device", dev)
 	}
 	if b.HTTPBootFile != "" {
+		// q35's AHCI ports take one device each: a port of its own (the
+		// CD takes the first free one, ide.0/ide.1 after the disks).
+		bus := ""
+		if machine == "q35" {
+			bus = ",bus=ide.2"
+		}
 		args = append(args, "-drive", "if=none,id=httpboot0,media=cdrom,readonly=on,format=raw,file="+b.HTTPBootFile,
-			"-device", fmt.Sprintf("ide-cd,drive=httpboot0,id=httpboot,bootindex=%d", idx["httpboot"]))
+			"-device", fmt.Sprintf("ide-cd,drive=httpboot0,id=httpboot%s,bootindex=%d", bus, idx["httpboot"]))
 	}
 	cdDrive := "if=none,id=cd0,media=cdrom,readonly=on"
 	if cd != "" {

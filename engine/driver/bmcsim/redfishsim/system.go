@@ -320,6 +320,9 @@ func (s *Server) bootForStart() Boot {
 	s.mu.Unlock()
 	if b.Target == "UefiHttp" && b.HTTPBootURI != "" && b.Mode == "UEFI" {
 		b.HTTPBootFile = s.fetchHTTPBoot(dir, b.HTTPBootURI)
+		s.mu.Lock()
+		s.sys.lastBoot.HTTPBootFile = b.HTTPBootFile
+		s.mu.Unlock()
 	}
 	return b
 }
