@@ -31,6 +31,7 @@ type serveConfig struct {
 	viewCacheMiB                                   int
 	pxe                                            pxeConfig
 	inspectOverwrite, cleanFullErase               bool
+	inspectKernelArgs                              string
 	metrics                                        bool
 	rulesFile, rulesMask                           string
 	discovery                                      discoveryConfig
@@ -127,6 +128,7 @@ func serveFlags() (*flag.FlagSet, *serveConfig) {
 	fs.IntVar(&dc.maxEnroll, "discovery-max-enroll", engine.DefaultDiscoveryMaxEnroll, "discovery stops while this many nodes wait in enroll (negative: no cap)")
 	fs.Float64Var(&dc.rate, "discovery-rate", engine.DefaultDiscoveryRate, "at most this many nodes discovered per minute")
 	boolFlag(&c.inspectOverwrite, "inspect-overwrite", false, "let inspection replace properties that are already set")
+	str(&c.inspectKernelArgs, "inspection-kernel-args", "", "more kernel arguments for the ramdisk when it boots to inspect (Ironic's [inspector] extra_kernel_params), e.g. \"ipa-collect-lldp=1 ipa-lldp-timeout=10\" to report the switch ports' LLDP")
 	boolFlag(&c.cleanFullErase, "clean-full-erase", false, "automated cleaning overwrites whole disks, not only their metadata")
 	boolFlag(&c.metrics, "metrics", true, "serve Prometheus metrics at /metrics (with the API's authentication)")
 	str(&c.rulesFile, "inspection-rules-file", "", "YAML file of built-in inspection rules, applied after every inspection (Ironic's [inspection_rules]built_in_rules)")

@@ -87,6 +87,10 @@ type Config struct {
 	// InspectOverwrite lets inspection replace properties the operator set
 	// (a node's driver_info inspect_overwrite overrides it).
 	InspectOverwrite bool
+	// InspectionKernelArgs are more kernel arguments of the ramdisk when it
+	// boots to inspect from an ISO (virtual media, UEFI HTTP boot); the
+	// network boot's come from pxe/netboot's config (the same flag).
+	InspectionKernelArgs []string
 	// CleanFullErase adds a full overwrite of every disk to automated cleaning.
 	CleanFullErase bool
 	// ImageBaseURL is where nodes fetch images castiron hosts (image_source

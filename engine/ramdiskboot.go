@@ -209,8 +209,12 @@ func (c *Conductor) isoSpec(ctx context.Context, n *storage.Node, vc *VMediaConf
 		return iso.Spec{}, err
 	}
 	api := strings.TrimRight(vc.APIURL, "/")
-	args := protocol.AgentArgs(api, n.UUID, "", bootPurpose[State(n.ProvisionState)] == "inspect")
+	inspect := bootPurpose[State(n.ProvisionState)] == "inspect"
+	args := protocol.AgentArgs(api, n.UUID, "", inspect)
 	args = append(args, protocol.ParamBootMethod+"=vmedia")
+	if inspect {
+		args = append(args, c.cfg.InspectionKernelArgs...)
+	}
 	if mac := c.singlePXEMAC(ctx, n.UUID); mac != "" {
 		args = append(args, protocol.ParamBootIF+"=01-"+strings.ReplaceAll(mac, ":", "-"))
 	}

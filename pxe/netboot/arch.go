@@ -65,7 +65,7 @@ func (h *Handler) GRUBConfig(ctx context.Context, mac net.HardwareAddr, local ne
 	}
 	urls := h.urlsFor(local, "")
 	p := scriptParams{BootURL: urls.Boot, APIURL: urls.API, MAC: mac, Decision: d, ExtraArgs: h.cfg.ExtraKernelArgs,
-		Trust: h.cfg.TrustArchive != nil, Arch: h.arch(arch, d)}
+		Inspect: h.cfg.InspectionKernelArgs, Trust: h.cfg.TrustArchive != nil, Arch: h.arch(arch, d)}
 	dev := "(tftp," + local.String() + ")/"
 	var b strings.Builder
 	fmt.Fprintf(&b, "set timeout=0\n")

@@ -53,6 +53,9 @@ type Config struct {
 	TrustArchive func(ctx context.Context) ([]byte, error)
 	// ExtraKernelArgs are appended to the kernel command line.
 	ExtraKernelArgs []string
+	// InspectionKernelArgs are appended when the ramdisk boots to inspect
+	// (Ironic's [inspector] extra_kernel_params), e.g. ipa-collect-lldp=1.
+	InspectionKernelArgs []string
 	// Gate decides who gets a script; nil refuses everyone.
 	Gate boot.Gate
 	// Recorder gets http_* timeline events; nil keeps nothing.
@@ -161,6 +164,7 @@ func (h *Handler) serveScript(w http.ResponseWriter, r *http.Request) {
 		MAC:       mac,
 		Decision:  decision,
 		ExtraArgs: h.cfg.ExtraKernelArgs,
+		Inspect:   h.cfg.InspectionKernelArgs,
 		Trust:     h.cfg.TrustArchive != nil,
 		Attempts:  h.attempts,
 		RetrySecs: h.retrySecs,

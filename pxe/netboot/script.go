@@ -34,8 +34,9 @@ type scriptParams struct {
 	MAC       net.HardwareAddr
 	Decision  boot.Decision
 	ExtraArgs []string
-	Trust     bool   // load castiron's CA overlay as a second initrd
-	Arch      string // the ramdisk's architecture ("" or DefaultArch: x86_64)
+	Inspect   []string // more arguments when the boot is to inspect
+	Trust     bool     // load castiron's CA overlay as a second initrd
+	Arch      string   // the ramdisk's architecture ("" or DefaultArch: x86_64)
 	Attempts  int
 	RetrySecs int
 }
@@ -50,6 +51,9 @@ func kernelArgs(p scriptParams) []string {
 	args = append(args, protocol.AgentArgs(p.APIURL, p.Decision.NodeUUID, p.Arch, p.Decision.Purpose == "inspect")...)
 	// netX is the interface iPXE booted from; hexhyp gives aa-bb-...
 	args = append(args, protocol.ParamBootIF+"=01-${netX/mac:hexhyp}")
+	if p.Decision.Purpose == "inspect" {
+		args = append(args, p.Inspect...)
+	}
 	return append(args, p.ExtraArgs...)
 }
 

@@ -117,7 +117,7 @@ func newSushyVMediaRig(t *testing.T, bootMode string) *vmediaRig {
 // newSimVMediaRig is the rig on castiron's own emulator: a namespace with
 // a bridge and the VM's tap, cmd/redfishsim in it driving qemu (generic
 // flavour: sessions, virtual media under the Manager), castiron beside it.
-func newSimVMediaRig(t *testing.T, bootMode string) *vmediaRig {
+func newSimVMediaRig(t *testing.T, bootMode string, serveArgs ...string) *vmediaRig {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		unavailable(t, "needs root (network namespace, tap)")
@@ -212,7 +212,7 @@ func newSimVMediaRig(t *testing.T, bootMode string) *vmediaRig {
 	}
 	r := &vmediaRig{bmc: b, im: im, system: "/redfish/v1/Systems/437XR1138R2",
 		cdPath: "/redfish/v1/Managers/BMC/VirtualMedia/CD1", console: filepath.Join(vmDir, "console.log")}
-	r.start(t, bin, rd)
+	r.start(t, bin, rd, serveArgs...)
 	return r
 }
 
@@ -262,7 +262,7 @@ func (b vmediaBMC) get(t *testing.T, path string, v any) {
 
 // start starts castiron in the BMC's namespace (no DHCP) and the console
 // tail.
-func (r *vmediaRig) start(t *testing.T, bin, rd string) {
+func (r *vmediaRig) start(t *testing.T, bin, rd string, serveArgs ...string) {
 	t.Helper()
 	r.tail = startConsoleTail(t, r.console)
 	dataDir := t.TempDir()
@@ -275,6 +275,7 @@ func (r *vmediaRig) start(t *testing.T, bin, rd string) {
 		"--ramdisk-dir", rd,
 		"--callback-timeout", "300s",
 	}
+	args = append(args, serveArgs...)
 	d, err := startDaemon("castiron", exec.Command("ip", args...), logPath)
 	if err != nil {
 		t.Fatal(err)
