@@ -172,18 +172,19 @@ func newProvisioning(c *serveConfig, site provisioningSite, store *storage.SQLit
 	}
 	p.trustArchive = trustArchive
 	p.boot = netboot.New(netboot.Config{
-		URLs:                 site.urlsFor,
-		Loaders:              loaders,
-		TrustArchive:         trustArchive,
-		KernelPath:           filepath.Join(c.pxe.ramdiskDir, "vmlinuz"),
-		InspectionKernelArgs: strings.Fields(c.inspectKernelArgs),
-		InitramfsPath:        filepath.Join(c.pxe.ramdiskDir, "initramfs"),
+		URLs:          site.urlsFor,
+		Loaders:       loaders,
+		TrustArchive:  trustArchive,
+		KernelPath:    filepath.Join(c.pxe.ramdiskDir, "vmlinuz"),
+		InitramfsPath: filepath.Join(c.pxe.ramdiskDir, "initramfs"),
 		Ramdisks: map[string]netboot.Ramdisk{"aarch64": {
 			KernelPath: filepath.Join(arm64Dir, "vmlinuz"), InitramfsPath: filepath.Join(arm64Dir, "initramfs")}},
 		Gate:     p.gate,
 		Recorder: p.recorder,
 		Logger:   log,
 		Meter:    meter,
+
+		InspectionKernelArgs: strings.Fields(c.inspectKernelArgs),
 	})
 	p.mounts["/boot/"] = p.boot
 	if site.serverIP.IsValid() {

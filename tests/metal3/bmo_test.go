@@ -39,9 +39,9 @@ import (
 	"castiron/ramdisk/protocol"
 )
 
-// bmoVersion is the microversion BMO v0.13.2 picks on an Ironic that
-// offers 1.109 (clients.ChooseMicroversion).
-const bmoVersion = "1.109"
+// bmoVersion is the microversion BMO v0.13.2 picks on castiron
+// (clients.ChooseMicroversion; its TryInit logged 1.110 against castiron).
+const bmoVersion = "1.110"
 
 // castiron is the server under test and the test's HTTP client for it.
 type castiron struct {
@@ -469,8 +469,8 @@ func TestBMOLifecycle(t *testing.T) {
 	}
 	ver, _ := root["version"].(map[string]any)
 	var minor int
-	if _, err := fmt.Sscanf(fmt.Sprint(ver["version"]), "1.%d", &minor); err != nil || minor < 109 {
-		t.Fatalf("maximum microversion %v: BMO v0.13.2 picks 1.109 only from an Ironic offering it", ver["version"])
+	if _, err := fmt.Sscanf(fmt.Sprint(ver["version"]), "1.%d", &minor); err != nil || minor < 110 {
+		t.Fatalf("maximum microversion %v: BMO v0.13.2 picks 1.110 only from an Ironic offering it", ver["version"])
 	}
 	drivers := c.must(http.StatusOK, "GET", "/v1/drivers", nil)
 	var names []string

@@ -22,14 +22,10 @@ const ControlPrefix = "/redfishsim"
 
 // State is what GET /redfishsim/state answers.
 type State struct {
-	PowerState  string
-	BootTarget  string
-	BootEnabled string
-	BootMode    string
-	HTTPBootURI string
-	// LastBoot is what the system last started with (a Once override is
-	// used up by that start, so BootTarget no longer shows it).
-	LastBoot       Boot
+	PowerState     string
+	BootTarget     string
+	BootEnabled    string
+	BootMode       string
 	Health         string
 	SecureBoot     bool
 	BIOS           map[string]any
@@ -41,6 +37,12 @@ type State struct {
 	Stats          Stats
 	RunningTasks   int
 	CompletedTasks int
+
+	// HTTPBootURI is the Boot's HttpBootUri; LastBoot what the system last
+	// started with (a Once override is used up by that start, so
+	// BootTarget no longer shows it).
+	HTTPBootURI string
+	LastBoot    Boot
 }
 
 // Snapshot returns the BMC's state.
