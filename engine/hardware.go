@@ -27,8 +27,19 @@ type HardwareType struct {
 	Management driver.Management
 	// Inspector runs the out-of-band inspect interfaces (outOfBand); nil
 	// for types that have none.
-	Inspector  driver.Inspector
+	Inspector driver.Inspector
+	// BIOS holds the bios interface implementations that talk to a BMC, by
+	// name ("redfish", "idrac-redfish"); the others (no-bios, fake) have
+	// no steps.
+	BIOS       map[string]driver.BIOS
 	Properties []driver.Property // driver_info keys, for /drivers/{name}/properties
+}
+
+// BIOSOf returns the node's bios interface, if it is one that talks to a
+// BMC.
+func (h *HardwareType) BIOSOf(n *storage.Node) (driver.BIOS, bool) {
+	b, ok := h.BIOS[n.BIOSInterface]
+	return b, ok && b != nil
 }
 
 // Default returns the default implementation of kind.
