@@ -168,7 +168,7 @@ type RedfishDriver interface {
 // types (and by virtual media where the redfish-virtual-media boot
 // interface is enabled).
 func NewRedfishHardware(d RedfishDriver, props []driver.Property) *HardwareType {
-	return &HardwareType{
+	hw := &HardwareType{
 		Name: "redfish",
 		Interfaces: map[string][]string{
 			"bios":       {"no-bios"},
@@ -190,6 +190,31 @@ func NewRedfishHardware(d RedfishDriver, props []driver.Property) *HardwareType 
 		Inspector:  d,
 		Properties: props,
 	}
+	if b, ok := d.(BIOSProvider); ok {
+		WithBIOS(hw, "redfish", b.BIOSInterface("redfish"))
+	}
+	return hw
+}
+
+// BIOSProvider is a driver with bios interfaces by name (the redfish
+// driver: "redfish", "idrac-redfish").
+type BIOSProvider interface {
+	BIOSInterface(name string) driver.BIOS
+}
+
+// WithBIOS makes b the hardware type's bios interface name, its default
+// (Ironic's redfish and idrac types list their BIOS interface first, then
+// no-bios). The idrac type uses it with "idrac-redfish".
+func WithBIOS(hw *HardwareType, name string, b driver.BIOS) *HardwareType {
+	if b == nil {
+		return hw
+	}
+	if hw.BIOS == nil {
+		hw.BIOS = map[string]driver.BIOS{}
+	}
+	hw.BIOS[name] = b
+	hw.Interfaces["bios"] = append([]string{name}, slices.DeleteFunc(slices.Clone(hw.Interfaces["bios"]), func(s string) bool { return s == name })...)
+	return hw
 }
 
 // NewManualManagement is the manual-management type: no power or boot

@@ -418,7 +418,9 @@ func (c *Conductor) runConductorStep(ctx context.Context, kind string, hw *Hardw
 				if err := bootAgent(ctx, c, n); err != nil {
 					return stepFailed(kind, n, step, fmt.Errorf("rebooting the node failed: %w", err)), false
 				}
-				return outcome{ev: EvWait, target: currentTarget(n), mutate: func(n *storage.Node) { wipeToken(n) }}, false
+				// (bootAgent forgot the old agent's token; the new one looks
+				// up again.)
+				return outcome{ev: EvWait, target: currentTarget(n)}, false
 			}
 			target := driver.Rebooting
 			if ps := deref(n.PowerState); ps == driver.PowerOff {
