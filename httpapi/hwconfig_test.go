@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -20,7 +21,7 @@ import (
 // the agent's lookup.
 func hwconfigAPI(t *testing.T, mac string) (*apiHarness, *redfishsim.Server, string) {
 	t.Helper()
-	sim, err := redfishsim.New(redfishsim.Config{})
+	sim, err := redfishsim.New(redfishsim.Config{BootMode: "UEFI"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,5 +152,114 @@ func TestCleanInterleavesAgentAndBIOSSteps(t *testing.T) {
 	n = h.waitState(id, "clean failed")
 	if n["last_error"] != "Redfish BIOS apply_configuration failed for node "+id+": invalid value for setting(s): ProcVirtualization" || n["maintenance"] != true {
 		t.Fatalf("last_error %v maintenance %v", n["last_error"], n["maintenance"])
+	}
+}
+
+// secureBoot reads SecureBootEnable from the emulator.
+func secureBoot(t *testing.T, sim *redfishsim.Server, base string) bool {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, base+sim.SystemPath()+"/SecureBoot", nil)
+	req.SetBasicAuth(sim.User(), sim.Password())
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var sb struct{ SecureBootEnable bool }
+	if err := json.NewDecoder(res.Body).Decode(&sb); err != nil {
+		t.Fatal(err)
+	}
+	return sb.SecureBootEnable
+}
+
+// TestDeployStepsServiceStepsSecureBoot: a user deploy step (bios, priority
+// 90) runs before the agent's write_image (80) with its reboot; the
+// instance's secure_boot capability turns secure boot on before it boots
+// and off at undeploy; a service step runs on the active node and returns
+// it to active.
+func TestDeployStepsServiceStepsSecureBoot(t *testing.T) {
+	const mac = "52:54:00:b1:05:03"
+	h, sim, id := hwconfigAPI(t, mac)
+	base := h.expect(http.StatusOK, "GET", "/v1/nodes/"+id, latest, nil).json(t)["driver_info"].(map[string]any)["redfish_address"].(string)
+	h.expect(http.StatusOK, "PATCH", "/v1/nodes/"+id, latest, []any{
+		map[string]any{"op": "add", "path": "/instance_info/image_source", "value": "http://10.0.0.1/focal.raw"},
+		map[string]any{"op": "add", "path": "/instance_info/image_os_hash_algo", "value": "sha256"},
+		map[string]any{"op": "add", "path": "/instance_info/image_os_hash_value", "value": strings.Repeat("ab", 32)},
+		map[string]any{"op": "add", "path": "/instance_info/capabilities", "value": map[string]any{"secure_boot": "true"}},
+		map[string]any{"op": "replace", "path": "/automated_clean", "value": false},
+	})
+	h.moveTo(id, "provide", "available")
+	bad := h.do("PUT", "/v1/nodes/"+id+"/states/provision", latest, map[string]any{"target": "active", "deploy_steps": []any{
+		map[string]any{"interface": "raid", "step": "nope", "args": map[string]any{}, "priority": 90}}})
+	if bad.status != http.StatusBadRequest || !strings.Contains(bad.faultstring(t), "node does not support this deploy step: {'interface': 'raid', 'step': 'nope'") {
+		t.Fatalf("unknown deploy step: %d %s", bad.status, bad.body)
+	}
+	h.expect(http.StatusAccepted, "PUT", "/v1/nodes/"+id+"/states/provision", latest, map[string]any{"target": "active", "deploy_steps": []any{
+		map[string]any{"interface": "bios", "step": "apply_configuration", "priority": 90, "args": map[string]any{"settings": []any{
+			map[string]any{"name": "PowerProfile", "value": "PerfPerWatt"}}}}}})
+	h.waitState(id, "wait call-back")
+	a := &agent{h: h}
+	a.lookup(mac)
+	if in := a.beat(nil); in.Command != protocol.CmdWait {
+		t.Fatalf("bios deploy step first: %+v", in)
+	}
+	n := h.waitState(id, "wait call-back")
+	if ds := n["deploy_step"].(map[string]any); ds["interface"] != "bios" || ds["priority"] != float64(90) {
+		t.Fatalf("deploy_step %v", ds)
+	}
+	a.lookup(mac) // back from the reboot
+	var in protocol.Instruction
+	for i := 0; i < 200; i++ {
+		if in = a.beat(nil); in.Command == protocol.CmdRunStep {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if in.Command != protocol.CmdRunStep || in.Step.Name != protocol.StepWriteImage {
+		t.Fatalf("write_image after the bios step: %+v", in)
+	}
+	if cur, _ := sim.BIOS(); cur["PowerProfile"] != "PerfPerWatt" {
+		t.Fatalf("BIOS %v", cur)
+	}
+	if secureBoot(t, sim, base) {
+		t.Fatal("secure boot on before the instance boots")
+	}
+	if in := a.beat(&protocol.StepReport{ID: in.Step.ID, Status: protocol.StepSucceeded}); in.Command != protocol.CmdPowerOff {
+		t.Fatalf("after write: %+v", in)
+	}
+	h.waitState(id, "active")
+	if !secureBoot(t, sim, base) {
+		t.Fatal("secure boot not enabled for the instance")
+	}
+
+	// A service step on the active node.
+	h.expect(http.StatusAccepted, "PUT", "/v1/nodes/"+id+"/states/provision", latest, map[string]any{"target": "service", "service_steps": []any{
+		map[string]any{"interface": "bios", "step": "apply_configuration", "args": map[string]any{"settings": []any{
+			map[string]any{"name": "EmbeddedSata", "value": "Ahci"}}}}}})
+	h.waitState(id, "service wait")
+	a.lookup(mac)
+	a.beat(nil)
+	n = h.waitState(id, "service wait")
+	if ss := n["service_step"].(map[string]any); ss["step"] != "apply_configuration" {
+		t.Fatalf("service_step %v", ss)
+	}
+	a.lookup(mac)
+	for i := 0; i < 200; i++ {
+		if in = a.beat(nil); in.Command == protocol.CmdPowerOff {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if in.Command != protocol.CmdPowerOff {
+		t.Fatalf("end of service: %+v", in)
+	}
+	n = h.waitState(id, "active")
+	if cur, _ := sim.BIOS(); cur["EmbeddedSata"] != "Ahci" || n["last_error"] != nil {
+		t.Fatalf("after service: BIOS %v last_error %v", cur, n["last_error"])
+	}
+
+	h.moveTo(id, "deleted", "available")
+	if secureBoot(t, sim, base) {
+		t.Fatal("secure boot still on after undeploy")
 	}
 }
