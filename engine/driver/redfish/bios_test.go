@@ -91,7 +91,9 @@ func (h *harness) recover(uuid string) {
 	h.wait(uuid, 10*time.Second, func(n *storage.Node) bool { return n.ProvisionState == "manageable" })
 }
 
-func setting(name string, value any) map[string]any { return map[string]any{"name": name, "value": value} }
+func setting(name string, value any) map[string]any {
+	return map[string]any{"name": name, "value": value}
+}
 
 func applyStep(settings ...map[string]any) map[string]any {
 	l := make([]any, len(settings))
