@@ -341,8 +341,12 @@ func conductorSteps(kind string, ramdisk bool) work {
 			}
 			// The step is done: record it, move on (or stop for an abort
 			// asked while it ran).
-			abortAfter, _ := n.DriverInternalInfo[diiAbortAfter].(bool)
+			// An abort asked for meanwhile is in the stored node only.
+			abortAfter := false
 			if err := c.saveNode(ctx, n, func(n *storage.Node) {
+				if ab, _ := n.DriverInternalInfo[diiAbortAfter].(bool); ab {
+					abortAfter = true
+				}
 				n.DriverInternalInfo[diiStepIndex] = idx + 1
 				for _, k := range []string{diiStepState, diiStepStarted, diiStepReboot, diiStepProgress, diiAbortAfter} {
 					delete(n.DriverInternalInfo, k)
@@ -352,7 +356,8 @@ func conductorSteps(kind string, ramdisk bool) work {
 			}
 			c.log.InfoContext(ctx, "conductor step done", "node", n.UUID, "state", n.ProvisionState, "step", stepLabel(step))
 			if abortAfter {
-				return failed(fmt.Errorf("Operation aborted by request in state %s after step %s ended.", n.ProvisionState, stepLabel(step)))
+				// Ironic's get_last_error of the flow's abort.
+				return failed(fmt.Errorf("By request, the %s operation was aborted during or after the completion of step \"%s\"", kind, stepLabel(step)))
 			}
 		}
 	}

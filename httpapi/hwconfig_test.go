@@ -263,3 +263,37 @@ func TestDeployStepsServiceStepsSecureBoot(t *testing.T) {
 		t.Fatal("secure boot still on after undeploy")
 	}
 }
+
+// TestAbortDuringBIOSStep: the bios step cannot be interrupted (Ironic's
+// abortable False), so an abort while it waits for the agent after its
+// reboot is kept until the step ends, then the clean stops.
+func TestAbortDuringBIOSStep(t *testing.T) {
+	const mac = "52:54:00:b1:05:04"
+	h, sim, id := hwconfigAPI(t, mac)
+	h.expect(http.StatusAccepted, "PUT", "/v1/nodes/"+id+"/states/provision", latest, map[string]any{"target": "clean", "clean_steps": []any{
+		map[string]any{"interface": "bios", "step": "apply_configuration", "args": map[string]any{"settings": []any{
+			map[string]any{"name": "ProcHyperthreading", "value": "Disabled"}}}},
+		map[string]any{"interface": "deploy", "step": "erase_devices_metadata"},
+	}})
+	h.waitState(id, "clean wait")
+	a := &agent{h: h}
+	a.lookup(mac)
+	a.beat(nil)
+	h.waitState(id, "clean wait") // rebooted into the ramdisk, the bios step unfinished
+	h.expect(http.StatusAccepted, "PUT", "/v1/nodes/"+id+"/states/provision", latest, map[string]any{"target": "abort"})
+	if n := h.waitState(id, "clean wait"); n["clean_step"].(map[string]any)["step"] != "apply_configuration" {
+		t.Fatalf("abort did not wait for the step: %v", n["clean_step"])
+	}
+	a.lookup(mac)
+	a.beat(nil)
+	n := h.waitState(id, "clean failed")
+	if n["last_error"] != `By request, the clean operation was aborted during or after the completion of step "bios.apply_configuration"` {
+		t.Fatalf("last_error %v", n["last_error"])
+	}
+	if cur, _ := sim.BIOS(); cur["ProcHyperthreading"] != "Disabled" {
+		t.Fatalf("the step did not finish: %v", cur)
+	}
+	if in := a.beat(nil); in.Command != protocol.CmdAbort && in.Command != protocol.CmdPowerOff {
+		t.Fatalf("agent after the abort: %+v", in)
+	}
+}
