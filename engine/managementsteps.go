@@ -11,9 +11,31 @@ import (
 )
 
 // managementStepTable is the management interface's part of the step
-// table (none yet: Ironic's redfish management steps are secure boot key
-// resets, BMC clock and firmware updates).
-var managementStepTable = []stepDef{}
+// table: Ironic's redfish management deploy and clean steps that reset the
+// UEFI secure boot keys (priority 0; they keep Ironic's default
+// requires_ramdisk).
+var managementStepTable = []stepDef{
+	{iface: "management", name: "reset_secure_boot_keys_to_default", argsinfo: map[string]argInfo{}, requiresRamdisk: true,
+		clean: true, deploy: true, has: hasKeyReset, run: resetKeysStep(driver.SecureBootKeysDefault)},
+	{iface: "management", name: "clear_secure_boot_keys", argsinfo: map[string]argInfo{}, requiresRamdisk: true,
+		clean: true, deploy: true, has: hasKeyReset, run: resetKeysStep(driver.SecureBootKeysDelete)},
+}
+
+func hasKeyReset(hw *HardwareType, n *storage.Node) bool {
+	_, ok := managementFeature[driver.SecureBootKeyResetter](n, hw)
+	return ok
+}
+
+func resetKeysStep(how string) stepFunc {
+	return func(ctx context.Context, e *stepEnv) (stepResult, error) {
+		r, _ := managementFeature[driver.SecureBootKeyResetter](e.node, e.hw)
+		if err := r.ResetSecureBootKeys(ctx, e.dn, how); err != nil {
+			return stepResult{}, err
+		}
+		e.c.log.InfoContext(ctx, "secure boot keys reset", "node", e.node.UUID, "how", how)
+		return stepResult{}, nil
+	}
+}
 
 // secureBootRequested is Ironic's is_secure_boot_requested: the
 // instance's capabilities (a dict, or "k:v,k:v") ask for secure_boot true.

@@ -297,3 +297,44 @@ func TestAbortDuringBIOSStep(t *testing.T) {
 		t.Fatalf("agent after the abort: %+v", in)
 	}
 }
+
+// TestSecureBootKeySteps: Ironic's redfish management clean steps that
+// reset the secure boot keys run in the conductor between heartbeats;
+// they need the ramdisk (Ironic's default), so disable_ramdisk refuses
+// them.
+func TestSecureBootKeySteps(t *testing.T) {
+	const mac = "52:54:00:b1:05:05"
+	h, sim, id := hwconfigAPI(t, mac)
+	base := h.expect(http.StatusOK, "GET", "/v1/nodes/"+id, latest, nil).json(t)["driver_info"].(map[string]any)["redfish_address"].(string)
+	mode := func() string {
+		req, _ := http.NewRequest(http.MethodGet, base+sim.SystemPath()+"/SecureBoot", nil)
+		req.SetBasicAuth(sim.User(), sim.Password())
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var sb struct{ SecureBootMode string }
+		_ = json.NewDecoder(res.Body).Decode(&sb)
+		return sb.SecureBootMode
+	}
+	for _, c := range []struct{ step, want string }{{"clear_secure_boot_keys", "SetupMode"}, {"reset_secure_boot_keys_to_default", "DeployedMode"}} {
+		h.expect(http.StatusAccepted, "PUT", "/v1/nodes/"+id+"/states/provision", latest, map[string]any{"target": "clean", "clean_steps": []any{
+			map[string]any{"interface": "management", "step": c.step}}})
+		h.waitState(id, "clean wait")
+		a := &agent{h: h}
+		a.lookup(mac)
+		a.beat(nil)
+		h.waitState(id, "clean wait")
+		if in := a.beat(nil); in.Command != protocol.CmdPowerOff {
+			t.Fatalf("%s: end %+v", c.step, in)
+		}
+		h.waitState(id, "manageable")
+		if got := mode(); got != c.want {
+			t.Fatalf("%s: SecureBootMode %s, want %s", c.step, got, c.want)
+		}
+	}
+	h.expect(http.StatusAccepted, "PUT", "/v1/nodes/"+id+"/states/provision", latest, map[string]any{"target": "clean", "disable_ramdisk": true,
+		"clean_steps": []any{map[string]any{"interface": "management", "step": "clear_secure_boot_keys"}}})
+	h.failedWith(id, "clean failed", "Cannot clean node "+id+": clean step {'interface': 'management', 'step': 'clear_secure_boot_keys'} requires booting a ramdisk")
+}
