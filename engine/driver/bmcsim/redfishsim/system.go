@@ -296,7 +296,7 @@ func (s *Server) secureBootResource(r *http.Request, body []byte) (answer, error
 			"Id": "SecureBoot", "Name": "UEFI Secure Boot", "SecureBootEnable": s.sys.secureBoot,
 			"SecureBootCurrentBoot": cur, "SecureBootMode": map[bool]string{false: "DeployedMode", true: "SetupMode"}[s.sys.keysDeleted],
 			"Actions": map[string]any{"#SecureBoot.ResetKeys": map[string]any{
-				"target":                                  s.odata(s.SystemPath() + "/SecureBoot/Actions/SecureBoot.ResetKeys"),
+				"target":                                s.odata(s.SystemPath() + "/SecureBoot/Actions/SecureBoot.ResetKeys"),
 				"ResetKeysType@Redfish.AllowableValues": []string{"ResetAllKeysToDefault", "DeleteAllKeys", "DeletePK"}}},
 		}}, nil
 	case http.MethodPatch:
