@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -282,10 +281,7 @@ func (c *Conductor) cacheBIOSQuietly(ctx context.Context, n *storage.Node) {
 		return
 	}
 	if err := c.cacheBIOSSettings(ctx, hw, n); err != nil {
-		var se *stepError
-		if !errors.As(err, &se) {
-			c.log.WarnContext(ctx, "caching BIOS settings failed", "node", n.UUID, "err", err)
-		}
+		c.log.WarnContext(ctx, "caching BIOS settings failed", "node", n.UUID, "err", err)
 	}
 }
 

@@ -12,7 +12,6 @@ import (
 	"github.com/google/uuid"
 
 	"castiron/engine/driver"
-	"castiron/fault"
 	"castiron/storage"
 )
 
@@ -514,10 +513,4 @@ func finishWithoutRamdisk(kind string, n *storage.Node) outcome {
 		n.CleanStep = storage.JSONObject{}
 		n.ServiceStep = storage.JSONObject{}
 	}}
-}
-
-// stepsUnsupported is the 400 of a step the node's driver does not have.
-func stepsUnsupported(kind string, n *storage.Node, err error) error {
-	what := map[string]string{"clean": "clean", "service": "service", "deploy": "deploy"}[kind]
-	return fault.New(fault.Invalid, "Cannot %s node %s: %v", what, n.UUID, err)
 }

@@ -31,6 +31,7 @@ func TestVirtualMediaBIOSClean(t *testing.T) {
 	if before["ProcVirtualization"]["value"] != "Enabled" {
 		t.Fatalf("before: %v", before)
 	}
+	offset := r.consoleSize()
 	start := time.Now()
 	body := map[string]any{"target": "clean", "clean_steps": []any{
 		map[string]any{"interface": "deploy", "step": "erase_devices_metadata"},
@@ -83,6 +84,18 @@ func TestVirtualMediaBIOSClean(t *testing.T) {
 	if after["ProcVirtualization"]["value"] != "Disabled" {
 		t.Fatalf("cached after: %v", after)
 	}
+	var hist struct {
+		History []struct {
+			CreatedAt string `json:"created_at"`
+			Event     string `json:"event"`
+		} `json:"history"`
+	}
+	if err := r.c.Do(ctx, "GET", "/v1/nodes/"+n.UUID+"/history", nil, &hist); err == nil {
+		for _, e := range hist.History {
+			t.Logf("history %s %s", e.CreatedAt, e.Event)
+		}
+	}
+	r.logBoot(t, offset, start)
 	r.waitOff(t, "after cleaning", 60*time.Second)
 	r.requireEjected(t, "after cleaning")
 }
