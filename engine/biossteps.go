@@ -119,6 +119,12 @@ func waitBIOSJob(ctx context.Context, e *stepEnv, b driver.BIOS) (*stepResult, e
 	}
 	j, err := b.BIOSJob(ctx, e.dn, id)
 	if err != nil {
+		// A BMC busy after the reboot is polled again (Ironic's periodic
+		// check only logs it), until the step's time is up.
+		if !biosVerifyExpired(e) {
+			e.c.log.WarnContext(ctx, "reading the BMC's BIOS job failed; polling again", "node", e.node.UUID, "job", id, "err", err)
+			return &stepResult{poll: true, progress: map[string]any{"job": id, "message": err.Error()}}, nil
+		}
 		return &stepResult{}, err
 	}
 	switch {

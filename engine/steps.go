@@ -443,7 +443,11 @@ func (c *Conductor) runConductorStep(ctx context.Context, kind string, hw *Hardw
 				return failed(errors.New(abortMessage(State(n.ProvisionState), n))), false
 			}
 			if !started.IsZero() && c.now().Sub(started) > c.cfg.StepTimeout {
-				return stepFailed(kind, n, step, fmt.Errorf("Timeout reached after %s waiting for the step to end", c.cfg.StepTimeout)), false
+				msg := fmt.Sprintf("Timeout reached after %s waiting for the step to end", c.cfg.StepTimeout)
+				if m, ok := res.progress["message"].(string); ok && m != "" {
+					msg += ": " + m // what the step was waiting for
+				}
+				return stepFailed(kind, n, step, errors.New(msg)), false
 			}
 			t := time.NewTimer(c.cfg.StepPollInterval)
 			select {

@@ -31,7 +31,7 @@ func biosHarness(t *testing.T, flavour redfishsim.Flavour) (*harness, *redfishsi
 	if flavour == redfishsim.IDRAC {
 		engine.WithBIOS(hw, "idrac-redfish", d.BIOSInterface("idrac-redfish"))
 	}
-	c, st := enginetest.Start(t, engine.Config{Hostname: "bios-test", StepPollInterval: 20 * time.Millisecond, StepTimeout: 5 * time.Second}, hw)
+	c, st := enginetest.Start(t, engine.Config{Hostname: "bios-test", StepPollInterval: 20 * time.Millisecond, StepTimeout: 2 * time.Second}, hw)
 	di := map[string]any{"redfish_address": hs.URL, "redfish_username": sim.User(), "redfish_password": sim.Password()}
 	return &harness{t: t, c: c, st: st}, sim, di
 }
@@ -202,4 +202,38 @@ func TestBIOSIDRACJob(t *testing.T) {
 	if got.ProvisionState != "manageable" || len(sim.Jobs()) != 1 {
 		t.Fatalf("re-apply: %s %s jobs %d", got.ProvisionState, deref(got.LastError), len(sim.Jobs()))
 	}
+}
+
+// TestBIOSBadBMC: a BMC that fails the reboot or the job read fails the
+// clean at once with last_error, maintenance, and no lock left.
+func TestBIOSBadBMC(t *testing.T) {
+	h, sim, di := biosHarness(t, redfishsim.IDRAC)
+	n := h.manageable(di, "idrac-redfish")
+	remove := sim.InjectFault(redfishsim.Fault{Method: "POST", Path: "ComputerSystem.Reset", Status: 500})
+	got := h.cleanOOB(n.UUID, applyStep(setting("NumLock", "Off")))
+	remove()
+	if got.ProvisionState != "clean failed" || !strings.Contains(deref(got.LastError), "rebooting the node failed") || got.Reservation != nil || !got.Maintenance {
+		t.Fatalf("reboot refused: %s %q", got.ProvisionState, deref(got.LastError))
+	}
+	t.Logf("last_error: %s", deref(got.LastError))
+	h.recover(n.UUID)
+	// The staged setting's job is still scheduled on the iDRAC: the next
+	// write is refused by it (SYS011), which the step reports.
+	got = h.cleanOOB(n.UUID, applyStep(setting("MemTest", "Enabled")))
+	if got.ProvisionState != "clean failed" || !strings.Contains(deref(got.LastError), "SYS011") {
+		t.Fatalf("second write with a job pending: %s %q", got.ProvisionState, deref(got.LastError))
+	}
+	t.Logf("last_error: %s", deref(got.LastError))
+	h.recover(n.UUID)
+
+	// A job the BMC cannot report is polled until the step's time is up,
+	// then fails the step.
+	h2, sim2, di2 := biosHarness(t, redfishsim.IDRAC)
+	n2 := h2.manageable(di2, "idrac-redfish")
+	defer sim2.InjectFault(redfishsim.Fault{Method: "GET", Path: "/Jobs/JID_", Status: 500})()
+	got = h2.cleanOOB(n2.UUID, applyStep(setting("NumLock", "Off")))
+	if got.ProvisionState != "clean failed" || !strings.Contains(deref(got.LastError), "Redfish read of job /redfish/v1/Managers/iDRAC.Embedded.1/Jobs/JID_") || got.Reservation != nil {
+		t.Fatalf("job read failing: %s %q", got.ProvisionState, deref(got.LastError))
+	}
+	t.Logf("last_error: %s", deref(got.LastError))
 }
