@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 
 	"castiron/engine/driver"
+	"castiron/fault"
 	"castiron/ramdisk/configdrive"
 	"castiron/ramdisk/protocol"
 	"castiron/storage"
@@ -82,9 +84,10 @@ func (c *Conductor) cleanSteps(n *storage.Node, manual bool, user []map[string]a
 
 // deploySteps is the step list of a deployment: write the image (with its
 // checksum, the root device hints and the config drive) to the root disk,
-// with the user's deploy steps (deploy_steps of the request) around it by
-// priority, highest first, as Ironic orders them.
-func (c *Conductor) deploySteps(n *storage.Node) ([]any, error) {
+// with the user's deploy steps (deploy_steps of the request, then the
+// steps of the deploy templates named by instance_info/traits) around it
+// by priority, highest first, as Ironic orders them.
+func (c *Conductor) deploySteps(ctx context.Context, n *storage.Node) ([]any, error) {
 	hw, err := c.hardwareOf(n)
 	if err != nil {
 		return nil, err
@@ -100,6 +103,22 @@ func (c *Conductor) deploySteps(n *storage.Node) ([]any, error) {
 			}
 		}
 	}
+	tmpl, err := c.templateSteps(ctx, n)
+	if err != nil {
+		return nil, err
+	}
+	userSteps = append(slices.Clone(userSteps), tmpl...)
+	seen := map[string]int{}
+	var dups []string
+	for _, s := range userSteps {
+		k := fmt.Sprintf("%v.%v", s["interface"], s["step"])
+		if seen[k]++; seen[k] == 2 {
+			dups = append(dups, k)
+		}
+	}
+	if len(dups) > 0 {
+		return nil, fmt.Errorf("deploy steps from all deploy templates matching this node's instance traits cannot have the same interface and step. Duplicate deploy steps for %s", strings.Join(dups, ", "))
+	}
 	extra, err := validateUserSteps("deploy", hw, n, userSteps, false)
 	if err != nil {
 		return nil, err
@@ -113,6 +132,31 @@ func (c *Conductor) deploySteps(n *storage.Node) ([]any, error) {
 		return intOf(plan[i].(map[string]any)["priority"]) > intOf(plan[j].(map[string]any)["priority"])
 	})
 	return plan, nil
+}
+
+// templateSteps are the steps of the deploy templates whose names are in
+// instance_info/traits (Ironic's get_deployment_templates); a trait that
+// names no template adds nothing.
+func (c *Conductor) templateSteps(ctx context.Context, n *storage.Node) ([]map[string]any, error) {
+	traits, _ := n.InstanceInfo["traits"].([]any)
+	var out []map[string]any
+	for _, tr := range traits {
+		name, ok := tr.(string)
+		if !ok {
+			continue
+		}
+		t, err := c.store.GetDeployTemplate(ctx, name)
+		if fault.Is(err, fault.NotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range t.Steps {
+			out = append(out, map[string]any{"interface": s.Interface, "step": s.Step, "args": map[string]any(s.Args), "priority": s.Priority})
+		}
+	}
+	return out, nil
 }
 
 // writeImageStep is the agent's write_image step of a deployment.

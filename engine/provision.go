@@ -503,7 +503,7 @@ func inspectTask(ctx context.Context, c *Conductor, n *storage.Node) outcome {
 
 func deployTask(ctx context.Context, c *Conductor, n *storage.Node) outcome {
 	if needsAgent(n, "deploy") {
-		plan, err := c.deploySteps(n)
+		plan, err := c.deploySteps(ctx, n)
 		if err != nil {
 			return failed(err)
 		}

@@ -338,3 +338,47 @@ func TestSecureBootKeySteps(t *testing.T) {
 		"clean_steps": []any{map[string]any{"interface": "management", "step": "clear_secure_boot_keys"}}})
 	h.failedWith(id, "clean failed", "Cannot clean node "+id+": clean step {'interface': 'management', 'step': 'clear_secure_boot_keys'} requires booting a ramdisk")
 }
+
+// TestDeployTemplateSteps: a deploy template named by the instance's
+// traits adds its steps to the deployment (Ironic's deploy templates); the
+// same step twice (request and template) fails the deploy with Ironic's
+// message.
+func TestDeployTemplateSteps(t *testing.T) {
+	const mac = "52:54:00:b1:05:06"
+	h, sim, id := hwconfigAPI(t, mac)
+	h.expect(http.StatusCreated, "POST", "/v1/deploy_templates", latest, map[string]any{"name": "CUSTOM_PERF", "steps": []any{
+		map[string]any{"interface": "bios", "step": "apply_configuration", "priority": 95, "args": map[string]any{"settings": []any{
+			map[string]any{"name": "ProcTurboMode", "value": "Disabled"}}}}}})
+	h.expect(http.StatusOK, "PATCH", "/v1/nodes/"+id, latest, []any{
+		map[string]any{"op": "add", "path": "/instance_info/image_source", "value": "http://10.0.0.1/focal.raw"},
+		map[string]any{"op": "add", "path": "/instance_info/image_os_hash_algo", "value": "sha256"},
+		map[string]any{"op": "add", "path": "/instance_info/image_os_hash_value", "value": strings.Repeat("ab", 32)},
+		map[string]any{"op": "add", "path": "/instance_info/traits", "value": []any{"CUSTOM_PERF", "CUSTOM_NONE"}},
+		map[string]any{"op": "replace", "path": "/automated_clean", "value": false},
+	})
+	h.moveTo(id, "provide", "available")
+	h.expect(http.StatusAccepted, "PUT", "/v1/nodes/"+id+"/states/provision", latest, map[string]any{"target": "active", "deploy_steps": []any{
+		map[string]any{"interface": "bios", "step": "apply_configuration", "priority": 90, "args": map[string]any{"settings": []any{}}}}})
+	h.failedWith(id, "deploy failed", "deploy steps from all deploy templates matching this node's instance traits cannot have the same interface and step. Duplicate deploy steps for bios.apply_configuration")
+	h.moveTo(id, "deleted", "available")
+	h.expect(http.StatusOK, "PATCH", "/v1/nodes/"+id, latest, []any{
+		map[string]any{"op": "add", "path": "/instance_info/image_source", "value": "http://10.0.0.1/focal.raw"},
+		map[string]any{"op": "add", "path": "/instance_info/image_os_hash_algo", "value": "sha256"},
+		map[string]any{"op": "add", "path": "/instance_info/image_os_hash_value", "value": strings.Repeat("ab", 32)},
+		map[string]any{"op": "add", "path": "/instance_info/traits", "value": []any{"CUSTOM_PERF"}},
+	})
+	h.expect(http.StatusAccepted, "PUT", "/v1/nodes/"+id+"/states/provision", latest, map[string]any{"target": "active"})
+	h.waitState(id, "wait call-back")
+	a := &agent{h: h}
+	a.lookup(mac)
+	if in := a.beat(nil); in.Command != protocol.CmdWait {
+		t.Fatalf("template step first: %+v", in)
+	}
+	n := h.waitState(id, "wait call-back")
+	if ds := n["deploy_step"].(map[string]any); ds["interface"] != "bios" || ds["priority"] != float64(95) {
+		t.Fatalf("deploy_step %v", ds)
+	}
+	if cur, _ := sim.BIOS(); cur["ProcTurboMode"] != "Disabled" {
+		t.Fatalf("BIOS %v", cur)
+	}
+}
