@@ -1,9 +1,11 @@
 package redfish
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"reflect"
 	"strconv"
@@ -339,8 +341,21 @@ func (b *BIOS) BIOSJob(ctx context.Context, n driver.Node, id string) (driver.BI
 		PercentComplete              *float64
 		Messages                     []struct{ Message string }
 	}
-	if err := getJSON(o.c, id, &j); err != nil {
+	resp, err := o.c.Get(id)
+	if err != nil {
 		return driver.BIOSJob{}, opError(o.inf, err, "Redfish read of job %s failed", id)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return driver.BIOSJob{}, opError(o.inf, err, "Redfish read of job %s failed", id)
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		// A task monitor answers 204 once its task is gone: done.
+		return driver.BIOSJob{Done: true, Percent: 100}, nil
+	}
+	if err := json.Unmarshal(body, &j); err != nil {
+		return driver.BIOSJob{}, fmt.Errorf("Redfish BMC %s: job %s is not valid JSON: %w", o.c.ep.address, id, err)
 	}
 	out := driver.BIOSJob{Message: j.Message}
 	if out.Message == "" && len(j.Messages) > 0 {
