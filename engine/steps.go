@@ -55,7 +55,13 @@ type stepDef struct {
 }
 
 // stepTable is every step, one table made of each interface's part
-// (agentsteps.go, biossteps.go, managementsteps.go, …).
+// (agentsteps.go, biossteps.go, managementsteps.go, …). Adding an
+// interface's steps (raid, firmware): its driver interface in
+// engine/driver, a map of implementations on HardwareType (as BIOS) with
+// a has func finding the node's, a part listing the steps with Ironic's
+// decorator values and a stepFunc each (stepResult.reboot for a step that
+// needs a reboot, poll for a BMC task; state survives both), and the part
+// added here.
 func stepTable() []stepDef {
 	return slices.Concat(agentStepTable, flowStepTable, biosStepTable, managementStepTable)
 }
