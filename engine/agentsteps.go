@@ -4,11 +4,12 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"slices"
+	"sort"
 	"strings"
 
-	"github.com/google/uuid"
-
 	"castiron/engine/driver"
+	"castiron/fault"
 	"castiron/ramdisk/configdrive"
 	"castiron/ramdisk/protocol"
 	"castiron/storage"
@@ -26,54 +27,140 @@ const (
 // agentStepInterface is the interface castiron's agent steps belong to.
 const agentStepInterface = "deploy"
 
-// agentStepDefs are the steps castiron's agent implements, with Ironic's
+// agentStepTable is castiron's agent's part of the step table: Ironic's
 // priorities for automated cleaning and whether they may be interrupted.
-var agentStepDefs = map[string]struct {
-	priority  int
-	abortable bool
-}{
-	protocol.StepEraseDevicesMetadata: {99, true},
-	protocol.StepEraseDevices:         {10, true},
-	protocol.StepWriteImage:           {80, true},
+// Their arguments are the agent's (not checked here).
+var agentStepTable = []stepDef{
+	{iface: agentStepInterface, name: protocol.StepEraseDevicesMetadata, priority: 99, abortable: true, requiresRamdisk: true, clean: true, service: true, has: agentDeploy},
+	{iface: agentStepInterface, name: protocol.StepEraseDevices, priority: 10, abortable: true, requiresRamdisk: true, clean: true, service: true, has: agentDeploy},
+	{iface: agentStepInterface, name: protocol.StepWriteImage, priority: 80, abortable: true, requiresRamdisk: true, has: agentDeploy},
 }
+
+// agentDeploy: the agent's steps are the agent-driven deploy interfaces'.
+func agentDeploy(_ *HardwareType, n *storage.Node) bool { return needsAgent(n, "deploy") }
 
 func newStep(name string, args map[string]any) map[string]any {
-	def := agentStepDefs[name]
-	if args == nil {
-		args = map[string]any{}
-	}
-	return map[string]any{
-		"id": uuid.NewString(), "interface": agentStepInterface, "step": name,
-		"args": args, "priority": def.priority, "abortable": def.abortable,
-	}
+	d, _ := lookupStep(agentStepInterface, name)
+	return newStepFrom(d, args, d.priority)
 }
 
-// cleanSteps is the step list of a cleaning: automated (metadata erase, plus
-// a full erase when configured) or the operator's manual steps.
-func (c *Conductor) cleanSteps(manual bool, user []map[string]any) ([]any, error) {
-	if !manual {
-		steps := []any{newStep(protocol.StepEraseDevicesMetadata, nil)}
-		if c.cfg.CleanFullErase {
-			steps = append(steps, newStep(protocol.StepEraseDevices, map[string]any{protocol.ArgEraseFullPass: true}))
-		}
-		return steps, nil
+// cleanSteps is the step list of a cleaning: automated (the steps of
+// non-zero priority the node has, highest first: the agent's metadata
+// erase, a full erase when configured, conductor steps that ask for it) or
+// the operator's manual steps, checked against the step table.
+func (c *Conductor) cleanSteps(n *storage.Node, manual bool, user []map[string]any) ([]any, error) {
+	hw, err := c.hardwareOf(n)
+	if err != nil {
+		return nil, err
 	}
-	var steps []any
-	for _, s := range user {
-		iface, _ := s["interface"].(string)
-		name, _ := s["step"].(string)
-		if _, ok := agentStepDefs[name]; !ok || iface != agentStepInterface || name == protocol.StepWriteImage {
-			return nil, fmt.Errorf("Clean step %s.%s is not supported by castiron's agent; supported: deploy.%s, deploy.%s", iface, name, protocol.StepEraseDevicesMetadata, protocol.StepEraseDevices)
+	if manual {
+		plan, err := validateUserSteps("clean", hw, n, user, false)
+		if err != nil {
+			return nil, fmt.Errorf("Cannot clean node %s: %v", n.UUID, err)
 		}
-		args, _ := s["args"].(map[string]any)
-		steps = append(steps, newStep(name, args))
+		return plan, nil
+	}
+	var defs []stepDef
+	for _, d := range stepTable() {
+		if d.priority <= 0 || !d.offers("clean", hw, n) {
+			continue
+		}
+		if d.iface == agentStepInterface && d.name == protocol.StepEraseDevices && !c.cfg.CleanFullErase {
+			continue
+		}
+		defs = append(defs, d)
+	}
+	sort.SliceStable(defs, func(i, j int) bool { return defs[i].priority > defs[j].priority })
+	steps := make([]any, 0, len(defs))
+	for _, d := range defs {
+		var args map[string]any
+		if d.iface == agentStepInterface && d.name == protocol.StepEraseDevices {
+			args = map[string]any{protocol.ArgEraseFullPass: true}
+		}
+		steps = append(steps, newStepFrom(d, args, d.priority))
 	}
 	return steps, nil
 }
 
 // deploySteps is the step list of a deployment: write the image (with its
-// checksum, the root device hints and the config drive) to the root disk.
-func (c *Conductor) deploySteps(n *storage.Node) ([]any, error) {
+// checksum, the root device hints and the config drive) to the root disk,
+// with the user's deploy steps (deploy_steps of the request, then the
+// steps of the deploy templates named by instance_info/traits) around it
+// by priority, highest first, as Ironic orders them.
+func (c *Conductor) deploySteps(ctx context.Context, n *storage.Node) ([]any, error) {
+	hw, err := c.hardwareOf(n)
+	if err != nil {
+		return nil, err
+	}
+	var userSteps []map[string]any
+	switch user := n.DriverInternalInfo["user_deploy_steps"].(type) {
+	case []map[string]any:
+		userSteps = user
+	case []any:
+		for _, s := range user {
+			if m, ok := s.(map[string]any); ok {
+				userSteps = append(userSteps, m)
+			}
+		}
+	}
+	tmpl, err := c.templateSteps(ctx, n)
+	if err != nil {
+		return nil, err
+	}
+	userSteps = append(slices.Clone(userSteps), tmpl...)
+	seen := map[string]int{}
+	var dups []string
+	for _, s := range userSteps {
+		k := fmt.Sprintf("%v.%v", s["interface"], s["step"])
+		if seen[k]++; seen[k] == 2 {
+			dups = append(dups, k)
+		}
+	}
+	if len(dups) > 0 {
+		return nil, fmt.Errorf("deploy steps from all deploy templates matching this node's instance traits cannot have the same interface and step. Duplicate deploy steps for %s", strings.Join(dups, ", "))
+	}
+	extra, err := validateUserSteps("deploy", hw, n, userSteps, false)
+	if err != nil {
+		return nil, err
+	}
+	write, err := c.writeImageStep(n)
+	if err != nil {
+		return nil, err
+	}
+	plan := append([]any{write}, extra...)
+	sort.SliceStable(plan, func(i, j int) bool {
+		return intOf(plan[i].(map[string]any)["priority"]) > intOf(plan[j].(map[string]any)["priority"])
+	})
+	return plan, nil
+}
+
+// templateSteps are the steps of the deploy templates whose names are in
+// instance_info/traits (Ironic's get_deployment_templates); a trait that
+// names no template adds nothing.
+func (c *Conductor) templateSteps(ctx context.Context, n *storage.Node) ([]map[string]any, error) {
+	traits, _ := n.InstanceInfo["traits"].([]any)
+	var out []map[string]any
+	for _, tr := range traits {
+		name, ok := tr.(string)
+		if !ok {
+			continue
+		}
+		t, err := c.store.GetDeployTemplate(ctx, name)
+		if fault.Is(err, fault.NotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range t.Steps {
+			out = append(out, map[string]any{"interface": s.Interface, "step": s.Step, "args": map[string]any(s.Args), "priority": s.Priority})
+		}
+	}
+	return out, nil
+}
+
+// writeImageStep is the agent's write_image step of a deployment.
+func (c *Conductor) writeImageStep(n *storage.Node) (map[string]any, error) {
 	ii := n.InstanceInfo
 	src, _ := ii["image_source"].(string)
 	imageURL, err := c.imageURL(src)
@@ -116,7 +203,7 @@ func (c *Conductor) deploySteps(n *storage.Node) ([]any, error) {
 		}
 		args[protocol.ArgConfigDrive] = enc
 	}
-	return []any{newStep(protocol.StepWriteImage, args)}, nil
+	return newStep(protocol.StepWriteImage, args), nil
 }
 
 // imageURL resolves image_source: an http(s) URL as is; a bare name (or
@@ -192,11 +279,12 @@ func startSteps(n *storage.Node, steps []any) {
 
 // clearSteps forgets the plan when the operation ends.
 func clearSteps(n *storage.Node) {
-	for _, k := range []string{diiSteps, diiStepIndex, diiStepProgress, diiAbortAfter} {
+	for _, k := range []string{diiSteps, diiStepIndex, diiStepProgress, diiAbortAfter, diiStepState, diiStepStarted, diiStepReboot} {
 		delete(n.DriverInternalInfo, k)
 	}
 	n.CleanStep = storage.JSONObject{}
 	n.DeployStep = storage.JSONObject{}
+	n.ServiceStep = storage.JSONObject{}
 }
 
 func stepsOf(n *storage.Node) ([]map[string]any, int) {
@@ -229,9 +317,12 @@ func setCurrentStep(n *storage.Node, step map[string]any, progress map[string]an
 	if progress != nil {
 		view["progress"] = progress
 	}
-	if State(n.ProvisionState) == DeployWait || State(n.ProvisionState) == Deploying {
+	switch kindOf(State(n.ProvisionState)) {
+	case "deploy":
 		n.DeployStep = view
-	} else {
+	case "service":
+		n.ServiceStep = view
+	default:
 		n.CleanStep = view
 	}
 }
@@ -246,10 +337,12 @@ func protocolStep(m map[string]any) *protocol.Step {
 	return s
 }
 
-// finishAgentWork is the task that ends a clean or deploy after the agent's
-// last step: wait for the ramdisk to power the machine off (it syncs first),
-// force it off if it does not, and for a deploy boot the disk.
-func finishAgentWork(deploy, manualClean bool) work {
+// finishAgentWork is the task that ends a clean, service or deploy after
+// the plan's last step: wait for the ramdisk to power the machine off (it
+// syncs first), force it off if it does not, and for a deploy or a service
+// boot the disk (a deploy asking for secure boot gets it first).
+func finishAgentWork(kind string, manualClean bool) work {
+	deploy := kind == "deploy" || kind == "service"
 	return func(ctx context.Context, c *Conductor, n *storage.Node) outcome {
 		if n.DisablePowerOff {
 			return finishInPlace(ctx, c, n, deploy, manualClean)
@@ -266,6 +359,7 @@ func finishAgentWork(deploy, manualClean bool) work {
 			n.PowerState = &off
 		}
 		if !deploy {
+			c.cacheBIOSQuietly(ctx, n) // Ironic's node_update_cache as cleaning ends
 			ev := EvDone
 			if manualClean {
 				ev = EvManage
@@ -278,6 +372,9 @@ func finishAgentWork(deploy, manualClean bool) work {
 		}
 		dn := driverNode(n)
 		dn.PowerState = driver.PowerOff
+		if err := c.prepareInstanceSecureBoot(ctx, hw, n, kind); err != nil {
+			return failed(err)
+		}
 		if err := hw.Management.SetBootDevice(ctx, dn, driver.BootDisk, true); err != nil {
 			return failed(fmt.Errorf("Failed to set the boot device to disk: %v", err))
 		}
@@ -298,6 +395,10 @@ func finishAgentWork(deploy, manualClean bool) work {
 // The boot device goes to disk first for a deploy; the driver resets the
 // node in place (driver.Node.DisablePowerOff).
 func finishInPlace(ctx context.Context, c *Conductor, n *storage.Node, deploy, manualClean bool) outcome {
+	kind := "clean"
+	if deploy {
+		kind = kindOf(State(n.ProvisionState))
+	}
 	c.endRamdisk(ctx, n)
 	hw, err := c.hardwareOf(n)
 	if err != nil {
@@ -305,6 +406,9 @@ func finishInPlace(ctx context.Context, c *Conductor, n *storage.Node, deploy, m
 	}
 	dn := driverNode(n)
 	if deploy {
+		if err := c.prepareInstanceSecureBoot(ctx, hw, n, kind); err != nil {
+			return failed(err)
+		}
 		if err := hw.Management.SetBootDevice(ctx, dn, driver.BootDisk, true); err != nil {
 			return failed(fmt.Errorf("Failed to set the boot device to disk: %v", err))
 		}

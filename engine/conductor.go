@@ -103,6 +103,13 @@ type Config struct {
 	AgentHeartbeatInterval time.Duration
 	// AgentPowerOffWait is how long the agent gets to power off by itself.
 	AgentPowerOffWait time.Duration
+	// StepPollInterval is the pause between two calls of an asynchronous
+	// conductor step (a BMC job, settings applied after a reboot);
+	// StepTimeout bounds the whole wait (steps.go). Defaults 10 s and 30 min
+	// (Ironic's [redfish]firmware_update_status_interval and the
+	// clean/deploy callback timeout).
+	StepPollInterval time.Duration
+	StepTimeout      time.Duration
 	// BuiltInRules are the inspection rules of the rules file, applied
 	// after the stored ones of equal priority.
 	BuiltInRules []*inspectrules.Rule
@@ -123,6 +130,12 @@ func (c *Config) setDefaults() {
 	// is HeartbeatTimeout old: 15 s by default (Ironic: 10 s and 60 s).
 	if c.HashPartitionExponent == 0 {
 		c.HashPartitionExponent = 8
+	}
+	if c.StepPollInterval <= 0 {
+		c.StepPollInterval = 10 * time.Second
+	}
+	if c.StepTimeout <= 0 {
+		c.StepTimeout = 30 * time.Minute
 	}
 	if c.HeartbeatInterval == 0 {
 		c.HeartbeatInterval = 5 * time.Second

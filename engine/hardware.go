@@ -27,8 +27,19 @@ type HardwareType struct {
 	Management driver.Management
 	// Inspector runs the out-of-band inspect interfaces (outOfBand); nil
 	// for types that have none.
-	Inspector  driver.Inspector
+	Inspector driver.Inspector
+	// BIOS holds the bios interface implementations that talk to a BMC, by
+	// name ("redfish", "idrac-redfish"); the others (no-bios, fake) have
+	// no steps.
+	BIOS       map[string]driver.BIOS
 	Properties []driver.Property // driver_info keys, for /drivers/{name}/properties
+}
+
+// BIOSOf returns the node's bios interface, if it is one that talks to a
+// BMC.
+func (h *HardwareType) BIOSOf(n *storage.Node) (driver.BIOS, bool) {
+	b, ok := h.BIOS[n.BIOSInterface]
+	return b, ok && b != nil
 }
 
 // Default returns the default implementation of kind.
@@ -157,7 +168,7 @@ type RedfishDriver interface {
 // types, by virtual media (redfish-virtual-media) or by UEFI HTTP boot of
 // the ramdisk ISO (redfish-https).
 func NewRedfishHardware(d RedfishDriver, props []driver.Property) *HardwareType {
-	return &HardwareType{
+	hw := &HardwareType{
 		Name: "redfish",
 		Interfaces: map[string][]string{
 			"bios":       {"no-bios"},
@@ -179,6 +190,31 @@ func NewRedfishHardware(d RedfishDriver, props []driver.Property) *HardwareType 
 		Inspector:  d,
 		Properties: props,
 	}
+	if b, ok := d.(BIOSProvider); ok {
+		WithBIOS(hw, "redfish", b.BIOSInterface("redfish"))
+	}
+	return hw
+}
+
+// BIOSProvider is a driver with bios interfaces by name (the redfish
+// driver: "redfish", "idrac-redfish").
+type BIOSProvider interface {
+	BIOSInterface(name string) driver.BIOS
+}
+
+// WithBIOS makes b the hardware type's bios interface name, its default
+// (Ironic's redfish and idrac types list their BIOS interface first, then
+// no-bios). The idrac type uses it with "idrac-redfish".
+func WithBIOS(hw *HardwareType, name string, b driver.BIOS) *HardwareType {
+	if b == nil {
+		return hw
+	}
+	if hw.BIOS == nil {
+		hw.BIOS = map[string]driver.BIOS{}
+	}
+	hw.BIOS[name] = b
+	hw.Interfaces["bios"] = append([]string{name}, slices.DeleteFunc(slices.Clone(hw.Interfaces["bios"]), func(s string) bool { return s == name })...)
+	return hw
 }
 
 // NewManualManagement is the manual-management type: no power or boot

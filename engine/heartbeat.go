@@ -45,10 +45,10 @@ func (c *Conductor) AgentHeartbeat(ctx context.Context, ident string, hb protoco
 		switch {
 		case cur.Reservation != nil:
 			return nil, nil // a task is working on the node (e.g. the power off after an abort)
-		case st == InspectWait || st == RescueWait || st == ServiceWait:
+		case st == InspectWait || st == RescueWait || (st == ServiceWait && cur.DriverInternalInfo[diiSteps] == nil):
 			cur.ProvisionUpdatedAt = &now
 			return nil, nil
-		case st == CleanWait || st == DeployWait:
+		case st == CleanWait || st == DeployWait || st == ServiceWait:
 			cur.ProvisionUpdatedAt = &now
 			e := c.advanceSteps(ctx, cur, hb.Step, &instr, &after, &afterVerb)
 			return e, nil
@@ -83,12 +83,12 @@ func (c *Conductor) AgentHeartbeat(ctx context.Context, ident string, hb protoco
 // steps done) and then schedules the task that follows it.
 func (c *Conductor) advanceSteps(ctx context.Context, n *storage.Node, rep *protocol.StepReport, instr *protocol.Instruction, after *work, afterVerb *string) *storage.Event {
 	steps, idx := stepsOf(n)
-	deploy := State(n.ProvisionState) == DeployWait
+	kind := kindOf(State(n.ProvisionState))
 	manual, _ := n.DriverInternalInfo["cleaning_manual"].(bool)
 	finish := func() *storage.Event {
-		e := c.fire(ctx, n, EvResume, noTargetState, nil)
+		e := c.fire(ctx, n, EvResume, currentTarget(n), nil)
 		n.Reservation = strp(c.cfg.Hostname)
-		*after, *afterVerb = finishAgentWork(deploy, manual), "agent-done"
+		*after, *afterVerb = finishAgentWork(kind, manual), "agent-done"
 		*instr = agentStop(n, protocol.CmdPowerOff, "all steps done")
 		e.User = "agent"
 		return e
@@ -98,13 +98,27 @@ func (c *Conductor) advanceSteps(ctx context.Context, n *storage.Node, rep *prot
 	}
 	step := steps[idx]
 	id, _ := step["id"].(string)
-	run := func() {
+	// A conductor step: the conductor takes the node back (… wait ->
+	// …ing) and runs it; the agent waits meanwhile.
+	handOff := func(step map[string]any) *storage.Event {
+		setCurrentStep(n, step, nil)
+		e := c.fire(ctx, n, EvResume, currentTarget(n), nil)
+		n.Reservation = strp(c.cfg.Hostname)
+		*after, *afterVerb = conductorSteps(kind, true), "conductor-step"
+		*instr = protocol.Instruction{Command: protocol.CmdWait, Reason: "the conductor runs step " + stepLabel(step), HeartbeatInterval: c.cfg.AgentHeartbeatInterval.Seconds()}
+		e.User = "agent"
+		return e
+	}
+	run := func() *storage.Event {
+		if isConductorStep(step) {
+			return handOff(step)
+		}
 		setCurrentStep(n, step, nil)
 		*instr = protocol.Instruction{Command: protocol.CmdRunStep, Step: protocolStep(step), HeartbeatInterval: c.cfg.AgentHeartbeatInterval.Seconds()}
+		return nil
 	}
 	if rep == nil || rep.ID != id {
-		run()
-		return nil
+		return run()
 	}
 	switch rep.Status {
 	case protocol.StepRunning:
@@ -116,7 +130,7 @@ func (c *Conductor) advanceSteps(ctx context.Context, n *storage.Node, rep *prot
 		setCurrentStep(n, step, progress)
 		return nil
 	case protocol.StepFailed:
-		msg := fmt.Sprintf("Agent returned error for %s step %s: %s.", map[bool]string{true: "deploy", false: "clean"}[deploy], stepLabel(step), rep.Error)
+		msg := fmt.Sprintf("Agent returned error for %s step %s: %s.", kind, stepLabel(step), rep.Error)
 		e := c.fire(ctx, n, EvFail, noTargetState, &msg)
 		n.Reservation = strp(c.cfg.Hostname)
 		*after, *afterVerb = abortTask(State(n.ProvisionState)), "agent-failed"
@@ -146,11 +160,9 @@ func (c *Conductor) advanceSteps(ctx context.Context, n *storage.Node, rep *prot
 			return finish()
 		}
 		step = steps[idx+1]
-		run()
-		return nil
+		return run()
 	}
-	run()
-	return nil
+	return run()
 }
 
 // agentStop is the instruction that ends an agent's work on n: cmd

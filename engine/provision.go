@@ -131,7 +131,7 @@ func (c *Conductor) Provision(ctx context.Context, ident string, req ProvisionRe
 	case EvUnrescue:
 		task = unrescueTask
 	case EvService:
-		task = serviceTask
+		task = serviceTask(req.ServiceSteps)
 		if ramdiskless(n, req) {
 			task = ramdisklessTask("service", req.ServiceSteps)
 		}
@@ -229,6 +229,15 @@ func (c *Conductor) checkProvisionArgs(n *storage.Node, ev Event, req ProvisionR
 	case EvDeploy, EvRebuild:
 		if err := checkSteps("deploy", req.DeploySteps, true); err != nil {
 			return err
+		}
+		if len(req.DeploySteps) > 0 && needsAgent(n, "deploy") {
+			hw, err := c.hardwareOf(n)
+			if err != nil {
+				return err
+			}
+			if _, err := validateUserSteps("deploy", hw, n, req.DeploySteps, false); err != nil {
+				return fault.New(fault.Invalid, "%s", err.Error())
+			}
 		}
 		if needsAgent(n, "deploy") {
 			if _, ok := n.InstanceInfo["image_source"]; !ok {
@@ -426,6 +435,7 @@ func verifyTask(ctx context.Context, c *Conductor, n *storage.Node) outcome {
 	if err != nil {
 		return failed(fmt.Errorf("Failed to get power state for node %s: %v", n.UUID, err))
 	}
+	c.cacheBIOSQuietly(ctx, n) // Ironic's node_update_cache after verification
 	return outcome{ev: EvDone, mutate: func(n *storage.Node) {
 		if ps == "" {
 			n.PowerState = nil // fake-hardware never powered: null, as Ironic
@@ -452,13 +462,17 @@ func cleanTask(manual bool, steps []map[string]any) work {
 		if !manual && !c.automatedClean(n) {
 			return done(finish)
 		}
+		c.cacheBIOSQuietly(ctx, n) // Ironic's node_update_cache as cleaning starts
 		if !needsAgent(n, "deploy") {
 			// Fake deploy interface: its steps complete at once.
 			return outcome{ev: finish, mutate: func(n *storage.Node) { n.CleanStep = storage.JSONObject{} }}
 		}
-		plan, err := c.cleanSteps(manual, steps)
+		plan, err := c.cleanSteps(n, manual, steps)
 		if err != nil {
 			return failed(err)
+		}
+		if len(plan) == 0 {
+			return outcome{ev: finish, mutate: func(n *storage.Node) { n.CleanStep = storage.JSONObject{} }}
 		}
 		if err := bootAgent(ctx, c, n); err != nil {
 			return failed(err)
@@ -489,7 +503,7 @@ func inspectTask(ctx context.Context, c *Conductor, n *storage.Node) outcome {
 
 func deployTask(ctx context.Context, c *Conductor, n *storage.Node) outcome {
 	if needsAgent(n, "deploy") {
-		plan, err := c.deploySteps(n)
+		plan, err := c.deploySteps(ctx, n)
 		if err != nil {
 			return failed(err)
 		}
@@ -508,6 +522,9 @@ func deployTask(ctx context.Context, c *Conductor, n *storage.Node) outcome {
 func tearDownTask(ctx context.Context, c *Conductor, n *storage.Node) outcome {
 	if err := powerOff(ctx, c, n); err != nil {
 		return failed(fmt.Errorf("Failed to tear down: %v", err))
+	}
+	if err := c.cleanUpInstanceSecureBoot(ctx, n); err != nil {
+		return failed(err)
 	}
 	// Deleting -> cleaning; the clean task is the same as after provide.
 	return outcome{ev: EvClean, next: cleanTask(false, nil), mutate: func(n *storage.Node) {
@@ -555,14 +572,30 @@ func unrescueTask(ctx context.Context, c *Conductor, n *storage.Node) outcome {
 	return outcome{ev: EvDone, mutate: func(n *storage.Node) { delete(n.InstanceInfo, "rescue_password") }}
 }
 
-func serviceTask(ctx context.Context, c *Conductor, n *storage.Node) outcome {
-	if needsAgent(n, "deploy") {
+// serviceTask runs service steps on an active node: through the agent
+// (booted as for cleaning) and the conductor, as a manual clean does; the
+// node boots its disk again at the end.
+func serviceTask(steps []map[string]any) work {
+	return func(ctx context.Context, c *Conductor, n *storage.Node) outcome {
+		if !needsAgent(n, "deploy") {
+			return done(EvDone)
+		}
+		hw, err := c.hardwareOf(n)
+		if err != nil {
+			return failed(err)
+		}
+		plan, err := validateUserSteps("service", hw, n, steps, false)
+		if err != nil {
+			return failed(fmt.Errorf("Cannot service node %s: %v", n.UUID, err))
+		}
 		if err := bootAgent(ctx, c, n); err != nil {
 			return failed(err)
 		}
-		return done(EvWait)
+		return outcome{ev: EvWait, mutate: func(n *storage.Node) {
+			n.DriverInternalInfo["service_steps"] = steps
+			startSteps(n, plan)
+		}}
 	}
-	return done(EvDone)
 }
 
 // AbortRunning is DELETE /v1/nodes/{id}/states/provision (the deploy-abort

@@ -34,18 +34,44 @@ func ramdiskless(n *storage.Node, req ProvisionRequest) bool {
 	return req.DisableRamdisk != nil && *req.DisableRamdisk && needsAgent(n, "deploy")
 }
 
+// flowStepTable are Ironic's reserved step handlers that castiron runs:
+// power_on, power_off and reboot, of any interface, in any flow but
+// deploy. lookupStep finds them by name.
+var flowStepTable = []stepDef{}
+
+// flowStep is the conductor step of a power flow step named name under
+// the user's interface.
+func flowStep(iface, name string) (stepDef, bool) {
+	target, ok := flowSteps[name]
+	if !ok {
+		return stepDef{}, false
+	}
+	return stepDef{iface: iface, name: name, clean: true, service: true, flow: true,
+		run: func(ctx context.Context, e *stepEnv) (stepResult, error) {
+			if err := e.hw.Power.SetPowerState(ctx, e.dn, target, e.c.cfg.PowerTimeout); err != nil {
+				return stepResult{}, err
+			}
+			power := driver.PowerOn
+			if target == driver.PowerOff {
+				power = driver.PowerOff
+			}
+			e.node.PowerState = &power
+			return stepResult{}, e.c.saveNode(ctx, e.node, func(n *storage.Node) { n.PowerState = &power })
+		}}, true
+}
+
 // ramdisklessTask is a manual clean (kind "clean") or a service (kind
 // "service") with disable_ramdisk, as Ironic's do_node_clean and
 // do_node_service run it: power validated (not the network), no
 // prepare_cleaning/prepare_service (no boot device, no power on for an
 // agent), the steps checked with disable_ramdisk (a step of the agent is
-// "requires booting a ramdisk"), run out of band in order, and no tear
-// down at the end: manageable after a clean, active after a service.
+// "requires booting a ramdisk"), run by the conductor in order, and no
+// tear down at the end: manageable after a clean, active after a service.
 func ramdisklessTask(kind string, steps []map[string]any) work {
 	return func(ctx context.Context, c *Conductor, n *storage.Node) outcome {
-		verb, diiFlag, finish := "cleaning", diiCleaningDisableRamdisk, EvManage
+		verb, diiFlag := "cleaning", diiCleaningDisableRamdisk
 		if kind == "service" {
-			verb, diiFlag, finish = "service", diiServiceDisableRamdisk, EvDone
+			verb, diiFlag = "service", diiServiceDisableRamdisk
 		}
 		record := func(n *storage.Node) {
 			n.DriverInternalInfo[kind+"_steps"] = steps
@@ -59,78 +85,26 @@ func ramdisklessTask(kind string, steps []map[string]any) work {
 		if err := hw.Power.Validate(dn); err != nil {
 			return outcome{ev: EvFail, mutate: record, err: fmt.Errorf("Validation of node %s for %s failed: %v", n.UUID, verb, err)}
 		}
-		if err := checkRamdisklessSteps(kind, steps); err != nil {
-			what := "clean"
-			if kind == "service" {
-				what = "service"
-			}
-			return outcome{ev: EvFail, mutate: record, err: fmt.Errorf("Cannot %s node %s: %v", what, n.UUID, err)}
+		plan, err := validateUserSteps(kind, hw, n, steps, true)
+		if err != nil {
+			return outcome{ev: EvFail, mutate: record, err: fmt.Errorf("Cannot %s node %s: %v", kind, n.UUID, err)}
 		}
-		power := ""
-		for _, s := range steps {
-			target := flowSteps[s["step"].(string)]
-			if err := hw.Power.SetPowerState(ctx, dn, target, c.cfg.PowerTimeout); err != nil {
-				msg := fmt.Sprintf("Node %s failed step %s: %v", n.UUID, pyRepr(s), err)
-				// Ironic's cleaning/servicing_error_handler: a failure
-				// while a step runs puts the node in maintenance.
-				fault := kind + " failure"
-				return outcome{ev: EvFail, err: fmt.Errorf("%s", msg), mutate: func(n *storage.Node) {
-					record(n)
-					n.Maintenance = true
-					n.Fault = &fault
-					if n.MaintenanceReason == nil {
-						n.MaintenanceReason = &msg
-					}
-				}}
-			}
-			power = driver.PowerOn
-			if target == driver.PowerOff {
-				power = driver.PowerOff
-			}
-			dn.PowerState = power
-		}
-		return outcome{ev: finish, mutate: func(n *storage.Node) {
+		if err := c.saveNode(ctx, n, func(n *storage.Node) {
 			record(n)
-			if power != "" {
-				n.PowerState = &power
-			}
-			n.CleanStep = storage.JSONObject{}
-			n.ServiceStep = storage.JSONObject{}
-		}}
-	}
-}
-
-// checkRamdisklessSteps is Ironic's _validate_user_steps with
-// disable_ramdisk for castiron's steps: the conductor's flow steps pass,
-// an agent step "requires booting a ramdisk", any other step is unknown to
-// the node. hold and wait are flow steps in Ironic too; castiron does not
-// run them yet, and says so.
-func checkRamdisklessSteps(kind string, steps []map[string]any) error {
-	var errs []string
-	for _, s := range steps {
-		iface, _ := s["interface"].(string)
-		name, _ := s["step"].(string)
-		switch {
-		case flowSteps[name] != "":
-		case name == "hold" || name == "wait":
-			errs = append(errs, fmt.Sprintf("%s step %s is not supported by castiron without the ramdisk", kind, pyRepr(s)))
-		case iface == agentStepInterface && isAgentStep(name):
-			// castiron's agent steps are always known (Ironic's cached agent
-			// steps), and none can run without the agent.
-			errs = append(errs, fmt.Sprintf("%s step %s requires booting a ramdisk", kind, pyRepr(s)))
-		default:
-			errs = append(errs, fmt.Sprintf("node does not support this %s step: %s", kind, pyRepr(s)))
+			startSteps(n, plan)
+		}); err != nil {
+			return failed(err)
 		}
+		out := conductorSteps(kind, false)(ctx, c, n)
+		inner := out.mutate
+		out.mutate = func(n *storage.Node) {
+			record(n)
+			if inner != nil {
+				inner(n)
+			}
+		}
+		return out
 	}
-	if len(errs) > 0 {
-		return fmt.Errorf("%s", strings.Join(errs, "; "))
-	}
-	return nil
-}
-
-func isAgentStep(name string) bool {
-	_, ok := agentStepDefs[name]
-	return ok
 }
 
 // pyRepr renders a user step as Ironic's messages show it (a Python dict

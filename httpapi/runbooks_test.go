@@ -424,7 +424,7 @@ func TestRunbookCleanStepsRunOnAgent(t *testing.T) {
 	h.expect(201, "POST", "/v1/runbooks", latest, map[string]any{"name": "CUSTOM_BIOS", "steps": rbSteps()})
 	h.expect(204, "PUT", "/v1/nodes/"+id+"/traits/CUSTOM_BIOS", latest, nil)
 	h.expect(http.StatusAccepted, "PUT", "/v1/nodes/"+id+"/states/provision", v92, map[string]any{"target": "clean", "runbook": "CUSTOM_BIOS"})
-	h.failedWith(id, "clean failed", "Clean step bios.apply_configuration is not supported by castiron's agent")
+	h.failedWith(id, "clean failed", "Cannot clean node "+id+": node does not support this clean step: {'interface': 'bios', 'step': 'apply_configuration'")
 	if !jsonEqual(plans["explicit"], plans["runbook"]) {
 		t.Errorf("clean_steps: explicit %v, runbook %v", plans["explicit"], plans["runbook"])
 	}

@@ -70,6 +70,7 @@ type Store interface {
 	VolumeStore
 	DeployTemplateStore
 	RunbookStore
+	BIOSStore
 	InspectionRuleStore
 	IdentityStore
 	PortLookupStore

@@ -87,3 +87,17 @@ type HealthReader interface {
 type PowerHealthReader interface {
 	PowerStateHealth(ctx context.Context, n Node) (power, health string, err error)
 }
+
+// Secure boot key resets (Ironic's redfish management steps
+// reset_secure_boot_keys_to_default and clear_secure_boot_keys).
+const (
+	SecureBootKeysDefault = "ResetAllKeysToDefault"
+	SecureBootKeysDelete  = "DeleteAllKeys"
+)
+
+// SecureBootKeyResetter resets the UEFI secure boot key databases: to the
+// manufacturer's defaults (SecureBootKeysDefault) or empty
+// (SecureBootKeysDelete).
+type SecureBootKeyResetter interface {
+	ResetSecureBootKeys(ctx context.Context, n Node, how string) error
+}

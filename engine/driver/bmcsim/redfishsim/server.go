@@ -63,6 +63,7 @@ type systemState struct {
 	health       string
 	secureBoot   bool
 	secureActive bool // SecureBootCurrentBoot: what the last boot used
+	keysDeleted  bool // SecureBoot.ResetKeys DeleteAllKeys: SetupMode
 	assetTag     string
 	lastBoot     Boot // what the last start booted with (Target "" before any)
 }

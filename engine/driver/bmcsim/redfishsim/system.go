@@ -37,6 +37,9 @@ func (s *Server) routeSystem(r *http.Request, p string, segs []string, body []by
 		if len(segs) == 1 {
 			return s.secureBootResource(r, body)
 		}
+		if len(segs) == 3 && segs[1] == "Actions" && segs[2] == "SecureBoot.ResetKeys" {
+			return s.resetSecureBootKeys(r, body)
+		}
 	case "EthernetInterfaces":
 		nics := s.nicIDs()
 		if len(segs) == 1 {
@@ -292,7 +295,10 @@ func (s *Server) secureBootResource(r *http.Request, body []byte) (answer, error
 		return answer{code: http.StatusOK, body: map[string]any{
 			"@odata.id": s.odata(s.SystemPath() + "/SecureBoot"), "@odata.type": "#SecureBoot.v1_1_0.SecureBoot",
 			"Id": "SecureBoot", "Name": "UEFI Secure Boot", "SecureBootEnable": s.sys.secureBoot,
-			"SecureBootCurrentBoot": cur, "SecureBootMode": "DeployedMode",
+			"SecureBootCurrentBoot": cur, "SecureBootMode": map[bool]string{false: "DeployedMode", true: "SetupMode"}[s.sys.keysDeleted],
+			"Actions": map[string]any{"#SecureBoot.ResetKeys": map[string]any{
+				"target":                                s.odata(s.SystemPath() + "/SecureBoot/Actions/SecureBoot.ResetKeys"),
+				"ResetKeysType@Redfish.AllowableValues": []string{"ResetAllKeysToDefault", "DeleteAllKeys", "DeletePK"}}},
 		}}, nil
 	case http.MethodPatch:
 		var in struct{ SecureBootEnable *bool }
@@ -308,6 +314,27 @@ func (s *Server) secureBootResource(r *http.Request, body []byte) (answer, error
 		return answer{code: http.StatusNoContent}, nil
 	}
 	return answer{}, notAllowed(r)
+}
+
+// resetSecureBootKeys is SecureBoot.ResetKeys: deleting the keys (or the
+// PK) leaves the firmware in SetupMode, the defaults restore DeployedMode.
+func (s *Server) resetSecureBootKeys(r *http.Request, body []byte) (answer, error) {
+	if r.Method != http.MethodPost {
+		return answer{}, notAllowed(r)
+	}
+	var in struct{ ResetKeysType string }
+	if err := json.Unmarshal(body, &in); err != nil {
+		return answer{}, errf(http.StatusBadRequest, "MalformedJSON", "The request body submitted was malformed JSON and could not be parsed by the receiving service.")
+	}
+	switch in.ResetKeysType {
+	case "ResetAllKeysToDefault":
+		s.sys.keysDeleted = false
+	case "DeleteAllKeys", "DeletePK":
+		s.sys.keysDeleted = true
+	default:
+		return answer{}, errf(http.StatusBadRequest, "ActionParameterNotSupported", "The parameter ResetKeysType for the action SecureBoot.ResetKeys is not supported on the target resource.")
+	}
+	return answer{code: http.StatusNoContent}, nil
 }
 
 // bootForStart is called by the Machine (or the state-only power code) at
