@@ -80,7 +80,11 @@ func (c *conn) PostMultipartWithHeaders(u string, _ map[string]io.Reader, _ map[
 // whole, so the per-request timeout can end before gofish decodes it.
 func (c *conn) do(method, path string, payload any, headers map[string]string) (*http.Response, error) {
 	var body []byte
-	if payload != nil {
+	if rb, ok := payload.(rawBody); ok {
+		// A body that is not JSON (a multipart firmware push).
+		body = rb.data
+		headers = map[string]string{"Content-Type": rb.contentType}
+	} else if payload != nil {
 		b, err := json.Marshal(payload)
 		if err != nil {
 			return nil, err
@@ -140,6 +144,12 @@ func (c *conn) do(method, path string, payload any, headers map[string]string) (
 			return nil, c.ep.statusError(method, path, resp, data)
 		}
 	}
+}
+
+// rawBody is a request body sent as is, with its content type.
+type rawBody struct {
+	data        []byte
+	contentType string
 }
 
 // roundTrip sends one request bounded by the per-request timeout and reads

@@ -84,6 +84,19 @@ type Config struct {
 	// [a client with a 5 minute timeout].
 	HTTPClient *http.Client
 
+	// NoUpdateService leaves the UpdateService out (service root link
+	// absent, its paths 404): a BMC that cannot update firmware.
+	NoUpdateService bool
+	// NoStorage leaves the Storage collection out of the System (its
+	// paths 404): a BMC without a RAID controller.
+	NoStorage bool
+	// RAIDTypes replaces the controller's SupportedRAIDTypes [per flavour];
+	// a level left out is refused at volume creation (400).
+	RAIDTypes []string
+	// MultipartOnly leaves SimpleUpdate out of the UpdateService: firmware
+	// goes through MultipartHttpPushUri only.
+	MultipartOnly bool
+
 	// TaskDelay is how long firmware update and volume tasks run [2s].
 	TaskDelay time.Duration
 	// Latency is added to every answer.
@@ -226,7 +239,7 @@ var flavours = map[Flavour]flavourDefaults{
 		firmware: []Component{
 			{ID: "BIOS", Name: "Contoso BIOS Firmware", Version: "P79 v1.45", Updateable: true, ResetRequired: true},
 			{ID: "BMC", Name: "Contoso BMC Firmware", Version: "1.45.455b66-rev4", Updateable: true},
-			{ID: "NIC1", Name: "Contoso 25GbE NIC Firmware", Version: "20.8.4", Updateable: true},
+			{ID: "NIC1", Name: "Contoso 25GbE NIC Firmware", Version: "20.8.4", Updateable: true, adapter: "NIC.Slot.1"},
 		},
 	},
 	IDRAC: {
@@ -244,7 +257,7 @@ var flavours = map[Flavour]flavourDefaults{
 		firmware: []Component{
 			{ID: "Installed-159-2.17.1", Name: "BIOS", Version: "2.17.1", Updateable: true, ResetRequired: true},
 			{ID: "Installed-25227-6.10.30.00", Name: "Integrated Dell Remote Access Controller", Version: "6.10.30.00", Updateable: true},
-			{ID: "Installed-0-22.31.6", Name: "Broadcom Adv. Dual 25Gb Ethernet", Version: "22.31.6", Updateable: true},
+			{ID: "Installed-0-22.31.6", Name: "Broadcom Adv. Dual 25Gb Ethernet", Version: "22.31.6", Updateable: true, adapter: "NIC.Integrated.1"},
 		},
 	},
 	ILO: {
@@ -260,7 +273,7 @@ var flavours = map[Flavour]flavourDefaults{
 		firmware: []Component{
 			{ID: "1", Name: "iLO 5", Version: "2.72 Sep 04 2022", Updateable: true},
 			{ID: "2", Name: "System ROM", Version: "U32 v2.72 (09/29/2022)", Updateable: true, ResetRequired: true},
-			{ID: "3", Name: "HPE Ethernet 1Gb 4-port 331i Adapter - NIC", Version: "20.21.41", Updateable: true},
+			{ID: "3", Name: "HPE Ethernet 1Gb 4-port 331i Adapter - NIC", Version: "20.21.41", Updateable: true, adapter: "DC080000"},
 		},
 	},
 }

@@ -93,7 +93,7 @@ func New(cfg Config) (*Server, error) {
 	s.sys = systemState{power: "Off", target: "None", enabled: "Disabled", mode: cfg.BootMode,
 		led: "Off", chassisLED: "Off", health: "OK"}
 	s.bios = newBIOS(cfg.Flavour, cfg.BootMode)
-	s.storage = newStorage(fl, cfg.Drives)
+	s.storage = newStorage(fl, cfg.Drives, cfg.RAIDTypes)
 	for _, c := range fl.firmware {
 		c := c
 		s.firmware = append(s.firmware, &c)
@@ -434,6 +434,9 @@ func (s *Server) route(r *http.Request, p string, segs []string, body []byte) (a
 				return s.collection(Rooted+"/Chassis", "Chassis", "Chassis Collection", []string{s.ChassisPath()}), nil
 			})
 		}
+		if len(segs) > 2 && segs[1] == s.cfg.ChassisID && segs[2] == "NetworkAdapters" {
+			return s.routeAdapters(r, p, segs[3:])
+		}
 		if segs[1] != s.cfg.ChassisID || len(segs) > 2 {
 			return answer{}, notFound(p)
 		}
@@ -455,7 +458,9 @@ func (s *Server) route(r *http.Request, p string, segs []string, body []byte) (a
 		}
 		return answer{}, notAllowed(r)
 	case "UpdateService":
-		return s.routeUpdate(r, p, segs[1:], body, unlock)
+		if !s.cfg.NoUpdateService {
+			return s.routeUpdate(r, p, segs[1:], body, unlock)
+		}
 	case "TaskService":
 		return s.routeTasks(r, p, segs[1:])
 	case "Registries":
@@ -518,9 +523,12 @@ func (s *Server) serviceRoot() (any, error) {
 		"Id": "RootService", "Name": "Root Service", "RedfishVersion": "1.11.0", "UUID": s.cfg.UUID,
 		"Vendor": s.fl.vendor, "Product": s.fl.product,
 		"Systems": s.link(Rooted + "/Systems"), "Managers": s.link(Rooted + "/Managers"),
-		"Chassis": s.link(Rooted + "/Chassis"), "UpdateService": s.link(Rooted + "/UpdateService"),
+		"Chassis":     s.link(Rooted + "/Chassis"),
 		"TaskService": s.link(Rooted + "/TaskService"), "Registries": s.link(Rooted + "/Registries"),
 		"ProtocolFeaturesSupported": map[string]any{"ExpandQuery": map[string]any{"ExpandAll": false}},
+	}
+	if !s.cfg.NoUpdateService {
+		root["UpdateService"] = s.link(Rooted + "/UpdateService")
 	}
 	if !s.cfg.NoSessionService {
 		root["SessionService"] = s.link(Rooted + "/SessionService")

@@ -32,8 +32,11 @@ type Volume struct {
 	WWN           string
 }
 
-func newStorage(fl flavourDefaults, drives []DriveConfig) storageState {
-	st := storageState{id: fl.storageID, name: fl.storageName, raidTypes: fl.raidTypes}
+func newStorage(fl flavourDefaults, drives []DriveConfig, raidTypes []string) storageState {
+	if raidTypes == nil {
+		raidTypes = fl.raidTypes
+	}
+	st := storageState{id: fl.storageID, name: fl.storageName, raidTypes: raidTypes}
 	for _, d := range drives {
 		st.drives = append(st.drives, &drive{DriveConfig: d, led: "Off"})
 	}

@@ -71,7 +71,9 @@ func (s *Server) routeSystem(r *http.Request, p string, segs []string, body []by
 	case "Bios":
 		return s.routeBIOS(r, p, segs[1:], body)
 	case "Storage":
-		return s.routeStorage(r, p, segs[1:], body)
+		if !s.cfg.NoStorage {
+			return s.routeStorage(r, p, segs[1:], body)
+		}
 	case "VirtualMedia":
 		if s.cfg.VirtualMedia != "manager" {
 			return s.routeMedia(r, p, sp+"/VirtualMedia", segs[1:], body, unlock)
@@ -184,6 +186,9 @@ func (s *Server) system() map[string]any {
 	if s.cfg.VirtualMedia != "manager" {
 		sys["VirtualMedia"] = s.link(sp + "/VirtualMedia")
 	}
+	if s.cfg.NoStorage {
+		delete(sys, "Storage")
+	}
 	return sys
 }
 
@@ -218,7 +223,8 @@ func (s *Server) chassis() map[string]any {
 		"Id": s.cfg.ChassisID, "Name": "Computer System Chassis", "ChassisType": "RackMount",
 		"Manufacturer": s.fl.manufacturer, "Model": s.fl.model, "SerialNumber": "SIMCH" + s.cfg.SystemID,
 		"PowerState": s.powerState(), "IndicatorLED": s.sys.chassisLED,
-		"Status": map[string]any{"State": "Enabled", "Health": s.sys.health},
+		"Status":          map[string]any{"State": "Enabled", "Health": s.sys.health},
+		"NetworkAdapters": s.link(s.ChassisPath() + "/NetworkAdapters"),
 		"Links": map[string]any{
 			"ComputerSystems": []any{s.link(s.SystemPath())},
 			"ManagedBy":       []any{s.link(s.ManagerPath())},

@@ -22,6 +22,7 @@ type Component struct {
 	Updateable    bool
 	ResetRequired bool   // an update is staged and applies at the next reset (BIOS)
 	pending       string // staged version
+	adapter       string // a NIC's firmware: the Chassis NetworkAdapter it runs on
 }
 
 // Image is what a firmware image file must hold for the emulator: JSON
@@ -168,10 +169,7 @@ func (s *Server) routeUpdate(r *http.Request, p string, segs []string, body []by
 				"Id": "UpdateService", "Name": "Update Service", "ServiceEnabled": true,
 				"HttpPushUri": s.odata(up + "/update"), "MultipartHttpPushUri": s.odata(up + "/upload"),
 				"FirmwareInventory": s.link(up + "/FirmwareInventory"),
-				"Actions": map[string]any{"#UpdateService.SimpleUpdate": map[string]any{
-					"target": s.odata(up + "/Actions/UpdateService.SimpleUpdate"),
-					"TransferProtocol@Redfish.AllowableValues": []string{"HTTP", "HTTPS"},
-				}}}, nil
+				"Actions":           s.updateActions(up)}, nil
 		})
 	case len(segs) == 1 && segs[0] == "FirmwareInventory":
 		return get(r, func() (any, error) {
@@ -193,7 +191,7 @@ func (s *Server) routeUpdate(r *http.Request, p string, segs []string, body []by
 				"Manufacturer": s.fl.manufacturer, "Status": map[string]any{"State": "Enabled", "Health": "OK"},
 				"RelatedItem": []any{s.link(s.SystemPath())}}, nil
 		})
-	case len(segs) == 2 && segs[0] == "Actions" && segs[1] == "UpdateService.SimpleUpdate":
+	case len(segs) == 2 && segs[0] == "Actions" && segs[1] == "UpdateService.SimpleUpdate" && !s.cfg.MultipartOnly:
 		if r.Method != http.MethodPost {
 			return answer{}, notAllowed(r)
 		}
@@ -237,6 +235,16 @@ func (s *Server) routeUpdate(r *http.Request, p string, segs []string, body []by
 		return s.taskAccepted(s.updateTask(img, nil, targets)), nil
 	}
 	return answer{}, notFound(p)
+}
+
+func (s *Server) updateActions(up string) map[string]any {
+	if s.cfg.MultipartOnly {
+		return map[string]any{}
+	}
+	return map[string]any{"#UpdateService.SimpleUpdate": map[string]any{
+		"target": s.odata(up + "/Actions/UpdateService.SimpleUpdate"),
+		"TransferProtocol@Redfish.AllowableValues": []string{"HTTP", "HTTPS"},
+	}}
 }
 
 func (s *Server) checkTargets(targets []string) error {
