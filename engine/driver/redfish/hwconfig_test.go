@@ -3,9 +3,9 @@ package redfish
 import (
 	"bytes"
 	"context"
-	"io"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
