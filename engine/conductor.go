@@ -99,6 +99,9 @@ type Config struct {
 	// VMedia configures the redfish-virtual-media boot interface (the
 	// ramdisk ISO); nil leaves it unable to boot anything.
 	VMedia *VMediaConfig
+	// Firmware is where firmware.update stages the images it verified for
+	// the BMC to fetch (firmware.go); nil hands BMCs the operator's URLs.
+	Firmware *FirmwareConfig
 	// AgentHeartbeatInterval is what the agent is told between heartbeats.
 	AgentHeartbeatInterval time.Duration
 	// AgentPowerOffWait is how long the agent gets to power off by itself.

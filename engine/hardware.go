@@ -33,6 +33,24 @@ type HardwareType struct {
 	// no steps.
 	BIOS       map[string]driver.BIOS
 	Properties []driver.Property // driver_info keys, for /drivers/{name}/properties
+
+	// Firmware and RAID hold the firmware and raid interface
+	// implementations that talk to a BMC, by name ("redfish",
+	// "idrac-redfish"); the others (no-*, fake, agent) have no BMC side.
+	Firmware map[string]driver.Firmware
+	RAID     map[string]driver.RAID
+}
+
+// FirmwareOf returns the node's firmware interface, if it talks to a BMC.
+func (h *HardwareType) FirmwareOf(n *storage.Node) (driver.Firmware, bool) {
+	f, ok := h.Firmware[n.FirmwareInterface]
+	return f, ok && f != nil
+}
+
+// RAIDOf returns the node's raid interface, if it is a BMC's hardware RAID.
+func (h *HardwareType) RAIDOf(n *storage.Node) (driver.RAID, bool) {
+	r, ok := h.RAID[n.RAIDInterface]
+	return r, ok && r != nil
 }
 
 // BIOSOf returns the node's bios interface, if it is one that talks to a
@@ -192,6 +210,24 @@ func NewRedfishHardware(d RedfishDriver, props []driver.Property) *HardwareType 
 	}
 	if b, ok := d.(BIOSProvider); ok {
 		WithBIOS(hw, "redfish", b.BIOSInterface("redfish"))
+	}
+	WithRedfishFirmwareRAID(hw, d, "redfish")
+	return hw
+}
+
+// WithRedfishFirmwareRAID gives hw the Redfish firmware ("redfish") and
+// hardware RAID (raidName) code of d, when d has it, as the defaults
+// (Ironic's redfish type lists them first). The idrac type uses it with
+// raid "idrac-redfish": the same code, its volumes built through the same
+// Storage resources (iDRAC answers with tasks, which the code waits for).
+func WithRedfishFirmwareRAID(hw *HardwareType, d any, raidName string) *HardwareType {
+	if f, ok := d.(driver.Firmware); ok {
+		hw.Firmware = map[string]driver.Firmware{"redfish": f}
+		hw.Interfaces["firmware"] = append([]string{"redfish"}, slices.DeleteFunc(slices.Clone(hw.Interfaces["firmware"]), func(s string) bool { return s == "redfish" })...)
+	}
+	if r, ok := d.(driver.RAID); ok {
+		hw.RAID = map[string]driver.RAID{raidName: r}
+		hw.Interfaces["raid"] = append([]string{raidName}, slices.DeleteFunc(slices.Clone(hw.Interfaces["raid"]), func(s string) bool { return s == raidName })...)
 	}
 	return hw
 }

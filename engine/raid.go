@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 
+	"castiron/engine/driver"
 	"castiron/engine/jsonschema"
 	"castiron/fault"
 	"castiron/storage"
@@ -115,6 +118,9 @@ func (c *Conductor) SetTargetRAIDConfig(ctx context.Context, ident string, cfg m
 			if err := ValidateRAIDConfig(cfg); err != nil {
 				return nil, err
 			}
+			if err := c.validateHardwareRAID(n, cfg); err != nil {
+				return nil, err
+			}
 		}
 		n.TargetRAIDConfig = storage.JSONObject{}
 		for k, v := range cfg {
@@ -129,4 +135,61 @@ func (c *Conductor) SetTargetRAIDConfig(ctx context.Context, ident string, cfg m
 func asList(v any) []any {
 	l, _ := v.([]any)
 	return l
+}
+
+// validateHardwareRAID is RedfishRAID.validate_raid_config's addition to
+// the schema: Redfish builds no SCSI volumes.
+func (c *Conductor) validateHardwareRAID(n *storage.Node, cfg map[string]any) error {
+	hw, ok := c.hw.Get(n.Driver)
+	if !ok {
+		return nil
+	}
+	if _, ok := hw.RAIDOf(n); !ok {
+		return nil
+	}
+	for _, d := range asList(cfg["logical_disks"]) {
+		if m, _ := d.(map[string]any); m["interface_type"] == "scsi" {
+			return fault.New(fault.Invalid, "interface type `scsi` not supported by Redfish RAID")
+		}
+	}
+	return nil
+}
+
+// raidConfigOf is Ironic's update_raid_info: the node's raid_config is
+// the logical disks read back, stamped with last_updated (Python's
+// str(datetime)); a root volume among them sets local_gb and the
+// raid_level capability.
+func raidConfigOf(n *storage.Node, lds []driver.LogicalDisk, now time.Time) {
+	disks := make([]any, 0, len(lds))
+	for _, ld := range lds {
+		m := map[string]any{"size_gb": ld.SizeGB, "raid_level": ld.RAIDLevel}
+		if ld.ID != "" {
+			m["id"] = ld.ID
+		}
+		if ld.Name != "" {
+			m["name"] = ld.Name
+		}
+		if ld.Controller != "" {
+			m["controller"] = ld.Controller
+		}
+		if ld.IsRootVolume {
+			m["is_root_volume"] = true
+			if n.Properties == nil {
+				n.Properties = storage.JSONObject{}
+			}
+			n.Properties["local_gb"] = ld.SizeGB
+			caps, _ := n.Properties["capabilities"].(string)
+			switch {
+			case strings.Contains(caps, "raid_level:"):
+				caps = replaceCapability(caps, "raid_level", ld.RAIDLevel)
+			case caps != "":
+				caps += ",raid_level:" + ld.RAIDLevel
+			default:
+				caps = "raid_level:" + ld.RAIDLevel
+			}
+			n.Properties["capabilities"] = caps
+		}
+		disks = append(disks, m)
+	}
+	n.RAIDConfig = storage.JSONObject{"logical_disks": disks, "last_updated": now.UTC().Format("2006-01-02 15:04:05.000000")}
 }

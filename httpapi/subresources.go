@@ -369,9 +369,18 @@ func (a *API) getBIOSSetting(w http.ResponseWriter, r *http.Request) error {
 // firmwareIdentityFields are the firmware component fields of API 1.114.
 var firmwareIdentityFields = []string{"model", "serial_number", "vendor"}
 
-// listFirmware is GET /v1/nodes/{ident}/firmware: no cached components.
+// firmwareFields are the fields of a firmware component (Ironic's
+// index_request_query enum), created_at and updated_at always shown.
+var firmwareFields = []string{"created_at", "updated_at", "component", "initial_version", "current_version",
+	"last_version_flashed", "vendor", "model", "serial_number"}
+
+// listFirmware is GET /v1/nodes/{ident}/firmware: the components the
+// node's firmware interface cached (at the end of cleaning, after a
+// firmware.update step), as Ironic's NodeFirmwareController: component and
+// versions by default, vendor/model/serial_number too from 1.114, every
+// field with ?detail=True, or those ?fields= names.
 func (a *API) listFirmware(w http.ResponseWriter, r *http.Request) error {
-	_, fields, err := returnFields(r.URL.Query(), true)
+	detail, fields, err := returnFields(r.URL.Query(), true)
 	if err != nil {
 		return err
 	}
@@ -390,10 +399,43 @@ func (a *API) listFirmware(w http.ResponseWriter, r *http.Request) error {
 	if len(bad) > 0 {
 		return errInvalid("Fields %s are not allowed in this API version. They require at least API version 1.114.", strings.Join(bad, ", "))
 	}
-	if _, err := a.cond.Store().GetNode(r.Context(), r.PathValue("ident")); err != nil {
+	for _, f := range fields {
+		if !slices.Contains(firmwareFields, f) {
+			return errInvalid("Field(s) \"%s\" are not valid", f)
+		}
+	}
+	n, err := a.cond.Store().GetNode(r.Context(), r.PathValue("ident"))
+	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"firmware": []any{}})
+	comps, err := a.cond.Store().ListFirmwareComponents(r.Context(), n.UUID)
+	if err != nil {
+		return err
+	}
+	show := fields
+	switch {
+	case detail != nil && *detail:
+		show = firmwareFields
+	case fields == nil:
+		show = []string{"component", "initial_version", "current_version", "last_version_flashed"}
+		if versionOf(r).AtLeast(114) {
+			show = append(show, firmwareIdentityFields...)
+		}
+	}
+	out := make([]any, 0, len(comps))
+	for _, c := range comps {
+		all := map[string]any{
+			"created_at": ironicTime(c.CreatedAt), "updated_at": timeOrNil(c.UpdatedAt), "component": c.Component,
+			"initial_version": c.InitialVersion, "current_version": c.CurrentVersion,
+			"last_version_flashed": c.LastVersionFlashed, "vendor": c.Vendor, "model": c.Model, "serial_number": c.SerialNumber,
+		}
+		m := map[string]any{"created_at": all["created_at"], "updated_at": all["updated_at"]}
+		for _, f := range show {
+			m[f] = all[f]
+		}
+		out = append(out, m)
+	}
+	return writeJSON(w, http.StatusOK, map[string]any{"firmware": out})
 }
 
 // --- Children (1.83) ---

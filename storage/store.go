@@ -68,6 +68,7 @@ type Store interface {
 	ChassisStore
 	PortgroupStore
 	VolumeStore
+	FirmwareStore
 	DeployTemplateStore
 	RunbookStore
 	BIOSStore
