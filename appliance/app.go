@@ -165,6 +165,7 @@ func conductorConfig(c *serveConfig, site provisioningSite, obs engine.Observer,
 		DiscoveryBMCUser:   c.discovery.bmcUser,
 		DiscoveryMaxEnroll: c.discovery.maxEnroll,
 		DiscoveryRate:      c.discovery.rate,
+		Firmware:           firmwareConfig(c, imageBase),
 		VMedia: &engine.VMediaConfig{
 			ISOs:       iso.NewCache(vmediaDir(c)),
 			RamdiskDir: c.pxe.ramdiskDir,
@@ -176,6 +177,16 @@ func conductorConfig(c *serveConfig, site provisioningSite, obs engine.Observer,
 		// Ironic's [inspector] extra_kernel_params, for ISO boots.
 		InspectionKernelArgs: strings.Fields(c.inspectKernelArgs),
 	}
+}
+
+// firmwareConfig stages firmware images under the images directory
+// (served at /images/firmware/, unguessable names) when BMCs can reach
+// castiron (--public-url); without it BMCs get the operator's URLs.
+func firmwareConfig(c *serveConfig, imageBase string) *engine.FirmwareConfig {
+	if imageBase == "" {
+		return nil
+	}
+	return &engine.FirmwareConfig{Dir: filepath.Join(c.pxe.imagesDir, "firmware"), BaseURL: imageBase + "/firmware"}
 }
 
 // conductorURL is how other conductors reach this one's API.
