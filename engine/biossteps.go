@@ -280,12 +280,14 @@ func (c *Conductor) cacheBIOSSettings(ctx context.Context, hw *HardwareType, n *
 }
 
 // cacheBIOSQuietly is cacheBIOSSettings where Ironic only logs a failure
-// (the end of manageable -> cleaning, verification).
+// (the end of manageable -> cleaning, verification). It is Ironic's
+// node_update_cache: the firmware components are cached with it.
 func (c *Conductor) cacheBIOSQuietly(ctx context.Context, n *storage.Node) {
 	hw, err := c.hardwareOf(n)
 	if err != nil {
 		return
 	}
+	c.cacheFirmware(ctx, hw, n)
 	if err := c.cacheBIOSSettings(ctx, hw, n); err != nil {
 		c.log.WarnContext(ctx, "caching BIOS settings failed", "node", n.UUID, "err", err)
 	}

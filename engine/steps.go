@@ -63,7 +63,7 @@ type stepDef struct {
 // needs a reboot, poll for a BMC task; state survives both), and the part
 // added here.
 func stepTable() []stepDef {
-	return slices.Concat(agentStepTable, flowStepTable, biosStepTable, managementStepTable)
+	return slices.Concat(agentStepTable, flowStepTable, biosStepTable, managementStepTable, fwRAIDStepTable)
 }
 
 // stepIndex is stepTable by "interface.step", built once at init.
@@ -330,6 +330,9 @@ func conductorSteps(kind string, ramdisk bool) work {
 			if idx >= len(steps) {
 				if ramdisk {
 					return backToAgent // the agent's next heartbeat ends the flow
+				}
+				if kind != "deploy" {
+					c.cacheBIOSQuietly(ctx, n) // Ironic's node_update_cache as cleaning/servicing ends
 				}
 				return finishWithoutRamdisk(kind, n)
 			}
