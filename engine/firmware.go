@@ -68,7 +68,7 @@ func (f *FirmwareConfig) updateTimeout() time.Duration {
 // plus castiron's optional checksum ("sha256:<hex>", or bare hex whose
 // length names the algorithm), which Ironic's schema has no room for.
 var firmwareSettingsSchema = func() *jsonschema.Schema {
-	item := jsonschema.Object(false, []string{"component", "url"},
+	item := jsonschema.Object(true, []string{"component", "url"},
 		jsonschema.P("component", &jsonschema.Schema{Types: []string{"string"}, AnyOf: []*jsonschema.Schema{
 			{Enum: []string{driver.FirmwareBIOS, driver.FirmwareBMC}},
 			{Pattern: jsonschema.LazyPattern("^" + driver.FirmwareNICPrefix + ".*"), PatternSrc: "^" + driver.FirmwareNICPrefix + ".*"}}}),

@@ -197,6 +197,11 @@ func TestRAIDSteps(t *testing.T) {
 	}
 	t.Logf("delete_configuration clean: %v", took)
 
+	// Redfish builds no SCSI volumes: refused when the target is set.
+	if err := h.c.SetTargetRAIDConfig(ctx, h.node.UUID, map[string]any{"logical_disks": []any{
+		map[string]any{"raid_level": "1", "size_gb": float64(100), "interface_type": "scsi"}}}); err == nil || !strings.Contains(err.Error(), "interface type `scsi` not supported by Redfish RAID") {
+		t.Fatalf("scsi target: %v", err)
+	}
 	// A RAID 5 this controller cannot build.
 	if err := h.c.SetTargetRAIDConfig(ctx, h.node.UUID, map[string]any{"logical_disks": []any{
 		map[string]any{"raid_level": "5", "size_gb": float64(100)}}}); err != nil {
