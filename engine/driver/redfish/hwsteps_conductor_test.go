@@ -241,3 +241,40 @@ func TestRAIDStepsBadBMC(t *testing.T) {
 		h.mustFail(n, took, "did not finish within")
 	})
 }
+
+// TestFirmwareServiceStep: firmware.update as a service step (API 1.87)
+// on an active node without the ramdisk: the node returns to active, or
+// to service failed with the BMC's reason.
+func TestFirmwareServiceStep(t *testing.T) {
+	img := redfishsim.Image{Component: "BMC", Version: "3.0.0"}
+	h := startFWRAID(t, redfishsim.Config{}, map[string]redfishsim.Image{"bmc.bin": img, "fail.bin": {Fail: "bad signature"}})
+	ctx := context.Background()
+	active := func() {
+		if _, err := h.st.UpdateNode(ctx, h.node.UUID, func(n *storage.Node) (*storage.Event, error) {
+			n.ProvisionState, n.Maintenance, n.MaintenanceReason, n.Fault, n.LastError = "active", false, nil, nil, nil
+			return nil, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	yes := true
+	service := func(url string) *storage.Node {
+		t.Helper()
+		active()
+		if err := h.c.Provision(ctx, h.node.UUID, engine.ProvisionRequest{Target: "service", DisableRamdisk: &yes,
+			ServiceSteps: []map[string]any{fwStep(map[string]any{"component": "bmc", "url": url})}}); err != nil {
+			t.Fatalf("service: %v", err)
+		}
+		return h.wait(h.node.UUID, 20*time.Second, func(n *storage.Node) bool {
+			return n.ProvisionState == "active" || n.ProvisionState == "service failed"
+		})
+	}
+	if n := service(h.images + "/bmc.bin"); n.ProvisionState != "active" || h.bmc.Firmware()[1].Version != "3.0.0" {
+		t.Fatalf("service: %s %s, BMC firmware %+v", n.ProvisionState, deref(n.LastError), h.bmc.Firmware())
+	}
+	if n := service(h.images + "/fail.bin"); n.ProvisionState != "service failed" || !strings.Contains(deref(n.LastError), "bad signature") {
+		t.Fatalf("failing service: %s %s", n.ProvisionState, deref(n.LastError))
+	} else {
+		t.Logf("service failed: %s", deref(n.LastError))
+	}
+}
