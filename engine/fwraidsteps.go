@@ -72,8 +72,12 @@ func firmwareUpdateStep(ctx context.Context, e *stepEnv) (stepResult, error) {
 		if err != nil {
 			return stepResult{}, err
 		}
+		// The downloads are bounded by the step timeout, as the BMC's
+		// tasks are (an image server that hangs must not hold the node).
+		sctx, cancel := context.WithTimeout(ctx, e.c.cfg.StepTimeout)
+		defer cancel()
 		for _, u := range ups {
-			img, err := e.c.stageFirmware(ctx, e.node.UUID, u)
+			img, err := e.c.stageFirmware(sctx, e.node.UUID, u)
 			if err != nil {
 				removeStaged(staged)
 				return stepResult{}, err

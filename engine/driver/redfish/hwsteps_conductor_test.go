@@ -151,6 +151,11 @@ func TestFirmwareUpdateStep(t *testing.T) {
 	h.mustFail(n, took, "Timeout reached")
 	n, took = h.clean(fwStep(map[string]any{"component": "bmc", "url": h.images + "/missing.bin"}))
 	h.mustFail(n, took, "HTTP 404")
+	// An image server that never answers: bounded by the step timeout.
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
+	defer hang.Close()
+	n, took = h.clean(fwStep(map[string]any{"component": "bmc", "url": hang.URL + "/bmc.bin"}))
+	h.mustFail(n, took, "context deadline exceeded")
 	if left, _ := os.ReadDir(h.staged); len(left) != 1 {
 		// the endless task's image stays until the sweep (the step
 		// timed out in the framework, not in the step)
