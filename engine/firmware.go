@@ -277,3 +277,11 @@ func (c *Conductor) cacheFirmware(ctx context.Context, hw *HardwareType, n *stor
 	}
 	c.log.InfoContext(ctx, "firmware components cached", "node", n.UUID, "components", len(rs))
 }
+
+// cacheFirmwareOf is cacheFirmware for a node whose hardware type the
+// caller has not looked up.
+func (c *Conductor) cacheFirmwareOf(ctx context.Context, n *storage.Node) {
+	if hw, err := c.hardwareOf(n); err == nil {
+		c.cacheFirmware(ctx, hw, n)
+	}
+}

@@ -224,6 +224,7 @@ func applyInspection(in Inspection) work {
 		if len(created) > 0 {
 			c.log.InfoContext(ctx, "ports created by inspection", "node", n.UUID, "state", n.ProvisionState, "verb", "inspect", "macs", created)
 		}
+		c.cacheFirmwareOf(ctx, n) // Ironic: while the node is on, for NICs that need it
 		if err := powerOffOrReboot(ctx, c, n); err != nil {
 			c.log.WarnContext(ctx, "power off after inspection failed", "node", n.UUID, "state", n.ProvisionState, "err", err)
 		}

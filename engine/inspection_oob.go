@@ -29,6 +29,7 @@ func inspectOutOfBand(ctx context.Context, c *Conductor, n *storage.Node) outcom
 	if err != nil {
 		return failed(fmt.Errorf("Failed to create ports from the inventory: %v", err))
 	}
+	c.cacheFirmware(ctx, hw, n) // Ironic's node_cache_firmware_components after inspection
 	c.log.InfoContext(ctx, "out-of-band inspection done", "node", n.UUID, "state", n.ProvisionState, "verb", "inspect",
 		"ports_created", created, "properties", res.Properties)
 	return outcome{ev: EvDone, mutate: func(n *storage.Node) {

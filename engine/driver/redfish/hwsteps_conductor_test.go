@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"castiron/engine"
+	"castiron/engine/driver"
 	"castiron/engine/driver/bmcsim/redfishsim"
 	"castiron/engine/driver/fake"
 	"castiron/engine/enginetest"
@@ -282,4 +283,38 @@ func TestFirmwareServiceStep(t *testing.T) {
 	} else {
 		t.Logf("service failed: %s", deref(n.LastError))
 	}
+}
+
+// TestFirmwareComponentsCached: verification (enroll -> manageable) caches
+// the BMC's firmware components; an out-of-band inspection refreshes them
+// (Ironic caches them after inspection), recording a version flashed
+// meanwhile as last_version_flashed.
+func TestFirmwareComponentsCached(t *testing.T) {
+	h := startFWRAID(t, redfishsim.Config{}, map[string]redfishsim.Image{"nic.bin": {Component: "NIC1", Version: "21.0.0"}})
+	ctx := context.Background()
+	comps, err := h.st.ListFirmwareComponents(ctx, h.node.UUID)
+	if err != nil || len(comps) != 3 || comps[2].Component != "nic:SIMNICNIC.Slot.1" || *comps[2].Vendor != "Contoso" {
+		t.Fatalf("after verify: %+v %v", comps, err)
+	}
+	// Flashed behind castiron's back, then inspected.
+	d := fastDriver(t)
+	n, _ := h.st.GetNode(ctx, h.node.UUID)
+	dn := driverNodeOf(n)
+	task, err := d.StartFirmwareUpdate(ctx, dn, driver.FirmwareImage{Component: "nic:SIMNICNIC.Slot.1", URL: h.images + "/nic.bin"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := waitFirmwareTask(ctxT(t, 10*time.Second), d, dn, task); err != nil || st.Failed {
+		t.Fatalf("%+v %v", st, err)
+	}
+	h.provision(h.node.UUID, "inspect")
+	h.wait(h.node.UUID, 10*time.Second, func(n *storage.Node) bool { return n.ProvisionState == "manageable" })
+	comps, _ = h.st.ListFirmwareComponents(ctx, h.node.UUID)
+	if nic := comps[2]; *nic.CurrentVersion != "21.0.0" || nic.InitialVersion != "20.8.4" || *nic.LastVersionFlashed != "21.0.0" {
+		t.Fatalf("after inspection: %+v", nic)
+	}
+}
+
+func driverNodeOf(n *storage.Node) driver.Node {
+	return driver.Node{UUID: n.UUID, DriverInfo: n.DriverInfo}
 }
