@@ -82,6 +82,7 @@ var firmwareSettingsSchema = func() *jsonschema.Schema {
 // firmwareUpdate is one entry of the update step's settings.
 type firmwareUpdate struct {
 	Component, URL, Checksum string
+	Wait                     int // seconds to let the BMC settle after the update
 }
 
 // parseFirmwareSettings is Ironic's validate_firmware_interface_update_args.
@@ -96,6 +97,7 @@ func parseFirmwareSettings(v any) ([]firmwareUpdate, error) {
 		u.Component, _ = m["component"].(string)
 		u.URL, _ = m["url"].(string)
 		u.Checksum, _ = m["checksum"].(string)
+		u.Wait = intOf(m["wait"])
 		if _, _, err := checksumOf(u.Checksum); err != nil {
 			return nil, err
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"time"
 
 	"castiron/engine/driver"
 	"castiron/storage"
@@ -56,6 +57,7 @@ const (
 	fsIndex    = "index"    // the component being updated
 	fsTask     = "task"     // its BMC task monitor
 	fsRebooted = "rebooted" // the reboot its update needs was done
+	fsWaitEnd  = "wait_until"
 )
 
 // firmwareUpdateStep is Ironic's RedfishFirmware.update: the images are
@@ -82,7 +84,7 @@ func firmwareUpdateStep(ctx context.Context, e *stepEnv) (stepResult, error) {
 				removeStaged(staged)
 				return stepResult{}, err
 			}
-			staged = append(staged, map[string]any{"component": u.Component, "url": img.url, "path": img.path, "size": img.size})
+			staged = append(staged, map[string]any{"component": u.Component, "url": img.url, "path": img.path, "size": img.size, "wait": u.Wait})
 		}
 		e.state[fsStaged] = staged
 		e.state[fsIndex] = 0
@@ -127,10 +129,23 @@ func firmwareUpdateStep(ctx context.Context, e *stepEnv) (stepResult, error) {
 				return stepResult{reboot: true, progress: fwProgress(comp, i, len(staged), 100, "rebooting to apply the update")}, nil
 			}
 		}
+		// Ironic's per-component "wait": time for the BMC to settle
+		// (it may restart itself after flashing) before going on.
+		if w := intOf(cur["wait"]); w > 0 {
+			until, _ := time.Parse(time.RFC3339Nano, fmt.Sprint(e.state[fsWaitEnd]))
+			if until.IsZero() {
+				until = e.c.now().Add(time.Duration(w) * time.Second)
+				e.state[fsWaitEnd] = until.Format(time.RFC3339Nano)
+			}
+			if e.c.now().Before(until) {
+				return stepResult{poll: true, progress: fwProgress(comp, i, len(staged), 100, fmt.Sprintf("waiting %ds for the BMC to settle", w))}, nil
+			}
+		}
 		i++
 		e.state[fsIndex] = i
 		delete(e.state, fsTask)
 		delete(e.state, fsRebooted)
+		delete(e.state, fsWaitEnd)
 	}
 	removeStaged(staged)
 	e.c.cacheFirmware(ctx, e.hw, e.node)

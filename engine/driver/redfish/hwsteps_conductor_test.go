@@ -318,3 +318,14 @@ func TestFirmwareComponentsCached(t *testing.T) {
 func driverNodeOf(n *storage.Node) driver.Node {
 	return driver.Node{UUID: n.UUID, DriverInfo: n.DriverInfo}
 }
+
+// TestFirmwareUpdateWait: a setting's "wait" holds the step that many
+// seconds after the BMC's task before it goes on (the BMC settling).
+func TestFirmwareUpdateWait(t *testing.T) {
+	h := startFWRAID(t, redfishsim.Config{}, map[string]redfishsim.Image{"bmc.bin": {Component: "BMC", Version: "2.1"}})
+	n, took := h.clean(fwStep(map[string]any{"component": "bmc", "url": h.images + "/bmc.bin", "wait": float64(1)}))
+	if n.ProvisionState != "manageable" || took < time.Second {
+		t.Fatalf("%s %s after %v (want a wait of 1 s)", n.ProvisionState, deref(n.LastError), took)
+	}
+	t.Logf("update with wait 1: %v", took)
+}
