@@ -37,10 +37,6 @@ type FirmwareConfig struct {
 	HTTPClient *http.Client
 	// MaxImage bounds one image [4 GiB].
 	MaxImage int64
-	// UpdateTimeout bounds one component's update: the BMC's task, the
-	// reboot a BIOS needs, the BMC coming back [1h; Ironic's
-	// firmware_update_overall_timeout is 2h for all of them].
-	UpdateTimeout time.Duration
 }
 
 func (f *FirmwareConfig) client() *http.Client {
@@ -55,13 +51,6 @@ func (f *FirmwareConfig) maxImage() int64 {
 		return f.MaxImage
 	}
 	return 4 << 30
-}
-
-func (f *FirmwareConfig) updateTimeout() time.Duration {
-	if f != nil && f.UpdateTimeout > 0 {
-		return f.UpdateTimeout
-	}
-	return time.Hour
 }
 
 // firmwareSettingsSchema is Ironic's _FIRMWARE_INTERFACE_UPDATE_SCHEMA

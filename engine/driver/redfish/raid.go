@@ -145,8 +145,7 @@ func (o *op) applyTime(volumes string) string {
 }
 
 // submit sends a create (POST) or delete (DELETE) and waits for its task
-// when the BMC answers 202. It reports whether the change waits for a
-// reset (OnReset).
+// when the BMC answers 202 (bounded by the operation's context).
 func (o *op) submit(method, path string, payload map[string]any, what string) error {
 	var resp *http.Response
 	var err error
