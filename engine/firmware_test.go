@@ -3,6 +3,10 @@ package engine
 import (
 	"strings"
 	"testing"
+	"time"
+
+	"castiron/engine/driver"
+	"castiron/storage"
 )
 
 // firmware.update's settings: Ironic's schema (component bios/bmc/nic:*,
@@ -35,5 +39,26 @@ func TestParseFirmwareSettings(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: %v; want %q", c.in, err, c.want)
 		}
+	}
+}
+
+// raid_config as Ironic's update_raid_info writes it: the logical disks,
+// last_updated; a root volume sets local_gb and the raid_level capability.
+func TestRAIDConfigOf(t *testing.T) {
+	n := &storage.Node{Properties: storage.JSONObject{"capabilities": "boot_mode:uefi"}}
+	raidConfigOf(n, []driver.LogicalDisk{
+		{ID: "Volume1", Name: "os", Controller: "1", SizeGB: 100, RAIDLevel: "1", IsRootVolume: true},
+		{ID: "Volume2", Controller: "1", SizeGB: 800, RAIDLevel: "5"},
+	}, time.Date(2026, 11, 28, 12, 0, 0, 5000, time.UTC))
+	lds := n.RAIDConfig["logical_disks"].([]any)
+	if len(lds) != 2 || n.RAIDConfig["last_updated"] != "2026-11-28 12:00:00.000005" || lds[1].(map[string]any)["name"] != nil {
+		t.Fatalf("%v", n.RAIDConfig)
+	}
+	if n.Properties["local_gb"] != int64(100) || n.Properties["capabilities"] != "boot_mode:uefi,raid_level:1" {
+		t.Fatalf("%v", n.Properties)
+	}
+	raidConfigOf(n, nil, time.Now())
+	if lds := n.RAIDConfig["logical_disks"].([]any); len(lds) != 0 {
+		t.Fatalf("%v", n.RAIDConfig)
 	}
 }

@@ -2,9 +2,13 @@ package httpapi
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
+	"castiron/engine"
+	"castiron/engine/driver/redfish"
+	"castiron/engine/enginetest"
 	"castiron/storage"
 )
 
@@ -70,4 +74,24 @@ func TestNodeFirmware(t *testing.T) {
 		}
 	}
 	h.expect(404, "GET", "/v1/nodes/nope/firmware", "1.86", nil)
+}
+
+// TestRedfishDriverFirmwareRAID: the redfish type lists firmware
+// {redfish, no-firmware} and raid {redfish, no-raid, agent}, redfish the
+// default of both (Ironic's type with every interface enabled), and a node
+// created with BMO's interfaces gets them.
+func TestRedfishDriverFirmwareRAID(t *testing.T) {
+	rf := redfish.New(redfish.Config{Logger: enginetest.Quiet()})
+	t.Cleanup(func() { _ = rf.Close(t.Context()) })
+	h := serveAPI(t, engine.Config{Hostname: "test-conductor"}, []*engine.HardwareType{engine.NewRedfishHardware(rf, redfish.Properties())})
+	d := h.expect(200, "GET", "/v1/drivers/redfish", latest, nil).json(t)
+	if d["default_firmware_interface"] != "redfish" || d["default_raid_interface"] != "redfish" ||
+		fmt.Sprint(d["enabled_firmware_interfaces"]) != "[redfish no-firmware]" || fmt.Sprint(d["enabled_raid_interfaces"]) != "[redfish no-raid agent]" {
+		t.Fatalf("driver: %v %v %v %v", d["default_firmware_interface"], d["enabled_firmware_interfaces"], d["default_raid_interface"], d["enabled_raid_interfaces"])
+	}
+	n := h.createNode(map[string]any{"driver": "redfish", "firmware_interface": "redfish", "raid_interface": "redfish",
+		"driver_info": map[string]any{"redfish_address": "https://127.0.0.1:8000", "redfish_username": "u", "redfish_password": "p"}})
+	if n["firmware_interface"] != "redfish" || n["raid_interface"] != "redfish" {
+		t.Fatalf("node %v %v", n["firmware_interface"], n["raid_interface"])
+	}
 }
