@@ -40,7 +40,7 @@ const (
 // power, management, inspect and vendor "idrac-redfish"; boot by
 // iPXE/PXE/HTTP or idrac-redfish-virtual-media.
 func NewIDRACHardware(d RedfishDriver, props []driver.Property) *HardwareType {
-	return &HardwareType{
+	hw := &HardwareType{
 		Name: "idrac",
 		Interfaces: map[string][]string{
 			"bios":       {"no-bios"},
@@ -62,6 +62,13 @@ func NewIDRACHardware(d RedfishDriver, props []driver.Property) *HardwareType {
 		Inspector:  d,
 		Properties: props,
 	}
+	// BIOS through iDRAC's job queue, RAID as idrac-redfish (the Redfish
+	// code; Dell's own RAID-mode conversion is not done), firmware by
+	// Redfish: what Ironic's idrac type lists and BMO sends.
+	if b, ok := any(d).(BIOSProvider); ok {
+		WithBIOS(hw, "idrac-redfish", b.BIOSInterface("idrac-redfish"))
+	}
+	return WithRedfishFirmwareRAID(hw, d, "idrac-redfish")
 }
 
 // NewILO5Hardware is the ilo5 type. Ironic's ilo5 drives iLO through

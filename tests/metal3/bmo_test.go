@@ -71,6 +71,9 @@ func startCastiron(t *testing.T) *castiron {
 	cond, _ := enginetest.Start(t, engine.Config{
 		Hostname: "test-conductor", AutomatedClean: true, CallbackTimeout: time.Minute,
 		AgentPowerOffWait: 100 * time.Millisecond,
+		// BMC tasks (RAID volumes, BIOS jobs) are polled often: the
+		// emulator's tasks take TaskDelay, set short below.
+		StepPollInterval: 50 * time.Millisecond, StepTimeout: time.Minute,
 		VMedia:            &engine.VMediaConfig{ISOs: iso.NewCache(t.TempDir()), RamdiskDir: rd, APIURL: url},
 	},
 		engine.NewIPMIHardware(ip, ip, ipmi.Properties()),
@@ -198,7 +201,7 @@ func (h *host) createBody(name string) map[string]any {
 
 func startRedfish(t *testing.T, flavour redfishsim.Flavour, mac string) (*redfishsim.Server, string) {
 	t.Helper()
-	s, err := redfishsim.New(redfishsim.Config{Flavour: flavour, MACs: []string{mac}})
+	s, err := redfishsim.New(redfishsim.Config{Flavour: flavour, MACs: []string{mac}, TaskDelay: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,15 +256,6 @@ func hosts(t *testing.T) []*host {
 	return out
 }
 
-// pendingInterfaces are interfaces BMO sends that come with the hardware
-// configuration work merged separately (bios/raid/firmware over Redfish):
-// until they are there, a create naming one is refused with Ironic's 400
-// naming it, and the test registers the host without it, as the recorded
-// run's shim did. Any other refusal fails the test.
-var pendingInterfaces = map[string]bool{
-	"firmware:redfish": true, "raid:redfish": true, "raid:idrac-redfish": true, "bios:idrac-redfish": true,
-}
-
 // register is BMO's registration: look the host up by name and by its
 // boot MAC, create it (disable_power_off false), create its port, manage.
 func (c *castiron) register(h *host, name string) string {
@@ -274,20 +268,11 @@ func (c *castiron) register(h *host, name string) string {
 		c.t.Fatalf("ports for %s before create: %v", h.mac, l)
 	}
 	body := h.createBody(name)
-	var n map[string]any
-	for {
-		st, out := c.do("POST", "/v1/nodes", bmoVersion, body)
-		if st == http.StatusCreated {
-			n = out
-			break
-		}
-		fs := faultstring(out)
-		kind, impl, ok := missingInterface(fs)
-		if st != http.StatusBadRequest || !ok || !pendingInterfaces[kind+":"+impl] {
-			c.t.Fatalf("%s create: %d %s", h.bmcType, st, out["_raw"])
-		}
-		c.t.Logf("%s: castiron has no %s interface %s yet (hardware configuration branch); registering without it", h.bmcType, kind, impl)
-		delete(body, kind+"_interface")
+	// Every interface BMO names must exist: a 400 here is a create BMO
+	// could not make.
+	st, n := c.do("POST", "/v1/nodes", bmoVersion, body)
+	if st != http.StatusCreated {
+		c.t.Fatalf("%s create: %d %s", h.bmcType, st, n["_raw"])
 	}
 	if n["disable_power_off"] != false || n["driver"] != h.driver || n["boot_interface"] != h.boot || n["inspect_interface"] != "agent" {
 		c.t.Fatalf("%s created as %v/%v/%v disable_power_off=%v", h.bmcType, n["driver"], n["boot_interface"], n["inspect_interface"], n["disable_power_off"])
@@ -312,23 +297,6 @@ func (c *castiron) register(h *host, name string) string {
 	}
 	c.must(http.StatusOK, "PATCH", "/v1/nodes/"+uuid, patch)
 	return uuid
-}
-
-func faultstring(out map[string]any) string {
-	em, _ := out["error_message"].(string)
-	var inner struct{ Faultstring string }
-	_ = json.Unmarshal([]byte(em), &inner)
-	return inner.Faultstring
-}
-
-// missingInterface reads Ironic's "Could not find the following interface
-// in the 'ironic.hardware.interfaces.KIND' entrypoint: IMPL." message.
-func missingInterface(fs string) (kind, impl string, ok bool) {
-	var k, i string
-	if _, err := fmt.Sscanf(fs, "Could not find the following interface in the 'ironic.hardware.interfaces.%s entrypoint: %s", &k, &i); err != nil {
-		return "", "", false
-	}
-	return strings.TrimSuffix(k, "'"), strings.TrimSuffix(i, "."), true
 }
 
 // lldpPDU is what the switch port the host's NIC is cabled to announces.
@@ -436,6 +404,15 @@ func (c *castiron) agent(h *host, uuid string) []string {
 	var steps []string
 	for ctx.Err() == nil {
 		in, err := ag.Heartbeat(ctx, uuid, hb)
+		if err != nil && strings.Contains(err.Error(), "agent token") {
+			// A conductor step rebooted the node (BIOS settings, RAID):
+			// the ramdisk boots again and looks itself up for a new token.
+			if lr, err = ag.Lookup(ctx, []string{h.mac}, uuid); err != nil {
+				c.t.Fatalf("lookup after a reboot: %v", err)
+			}
+			hb = protocol.Heartbeat{AgentToken: lr.Config.AgentToken, AgentVersion: "test"}
+			continue
+		}
 		if err != nil {
 			c.t.Fatalf("heartbeat: %v", err)
 		}
@@ -449,11 +426,68 @@ func (c *castiron) agent(h *host, uuid string) []string {
 		case protocol.CmdWait:
 			time.Sleep(20 * time.Millisecond)
 		default:
-			c.t.Fatalf("agent told %q (%s)", in.Command, in.Reason)
+			_, n := c.do("GET", "/v1/nodes/"+uuid, bmoVersion, nil)
+			c.t.Fatalf("agent told %q (%s); node %v: %v", in.Command, in.Reason, n["provision_state"], n["last_error"])
 		}
 	}
 	c.t.Fatal("agent: no power_off within a minute")
 	return nil
+}
+
+// prepare is BMO's "preparing" of a Redfish-family host with firmware
+// settings and a RAID layout in its spec: the settings read (GET bios with
+// the registry), the RAID target set, one manual clean through the ramdisk
+// with RAID delete + create and the BIOS settings
+// (pkg/provisioner/ironic: buildManualCleaningSteps), then the settings,
+// raid_config and firmware components read back.
+func (c *castiron) prepare(h *host, uuid string) {
+	c.t.Helper()
+	bios := c.must(http.StatusOK, "GET", "/v1/nodes/"+uuid+"/bios?detail=True", nil)
+	var found map[string]any
+	for _, v := range bios["bios"].([]any) {
+		if s := v.(map[string]any); s["name"] == "ProcVirtualization" {
+			found = s
+		}
+	}
+	if found == nil || found["value"] != "Enabled" || !slices.Contains(toStrings(found["allowable_values"]), "Disabled") {
+		c.t.Fatalf("%s: GET bios?detail=True: ProcVirtualization %v", h.bmcType, found)
+	}
+	c.must(http.StatusNoContent, "PUT", "/v1/nodes/"+uuid+"/states/raid", map[string]any{"logical_disks": []any{
+		map[string]any{"size_gb": 20, "raid_level": "1", "is_root_volume": true},
+	}})
+	c.must(http.StatusAccepted, "PUT", "/v1/nodes/"+uuid+"/states/provision", map[string]any{"target": "clean", "clean_steps": []any{
+		map[string]any{"interface": "raid", "step": "delete_configuration"},
+		map[string]any{"interface": "raid", "step": "create_configuration"},
+		map[string]any{"interface": "bios", "step": "apply_configuration", "args": map[string]any{
+			"settings": []any{map[string]any{"name": "ProcVirtualization", "value": "Disabled"}}}},
+	}})
+	c.waitState(uuid, "clean wait")
+	c.agent(h, uuid)
+	n := c.waitState(uuid, "manageable")
+	if n["last_error"] != nil {
+		c.t.Fatalf("%s: manual clean: %v", h.bmcType, n["last_error"])
+	}
+	got := c.must(http.StatusOK, "GET", "/v1/nodes/"+uuid+"/bios/ProcVirtualization", nil)
+	if v, _ := got["ProcVirtualization"].(map[string]any); v == nil || v["value"] != "Disabled" {
+		c.t.Fatalf("%s: bios setting after the clean: %v", h.bmcType, got)
+	}
+	rc, _ := c.must(http.StatusOK, "GET", "/v1/nodes/"+uuid, nil)["raid_config"].(map[string]any)
+	if lds, _ := rc["logical_disks"].([]any); len(lds) != 1 || lds[0].(map[string]any)["raid_level"] != "1" {
+		c.t.Fatalf("%s: raid_config after the clean: %v", h.bmcType, rc)
+	}
+	fw := c.must(http.StatusOK, "GET", "/v1/nodes/"+uuid+"/firmware", nil)
+	if l, _ := fw["firmware"].([]any); len(l) == 0 {
+		c.t.Fatalf("%s: GET firmware: %v", h.bmcType, fw)
+	}
+}
+
+func toStrings(v any) []string {
+	var out []string
+	l, _ := v.([]any)
+	for _, x := range l {
+		out = append(out, fmt.Sprint(x))
+	}
+	return out
 }
 
 // TestBMOLifecycle: for every BMC address type of the README table, BMO's
@@ -493,6 +527,9 @@ func TestBMOLifecycle(t *testing.T) {
 			name := fmt.Sprintf("metal3~worker-%d", i)
 			uuid := c.register(h, name)
 			c.inspect(h, uuid)
+			if h.rf != nil {
+				c.prepare(h, uuid)
+			}
 			c.must(http.StatusAccepted, "PUT", "/v1/nodes/"+uuid+"/states/power", map[string]any{"target": "power on"})
 			c.waitPower(uuid, "power on")
 
