@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"io"
-	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -12,60 +11,6 @@ import (
 
 	"castiron/engine/driver/ipmi/ipmisim"
 )
-
-// serialPort is the node's side of a serial line for ipmi_sim's SOL device:
-// a TCP listener ipmi_sim connects to when the payload is activated.
-type serialPort struct {
-	ln   net.Listener
-	mu   sync.Mutex
-	conn net.Conn
-	got  chan net.Conn
-}
-
-func newSerialPort(t *testing.T) *serialPort {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &serialPort{ln: ln, got: make(chan net.Conn, 4)}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			p.got <- c
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		<-done
-		for {
-			select {
-			case c := <-p.got:
-				c.Close()
-			default:
-				return
-			}
-		}
-	})
-	return p
-}
-
-// accept waits for ipmi_sim's connection.
-func (p *serialPort) accept(t *testing.T) net.Conn {
-	t.Helper()
-	select {
-	case c := <-p.got:
-		t.Cleanup(func() { c.Close() })
-		return c
-	case <-time.After(10 * time.Second):
-		t.Fatal("ipmi_sim never connected to the serial port")
-		return nil
-	}
-}
 
 // syncBuf is a bytes.Buffer safe for the SOL writer and the test.
 type syncBuf struct {
@@ -99,8 +44,8 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // "machine" prints, types into it, and deactivates.
 func TestSOLAgainstIPMISim(t *testing.T) {
 	noLeaks(t)
-	port := newSerialPort(t)
-	s := ipmisim.StartSimSOL(t, port.ln.Addr().String())
+	port := ipmisim.NewSerialPort(t)
+	s := ipmisim.StartSimSOL(t, port.Addr())
 	d := newTestDriver(t, Config{})
 	n := testNode(s.DriverInfo())
 	ctx := ctxT(t, 60*time.Second)
@@ -109,7 +54,7 @@ func TestSOLAgainstIPMISim(t *testing.T) {
 	if err != nil {
 		t.Fatalf("OpenSerial: %v", err)
 	}
-	serial := port.accept(t)
+	serial := port.Accept(t)
 
 	inR, inW := io.Pipe()
 	var out syncBuf
