@@ -1,6 +1,7 @@
 package appliance
 
 import (
+	"castiron/engine/console"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -141,7 +142,7 @@ func conductorConfig(c *serveConfig, site provisioningSite, obs engine.Observer,
 	if site.publicURL != "" {
 		imageBase = strings.TrimRight(site.publicURL, "/") + "/images"
 	}
-	return engine.Config{
+	cfg := engine.Config{
 		Hostname:           c.conductorName,
 		ConductorGroup:     strings.ToLower(c.conductorGroup),
 		APIURL:             conductorURL(c),
@@ -171,6 +172,10 @@ func conductorConfig(c *serveConfig, site provisioningSite, obs engine.Observer,
 		Logger:   log,
 		Observer: obs,
 	}
+	cfg.ConsolePorts, _ = consolePorts(c.console.portRange) // checked by parseServeFlags
+	cfg.ConsoleHost, cfg.ConsoleListen = consoleAddress(c, site)
+	cfg.Console = console.Config{IdleTimeout: c.console.idle, Logger: log}
+	return cfg
 }
 
 // conductorURL is how other conductors reach this one's API.

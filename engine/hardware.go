@@ -126,7 +126,7 @@ func NewIPMIHardware(p driver.Power, m driver.Management, props []driver.Propert
 		Interfaces: map[string][]string{
 			"bios":       {"no-bios"},
 			"boot":       {"ipxe", "pxe", "http"},
-			"console":    {"no-console"},
+			"console":    {"no-console", ConsoleSocat, ConsoleShellinabox},
 			"deploy":     {"direct", "ramdisk", "custom-agent"},
 			"firmware":   {"no-firmware"},
 			"inspect":    {"agent", "no-inspect"},

@@ -9,6 +9,10 @@ import (
 // port through its BMC (IPMI Serial-over-LAN). The console interfaces
 // ipmitool-socat and ipmitool-shellinabox use it.
 type SerialConsole interface {
+	// ValidateSerial checks driver_info for the console without touching
+	// the BMC (fault.Invalid, Ironic's wording) and answers the node's
+	// fixed console port (ipmi_terminal_port), 0 when it has none.
+	ValidateSerial(n Node) (port int, err error)
 	// OpenSerial activates the node's serial console: an error means the
 	// BMC is unreachable or refused (no SOL, payload disabled, no rights).
 	OpenSerial(ctx context.Context, n Node) (SerialLink, error)

@@ -23,6 +23,19 @@ const solPoll = 50 * time.Millisecond
 
 var _ driver.SerialConsole = (*Driver)(nil)
 
+// ValidateSerial is Ironic's IPMIConsole.validate without the port range
+// check (the conductor owns the range): valid driver_info, IPMI 2.0.
+func (d *Driver) ValidateSerial(n driver.Node) (int, error) {
+	inf, err := parseInfo(n)
+	if err != nil {
+		return 0, err
+	}
+	if inf.v15 {
+		return 0, fault.New(fault.Invalid, "Serial over lan only works with IPMI protocol version 2.0. Check the 'ipmi_protocol_version' parameter in node's driver_info")
+	}
+	return portValue(n.DriverInfo, "ipmi_terminal_port", 0)
+}
+
 // OpenSerial opens an RMCP+ session and activates the SOL payload (type 1,
 // instance 1), deactivating first an instance some other session left
 // active, as Ironic's ipmitool console runs "sol deactivate" before
@@ -30,12 +43,12 @@ var _ driver.SerialConsole = (*Driver)(nil)
 // Payload, SOL packet sequence/ack/accepted counts, retransmits); castiron
 // adds only the session choice and the error wording.
 func (d *Driver) OpenSerial(ctx context.Context, n driver.Node) (driver.SerialLink, error) {
+	if _, err := d.ValidateSerial(n); err != nil {
+		return nil, err
+	}
 	inf, err := parseInfo(n)
 	if err != nil {
 		return nil, err
-	}
-	if inf.v15 {
-		return nil, fault.New(fault.Invalid, "Serial-over-LAN needs IPMI 2.0: node %s has ipmi_protocol_version 1.5", n.UUID)
 	}
 	c, err := d.connect(ctx, inf)
 	if err != nil {
