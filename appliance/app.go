@@ -129,10 +129,12 @@ func hardwareTypes(log *slog.Logger) (*engine.Registry, *redfish.Driver) {
 	fakeDriver := fake.New()
 	ipmiDriver := ipmi.New(ipmi.Config{Logger: log})
 	redfishDriver := redfish.New(redfish.Config{Logger: log})
+	rf := engine.NewRedfishHardware(redfishDriver, redfish.Properties())
+	rf.Serial = ipmi.RedfishSerial(ipmiDriver) // ipmitool-socat: SOL on the BMC's IPMI side
 	return engine.NewRegistry(
 		engine.NewFakeHardware(fakeDriver),
 		engine.NewIPMIHardware(ipmiDriver, ipmiDriver, ipmi.Properties()),
-		engine.NewRedfishHardware(redfishDriver, redfish.Properties()),
+		rf,
 		engine.NewManualManagement(fakeDriver),
 	), redfishDriver
 }

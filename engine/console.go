@@ -223,6 +223,9 @@ func (c *Conductor) serialOf(n *storage.Node) (driver.SerialConsole, error) {
 	if err != nil {
 		return nil, err
 	}
+	if hw.Serial != nil {
+		return hw.Serial, nil
+	}
 	sc, ok := managementFeature[driver.SerialConsole](n, hw)
 	if !ok {
 		return nil, unsupported(n, "console")

@@ -29,6 +29,9 @@ type HardwareType struct {
 	// for types that have none.
 	Inspector  driver.Inspector
 	Properties []driver.Property // driver_info keys, for /drivers/{name}/properties
+	// Serial, when set, is the serial console of the type's ipmitool-*
+	// console interfaces; otherwise the management driver's, if it has one.
+	Serial driver.SerialConsole
 }
 
 // Default returns the default implementation of kind.
@@ -162,7 +165,7 @@ func NewRedfishHardware(d RedfishDriver, props []driver.Property) *HardwareType 
 		Interfaces: map[string][]string{
 			"bios":       {"no-bios"},
 			"boot":       {"ipxe", "pxe", "http", BootVirtualMedia},
-			"console":    {"no-console"},
+			"console":    {"no-console", ConsoleSocat, ConsoleShellinabox},
 			"deploy":     {"direct", "ramdisk", "custom-agent"},
 			"firmware":   {"no-firmware"},
 			"inspect":    {"redfish", "agent", "no-inspect"},

@@ -15,6 +15,7 @@ import (
 	"castiron/engine/console"
 	"castiron/engine/driver/fake"
 	"castiron/engine/driver/ipmi/ipmisim"
+	"castiron/engine/driver/redfish"
 	"castiron/engine/enginetest"
 	"castiron/fault"
 	"castiron/storage"
@@ -311,4 +312,45 @@ func waitForT(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// TestConductorRedfishSerialConsole: a redfish node's ipmitool-socat
+// console is IPMI SOL at its BMC's host when driver_info has IPMI
+// credentials; without them enabling is refused.
+func TestConductorRedfishSerialConsole(t *testing.T) {
+	ctx := context.Background()
+	port := ipmisim.NewSerialPort(t)
+	sim := ipmisim.StartSimSOL(t, port.Addr())
+	d := newTestDriver(t, Config{})
+	rf := engine.NewRedfishHardware(redfish.New(redfish.Config{}), redfish.Properties())
+	rf.Serial = RedfishSerial(d)
+	c, st := enginetest.Start(t, engine.Config{Hostname: "console-test", ConsolePorts: freePortRange(t)}, rf)
+
+	di := map[string]any{"redfish_address": "https://127.0.0.1:1", "redfish_username": "u", "redfish_password": "p"}
+	bare := &storage.Node{Driver: "redfish", DriverInfo: di, ConsoleInterface: engine.ConsoleSocat}
+	if err := c.CreateNode(ctx, bare, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetConsole(ctx, bare.UUID, true); !fault.Is(err, fault.Invalid) || !strings.Contains(err.Error(), "ipmi_username") {
+		t.Fatalf("redfish node without IPMI credentials: %v", err)
+	}
+
+	withIPMI := map[string]any{"redfish_address": "https://127.0.0.1:1", "redfish_username": "u", "redfish_password": "p",
+		"ipmi_username": ipmisim.User, "ipmi_password": ipmisim.Password, "ipmi_port": sim.Port}
+	n := &storage.Node{Driver: "redfish", DriverInfo: withIPMI, ConsoleInterface: engine.ConsoleSocat}
+	if err := c.CreateNode(ctx, n, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetConsole(ctx, n.UUID, true); err != nil {
+		t.Fatal(err)
+	}
+	waitNode(t, st, n.UUID, func(n *storage.Node) bool { return n.ConsoleEnabled })
+	serial := port.Accept(t)
+	_, v, err := c.AttachConsole(ctx, n.UUID, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	serial.Write([]byte("redfish node over SOL\r\n"))
+	readFor(t, v, "redfish node over SOL")
 }
