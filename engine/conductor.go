@@ -71,6 +71,10 @@ type Config struct {
 	ConsoleHost, ConsoleListen string
 	ConsolePorts               console.Ports
 	Console                    console.Config
+	// ConsoleSyncInterval is how often enabled consoles of nodes this
+	// conductor took over are started, and those it lost stopped
+	// (default 10 s).
+	ConsoleSyncInterval time.Duration
 	// VerbSettle is how long a provision verb's answer waits for its task
 	// to record its outcome (provision.go: settle); negative: not at all.
 	VerbSettle time.Duration
@@ -123,6 +127,9 @@ type Config struct {
 func (c *Config) setDefaults() {
 	if c.CallbackTimeout == 0 {
 		c.CallbackTimeout = 1800 * time.Second
+	}
+	if c.ConsoleSyncInterval <= 0 {
+		c.ConsoleSyncInterval = 10 * time.Second
 	}
 	// A dead conductor's nodes move to the others once its last heartbeat
 	// is HeartbeatTimeout old: 15 s by default (Ironic: 10 s and 60 s).
@@ -311,7 +318,12 @@ func (c *Conductor) Start(ctx context.Context) error {
 	c.every(c.cfg.PowerSyncInterval, "power-sync", c.syncPowerStates)
 	c.every(c.cfg.PowerFailureRecoveryInterval, "power-failure-recovery", c.recoverPowerFailures)
 	c.every(c.cfg.OrphanCheckInterval, "orphaned-reservations", c.releaseOrphans)
-	c.spawn(ctx, c.restoreConsoles)
+	c.spawn(ctx, func(ctx context.Context) {
+		if err := c.syncConsoles(ctx); err != nil && ctx.Err() == nil {
+			c.log.WarnContext(ctx, "console restore failed", "err", err)
+		}
+	})
+	c.every(c.cfg.ConsoleSyncInterval, "consoles", c.syncConsoles)
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"strconv"
+	"strings"
 	"time"
 
 	"castiron/engine/console"
@@ -290,10 +291,14 @@ func (c *Conductor) stopConsoleIfGone(before, after *storage.Node) {
 	}
 }
 
-// restoreConsoles restarts the serial consoles of this conductor's nodes
-// that were enabled when it stopped, as Ironic's _start_consoles: a console
-// that cannot start is recorded disabled, with last_error.
-func (c *Conductor) restoreConsoles(ctx context.Context) {
+// syncConsoles makes the running consoles match the nodes: on start (as
+// Ironic's _start_consoles) and then periodically (as its take-over of a
+// dead conductor's nodes), the enabled serial consoles of the nodes this
+// conductor owns are started, on the port they had; a console that cannot
+// start is recorded disabled, with last_error. Sessions of nodes that moved
+// to another conductor, or were disabled behind its back, are stopped.
+// Reserved nodes are left alone: a task of theirs is changing the console.
+func (c *Conductor) syncConsoles(ctx context.Context) error {
 	nodes, err := c.store.ListNodes(ctx, storage.NodeQuery{
 		ConductorGroups: []string{c.cfg.ConductorGroup},
 		IncludeChildren: true,
@@ -301,48 +306,67 @@ func (c *Conductor) restoreConsoles(ctx context.Context) {
 			"management_interface", "reservation"},
 	})
 	if err != nil {
-		c.log.ErrorContext(ctx, "console restore: list nodes", "err", err)
+		return err
+	}
+	want := map[string]bool{}
+	for _, brief := range nodes {
+		if !brief.ConsoleEnabled || !serialConsole(InterfaceOf(brief, "console")) {
+			continue
+		}
+		if brief.Reservation != nil || !c.Owns(brief) {
+			want[brief.UUID] = brief.Reservation != nil // keep a reserved node's session
+			continue
+		}
+		want[brief.UUID] = true
+		if _, running := c.consoles.Port(brief.UUID); running {
+			continue
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		c.restoreConsole(ctx, brief.UUID)
+	}
+	for _, uuid := range c.consoles.Running() {
+		if !want[uuid] {
+			c.log.InfoContext(ctx, "console no longer this conductor's, stopped", "node", uuid)
+			c.consoles.Stop(uuid)
+		}
+	}
+	return nil
+}
+
+// restoreConsole starts one enabled console found not running.
+func (c *Conductor) restoreConsole(ctx context.Context, uuid string) {
+	n, err := c.store.GetNode(ctx, uuid)
+	if err != nil || n.Reservation != nil || !n.ConsoleEnabled {
+		return // deleted or being changed meanwhile
+	}
+	sc, err := c.serialOf(n)
+	if err == nil {
+		var port int
+		if port, err = c.startConsole(ctx, n, sc); err == nil {
+			if prev, _ := intOf(n.DriverInternalInfo[allocatedPortKey]); prev != port {
+				c.recordRestoredPort(ctx, n.UUID, port)
+			}
+			c.log.InfoContext(ctx, "console restored", "node", n.UUID, "port", port)
+			return
+		}
+	}
+	if ctx.Err() != nil || fault.Is(err, fault.Conflict) && strings.Contains(err.Error(), "already running") {
 		return
 	}
-	for _, brief := range nodes {
-		if ctx.Err() != nil {
-			return
+	msg := fmt.Sprintf("Failed to start console of node %s while starting the conductor, so changing the console_enabled status to False, error: %v", n.UUID, err)
+	c.log.ErrorContext(ctx, msg, "node", n.UUID)
+	_, uerr := c.store.UpdateNode(ctx, n.UUID, func(cur *storage.Node) (*storage.Event, error) {
+		if cur.Reservation != nil || !cur.ConsoleEnabled {
+			return nil, nil // someone else is changing it
 		}
-		if !brief.ConsoleEnabled || !serialConsole(InterfaceOf(brief, "console")) || !c.Owns(brief) {
-			continue
-		}
-		if brief.Reservation != nil {
-			c.log.WarnContext(ctx, "node is locked while trying to start its console on conductor startup", "node", brief.UUID)
-			continue
-		}
-		n, err := c.store.GetNode(ctx, brief.UUID)
-		if err != nil {
-			continue // deleted meanwhile
-		}
-		sc, err := c.serialOf(n)
-		if err == nil {
-			var port int
-			if port, err = c.startConsole(ctx, n, sc); err == nil {
-				if prev, _ := intOf(n.DriverInternalInfo[allocatedPortKey]); prev != port {
-					c.recordRestoredPort(ctx, n.UUID, port)
-				}
-				c.log.InfoContext(ctx, "console restored", "node", n.UUID, "port", port)
-				continue
-			}
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		msg := fmt.Sprintf("Failed to start console of node %s while starting the conductor, so changing the console_enabled status to False, error: %v", n.UUID, err)
-		c.log.ErrorContext(ctx, msg, "node", n.UUID)
-		_, uerr := c.store.UpdateNode(ctx, n.UUID, func(cur *storage.Node) (*storage.Event, error) {
-			cur.ConsoleEnabled = false
-			cur.LastError = &msg
-			return c.consoleEvent(ctx, cur, "ERROR", msg), nil
-		})
-		if uerr != nil {
-			c.log.ErrorContext(ctx, "could not record the console restore failure", "node", n.UUID, "err", uerr)
-		}
+		cur.ConsoleEnabled = false
+		cur.LastError = &msg
+		return c.consoleEvent(ctx, cur, "ERROR", msg), nil
+	})
+	if uerr != nil {
+		c.log.ErrorContext(ctx, "could not record the console restore failure", "node", n.UUID, "err", uerr)
 	}
 }
 

@@ -229,6 +229,19 @@ func (m *Manager) Port(uuid string) (int, bool) {
 	return s.port, true
 }
 
+// Running lists the nodes whose console runs here.
+func (m *Manager) Running() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]string, 0, len(m.sessions))
+	for uuid, s := range m.sessions {
+		if s.ln != nil {
+			out = append(out, uuid)
+		}
+	}
+	return out
+}
+
 // Connected reports whether the session's serial link to the BMC is up
 // (false while it reconnects).
 func (m *Manager) Connected(uuid string) bool {
