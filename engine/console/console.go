@@ -178,8 +178,14 @@ func listen(ctx context.Context, host string, ports Ports, busy map[int]bool) (n
 		}
 		lastErr = err
 	}
+	if lastErr == nil {
+		lastErr = errors.New("another node's console has it")
+	}
 	if ports.Min == ports.Max {
 		return nil, fault.Wrap(fault.Conflict, lastErr, "Console port %d is in use: %v", ports.Min, lastErr)
+	}
+	if host == "" {
+		host = "0.0.0.0"
 	}
 	return nil, fault.Wrap(fault.Conflict, lastErr, "Unable to allocate a free port on host %s for IPMI terminal, not enough free ports.", host)
 }
