@@ -172,8 +172,9 @@ func tailString(s string, n int) string {
 // TestSerialConsoleSOL: a VM behind ipmi_sim with SOL wired to its serial
 // port; the stock openstack CLI enables castiron's ipmitool-socat console
 // and shows its URL, socat reads the VM's firmware output through it and
-// types into iPXE's shell (Ctrl-B, a command, its echo), and disabling the
-// console closes socat's connection.
+// types into iPXE's shell (Ctrl-B, a command, its echo), the session
+// survives a power cycle, and disabling the console closes socat's
+// connection.
 func TestSerialConsoleSOL(t *testing.T) {
 	requireLab(t, "socat", "openstack")
 	l := NewLab(t, LabOptions{Boot: "bios", MemMB: 256, SOL: true})
@@ -270,6 +271,21 @@ func TestSerialConsoleSOL(t *testing.T) {
 		t.Errorf("the lab's own console log has no iPXE line")
 	}
 
+	// Power off and on: the BMC keeps SOL active while the host is off
+	// (the session stays, socat stays connected) and the next boot shows.
+	powerOff(ctx, t, l)
+	select {
+	case err := <-socatDone:
+		t.Fatalf("socat disconnected at power off: %v\n%s", err, tailString(out.String(), 500))
+	case <-time.After(3 * time.Second):
+	}
+	seen := strings.Count(out.String(), "Ctrl-B")
+	powerOn2 := time.Now()
+	if o, err := l.Ipmitool(ctx, "chassis", "power", "on"); err != nil {
+		t.Fatalf("power on: %v: %s", err, o)
+	}
+	secondBoot := waitOutput(t, &out, "Ctrl-B", seen+1, 90*time.Second).Sub(powerOn2)
+
 	// Disable: castiron closes the TCP connection, socat ends.
 	disable := time.Now()
 	cli("node", "console", "disable", "solvm")
@@ -286,6 +302,6 @@ func TestSerialConsoleSOL(t *testing.T) {
 		t.Fatalf("after disable: %+v", show)
 	}
 	powerOff(ctx, t, l)
-	t.Logf("E2E-TIMING sol enable=%.2fs power_on_to_first_ipxe_byte=%.2fs typed_line_echoed=%.2fs disable_to_socat_closed=%.2fs",
-		enabled.Seconds(), firstByte.Sub(powerOn).Seconds(), echo.Seconds(), closed.Seconds())
+	t.Logf("E2E-TIMING sol enable=%.2fs power_on_to_first_ipxe_byte=%.2fs typed_line_echoed=%.2fs power_cycle_to_ctrlb=%.2fs disable_to_socat_closed=%.2fs",
+		enabled.Seconds(), firstByte.Sub(powerOn).Seconds(), echo.Seconds(), secondBoot.Seconds(), closed.Seconds())
 }
