@@ -2,6 +2,7 @@ package ipmisim_test
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"strings"
 	"sync"
@@ -83,4 +84,54 @@ func TestSerialOverLAN(t *testing.T) {
 	if _, err := d.OpenSerial(ctxT(t, 30*time.Second), node(g.BMCs[0], 3)); err == nil {
 		t.Fatal("SOL activated on a BMC without a serial port")
 	}
+}
+
+// BenchmarkSOL measures castiron's SOL client against the simulator over
+// UDP loopback: output (machine prints 64 KiB, the console receives it)
+// and input (4 KiB typed, the machine reads it), in bytes per second.
+func BenchmarkSOL(b *testing.B) {
+	f, err := ipmisim.Start(context.Background(), ipmisim.Config{N: 1, Serial: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	sp := f.BMCs[0].Serial()
+	d := ipmi.New(ipmi.Config{})
+	defer d.CloseSessions(context.Background())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	link, err := d.OpenSerial(ctx, node(f.BMCs[0], 3))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer link.Close(ctx)
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	var out syncBuf
+	go func() { _ = link.Run(ctx, pr, &out) }()
+
+	b.Run("output-64KiB", func(b *testing.B) {
+		chunk := bytes.Repeat([]byte("x"), 1024)
+		b.SetBytes(64 << 10)
+		for b.Loop() {
+			before := len(out.String())
+			for range 64 {
+				sp.Write(chunk) // the simulator holds 64 KiB: none is dropped
+			}
+			for len(out.String()) < before+64<<10 {
+				time.Sleep(time.Millisecond)
+			}
+		}
+	})
+	b.Run("input-4KiB", func(b *testing.B) {
+		in := bytes.Repeat([]byte("y"), 4096)
+		got := make([]byte, 4096)
+		b.SetBytes(4096)
+		for b.Loop() {
+			go pw.Write(in)
+			if _, err := io.ReadFull(sp, got); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
