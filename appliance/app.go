@@ -105,8 +105,7 @@ func newApp(ctx context.Context, c *serveConfig, log *slog.Logger) (*app, error)
 	}
 	obs.mount(mounts, auth)
 	// The web UI's console stream attaches to the conductor's serial
-	// consoles when it has them (engine.Conductor.AttachConsole); until then
-	// the stream answers 400, console streaming not available.
+	// consoles (engine.Conductor.AttachConsole, engine/console).
 	console, _ := any(a.cond).(httpapi.ConsoleAttacher)
 	a.api = httpapi.New(a.cond, httpapi.Options{Auth: auth, Policy: rules, Logger: log, HTML: ui, Extra: mounts,
 		BootRecorder: a.prov.recorder, Observer: obs.api, MaxMinor: c.maxMinor, ViewCacheBytes: viewCacheBytes(c.viewCacheMiB),
