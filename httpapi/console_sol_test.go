@@ -1,8 +1,11 @@
 package httpapi
 
 import (
+	"context"
+	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,6 +15,9 @@ import (
 	"castiron/engine/console"
 	"castiron/engine/driver/ipmi"
 	"castiron/engine/driver/ipmi/ipmisim"
+	"castiron/engine/enginetest"
+
+	"github.com/coder/websocket"
 )
 
 // TestSerialConsoleAPI: the console API of ipmi nodes against ipmi_sim with
@@ -114,5 +120,80 @@ func TestSerialConsoleAPI(t *testing.T) {
 	r = h.expect(http.StatusBadRequest, "PUT", "/v1/nodes/"+noaddr+"/states/console", latest, map[string]any{"enabled": true})
 	if got := r.faultstring(t); !strings.Contains(got, "ipmi_address") {
 		t.Fatalf("no address: %q", got)
+	}
+}
+
+// TestConsoleStreamOverSOL: the web console's WebSocket on the real
+// conductor and a real BMC (ipmi_sim SOL): scrollback, live output, typing
+// reaching the machine, and the socket closing with 1000 on disable.
+func TestConsoleStreamOverSOL(t *testing.T) {
+	port := ipmisim.NewSerialPort(t)
+	sim := ipmisim.StartSimSOL(t, port.Addr())
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	d := ipmi.New(ipmi.Config{})
+	t.Cleanup(func() { d.CloseSessions(t.Context()) })
+	cfg := engine.Config{Hostname: "test-conductor", ConsoleListen: "127.0.0.1", ConsolePorts: console.Ports{Min: p, Max: p}}
+	hw := []*engine.HardwareType{engine.NewIPMIHardware(d, d, ipmi.Properties())}
+	h := serveAPI(t, cfg, hw)
+	// The same conductor behind a server whose console stream uses it, as
+	// the appliance wires it.
+	h.srv = httptest.NewServer(New(h.cond, Options{Logger: enginetest.Quiet(), LockRetry: 5 * time.Millisecond, Console: h.cond}))
+	t.Cleanup(h.srv.Close)
+
+	id := h.createNode(map[string]any{"driver": "ipmi", "driver_info": sim.DriverInfo(), "console_interface": "ipmitool-shellinabox"})["uuid"].(string)
+	// Not enabled: the handshake is refused with Ironic's words.
+	if _, status, body := dialConsole(t, h, id, "", nil); status != http.StatusBadRequest || !strings.Contains(body, "Console access is not enabled on node") {
+		t.Fatalf("stream of a disabled console: %d %s", status, body)
+	}
+	h.expect(http.StatusAccepted, "PUT", "/v1/nodes/"+id+"/states/console", latest, map[string]any{"enabled": true})
+	for end := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if n := h.expect(http.StatusOK, "GET", "/v1/nodes/"+id, latest, nil).json(t); n["console_enabled"] == true {
+			break
+		} else if time.Now().After(end) {
+			t.Fatalf("console not enabled: %v", n["last_error"])
+		}
+	}
+	serial := port.Accept(t)
+	serial.Write([]byte("BIOS POST done\r\n"))
+	var cc *consoleClient
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		c, status, body := dialConsole(t, h, id, "", nil)
+		if status != http.StatusSwitchingProtocols {
+			t.Fatalf("dial: %d %s", status, body)
+		}
+		// The scrollback comes first; retry until the output reached it.
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		_, b, err := c.c.Read(ctx)
+		cancel()
+		if err == nil && strings.Contains(string(b), "BIOS POST done") {
+			cc = c
+			break
+		}
+		c.c.CloseNow()
+		if time.Now().After(end) {
+			t.Fatal("scrollback never held the machine's output")
+		}
+	}
+	if !cc.hello.Write {
+		t.Fatalf("hello %+v", cc.hello)
+	}
+	serial.Write([]byte("login: "))
+	cc.readUntil("login: ")
+	if err := cc.send([]byte("root\r")); err != nil {
+		t.Fatal(err)
+	}
+	serial.SetReadDeadline(time.Now().Add(10 * time.Second))
+	got := make([]byte, 5)
+	if _, err := io.ReadFull(serial, got); err != nil || string(got) != "root\r" {
+		t.Fatalf("machine got %q, %v", got, err)
+	}
+	h.expect(http.StatusAccepted, "PUT", "/v1/nodes/"+id+"/states/console", latest, map[string]any{"enabled": false})
+	if code, reason := cc.closed(); code != websocket.StatusNormalClosure {
+		t.Fatalf("on disable: %v %q", code, reason)
 	}
 }
