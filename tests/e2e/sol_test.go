@@ -172,9 +172,11 @@ func tailString(s string, n int) string {
 // TestSerialConsoleSOL: a VM behind ipmi_sim with SOL wired to its serial
 // port; the stock openstack CLI enables castiron's ipmitool-socat console
 // and shows its URL, socat reads the VM's firmware output through it and
-// types into iPXE's shell (Ctrl-B, a command, its echo), the session
+// types into iPXE's shell (Ctrl-B, a command, its echo), the web UI's
+// Console tab in headless Chromium shows and types into the same session
+// (a screenshot is written), the session
 // survives a power cycle, and disabling the console closes socat's
-// connection.
+// connection and the browser's.
 func TestSerialConsoleSOL(t *testing.T) {
 	requireLab(t, "socat", "openstack")
 	l := NewLab(t, LabOptions{Boot: "bios", MemMB: 256, SOL: true})
@@ -271,6 +273,9 @@ func TestSerialConsoleSOL(t *testing.T) {
 		t.Errorf("the lab's own console log has no iPXE line")
 	}
 
+	// The same session in the web UI's Console tab (headless Chromium).
+	browser := webConsole(t, l, c, node.UUID, &out)
+
 	// Power off and on: the BMC keeps SOL active while the host is off
 	// (the session stays, socat stays connected) and the next boot shows.
 	powerOff(ctx, t, l)
@@ -295,6 +300,9 @@ func TestSerialConsoleSOL(t *testing.T) {
 		t.Fatalf("socat still connected 20s after console disable")
 	}
 	closed := time.Since(disable)
+	if browser != nil {
+		waitPage(t, browser, "the web console closed on disable", `document.getElementById('panel-console')?.dataset.state === 'closed'`)
+	}
 	if err := json.Unmarshal([]byte(cli("node", "console", "show", "solvm", "-f", "json")), &show); err != nil {
 		t.Fatal(err)
 	}
