@@ -1,6 +1,7 @@
 package appliance
 
 import (
+	"castiron/engine/console"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -104,8 +105,7 @@ func newApp(ctx context.Context, c *serveConfig, log *slog.Logger) (*app, error)
 	}
 	obs.mount(mounts, auth)
 	// The web UI's console stream attaches to the conductor's serial
-	// consoles when it has them (engine.Conductor.AttachConsole); until then
-	// the stream answers 400, console streaming not available.
+	// consoles (engine.Conductor.AttachConsole, engine/console).
 	console, _ := any(a.cond).(httpapi.ConsoleAttacher)
 	a.api = httpapi.New(a.cond, httpapi.Options{Auth: auth, Policy: rules, Logger: log, HTML: ui, Extra: mounts,
 		BootRecorder: a.prov.recorder, Observer: obs.api, MaxMinor: c.maxMinor, ViewCacheBytes: viewCacheBytes(c.viewCacheMiB),
@@ -128,10 +128,12 @@ func hardwareTypes(log *slog.Logger) (*engine.Registry, *redfish.Driver) {
 	fakeDriver := fake.New()
 	ipmiDriver := ipmi.New(ipmi.Config{Logger: log})
 	redfishDriver := redfish.New(redfish.Config{Logger: log})
+	rf := engine.NewRedfishHardware(redfishDriver, redfish.Properties())
+	rf.Serial = ipmi.RedfishSerial(ipmiDriver) // ipmitool-socat: SOL on the BMC's IPMI side
 	return engine.NewRegistry(
 		engine.NewFakeHardware(fakeDriver),
 		engine.NewIPMIHardware(ipmiDriver, ipmiDriver, ipmi.Properties()),
-		engine.NewRedfishHardware(redfishDriver, redfish.Properties()),
+		rf,
 		engine.NewIDRACHardware(redfishDriver, redfish.Properties()),
 		engine.NewILO5Hardware(redfishDriver, redfish.ILOProperties()),
 		engine.NewManualManagement(fakeDriver),
@@ -143,7 +145,7 @@ func conductorConfig(c *serveConfig, site provisioningSite, obs engine.Observer,
 	if site.publicURL != "" {
 		imageBase = strings.TrimRight(site.publicURL, "/") + "/images"
 	}
-	return engine.Config{
+	cfg := engine.Config{
 		Hostname:           c.conductorName,
 		ConductorGroup:     strings.ToLower(c.conductorGroup),
 		APIURL:             conductorURL(c),
@@ -177,6 +179,10 @@ func conductorConfig(c *serveConfig, site provisioningSite, obs engine.Observer,
 		// Ironic's [inspector] extra_kernel_params, for ISO boots.
 		InspectionKernelArgs: strings.Fields(c.inspectKernelArgs),
 	}
+	cfg.ConsolePorts, _ = consolePorts(c.console.portRange) // checked by parseServeFlags
+	cfg.ConsoleHost, cfg.ConsoleListen = consoleAddress(c, site)
+	cfg.Console = console.Config{IdleTimeout: c.console.idle, Logger: log}
+	return cfg
 }
 
 // firmwareConfig stages firmware images under the images directory

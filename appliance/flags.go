@@ -40,6 +40,13 @@ type serveConfig struct {
 	maxAPIVersion string
 	maxMinor      int
 	access        accessConfig
+	console       consoleConfig
+}
+
+// consoleConfig are the serial console flags (Ironic's [console]).
+type consoleConfig struct {
+	portRange, address string
+	idle               time.Duration
 }
 
 // accessConfig is who may call the API: the auth strategy, Keystone's
@@ -127,6 +134,10 @@ func serveFlags() (*flag.FlagSet, *serveConfig) {
 	str(&dc.bmcUser, "discovery-bmc-user", "", "IPMI user the ramdisk of a discovered machine creates (or resets) in-band with a random password, admin on LAN; driver_info gets it (off when empty)")
 	fs.IntVar(&dc.maxEnroll, "discovery-max-enroll", engine.DefaultDiscoveryMaxEnroll, "discovery stops while this many nodes wait in enroll (negative: no cap)")
 	fs.Float64Var(&dc.rate, "discovery-rate", engine.DefaultDiscoveryRate, "at most this many nodes discovered per minute")
+	cc := &c.console
+	str(&cc.portRange, "console-port-range", "", "MIN:MAX TCP ports serial consoles (ipmitool-socat) are served on, one per enabled node (Ironic's [console]port_range); unset: only nodes with ipmi_terminal_port")
+	str(&cc.address, "console-address", "", "address console URLs name and console ports listen on (Ironic's socat_address; default: the host of --public-url, else of --listen)")
+	dur(&cc.idle, "console-idle-timeout", 600*time.Second, "a console TCP client with no traffic either way this long is disconnected (Ironic's terminal_timeout)")
 	boolFlag(&c.inspectOverwrite, "inspect-overwrite", false, "let inspection replace properties that are already set")
 	str(&c.inspectKernelArgs, "inspection-kernel-args", "", "more kernel arguments for the ramdisk when it boots to inspect (Ironic's [inspector] extra_kernel_params), e.g. \"ipa-collect-lldp=1 ipa-lldp-timeout=10\" to report the switch ports' LLDP")
 	boolFlag(&c.cleanFullErase, "clean-full-erase", false, "automated cleaning overwrites whole disks, not only their metadata")
@@ -154,6 +165,9 @@ func parseServeFlags(args []string, lookupEnv func(string) (string, bool)) (*ser
 			return nil, fmt.Errorf("--conductor-name not set and no hostname: %w", err)
 		}
 		c.conductorName = host
+	}
+	if _, err := consolePorts(c.console.portRange); err != nil {
+		return nil, err
 	}
 	p := &c.pxe
 	if p.ramdiskDir == "" {

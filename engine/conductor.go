@@ -5,6 +5,7 @@
 package engine
 
 import (
+	"castiron/engine/console"
 	"context"
 	"log/slog"
 	"sync"
@@ -62,6 +63,18 @@ type Config struct {
 	OrphanCheckInterval time.Duration
 	// PowerTimeout bounds one power operation when the request names none.
 	PowerTimeout time.Duration
+	// Serial consoles (console.go): ConsoleHost is the host their URLs
+	// name (Ironic's socat_address; default 127.0.0.1), ConsoleListen the
+	// address their TCP ports bind ("" every address), ConsolePorts the
+	// range ports are taken from (Ironic's port_range; zero: none, only
+	// ipmi_terminal_port), Console the sessions' tuning.
+	ConsoleHost, ConsoleListen string
+	ConsolePorts               console.Ports
+	Console                    console.Config
+	// ConsoleSyncInterval is how often enabled consoles of nodes this
+	// conductor took over are started, and those it lost stopped
+	// (default 10 s).
+	ConsoleSyncInterval time.Duration
 	// VerbSettle is how long a provision verb's answer waits for its task
 	// to record its outcome (provision.go: settle); negative: not at all.
 	VerbSettle time.Duration
@@ -128,6 +141,9 @@ type Config struct {
 func (c *Config) setDefaults() {
 	if c.CallbackTimeout == 0 {
 		c.CallbackTimeout = 1800 * time.Second
+	}
+	if c.ConsoleSyncInterval <= 0 {
+		c.ConsoleSyncInterval = 10 * time.Second
 	}
 	// A dead conductor's nodes move to the others once its last heartbeat
 	// is HeartbeatTimeout old: 15 s by default (Ironic: 10 s and 60 s).
@@ -222,6 +238,7 @@ type Conductor struct {
 	verbs    verbClock
 	psync    powerSync
 	holds    holds
+	consoles *console.Manager
 }
 
 // heartbeatStatus is the outcome of the conductor's own heartbeats, for
@@ -270,6 +287,10 @@ func New(store storage.Store, hw *Registry, cfg Config) *Conductor {
 		now:    func() time.Time { return time.Now().UTC() },
 		aborts: abortFlags{m: map[string]bool{}},
 	}
+	if cfg.Console.Logger == nil {
+		cfg.Console.Logger = c.log
+	}
+	c.consoles = console.New(cfg.Console)
 	c.store = gateStore{Store: store, gate: &c.gate, c: c}
 	return c
 }
@@ -317,6 +338,12 @@ func (c *Conductor) Start(ctx context.Context) error {
 	c.every(c.cfg.PowerSyncInterval, "power-sync", c.syncPowerStates)
 	c.every(c.cfg.PowerFailureRecoveryInterval, "power-failure-recovery", c.recoverPowerFailures)
 	c.every(c.cfg.OrphanCheckInterval, "orphaned-reservations", c.releaseOrphans)
+	c.spawn(ctx, func(ctx context.Context) {
+		if err := c.syncConsoles(ctx); err != nil && ctx.Err() == nil {
+			c.log.WarnContext(ctx, "console restore failed", "err", err)
+		}
+	})
+	c.every(c.cfg.ConsoleSyncInterval, "consoles", c.syncConsoles)
 	return nil
 }
 
@@ -327,6 +354,7 @@ func (c *Conductor) Stop(ctx context.Context) error {
 		return nil
 	}
 	c.cancel()
+	c.consoles.Close()
 	done := make(chan struct{})
 	go func() { c.tasks.Wait(); close(done) }()
 	select {

@@ -33,6 +33,9 @@ type HardwareType struct {
 	// no steps.
 	BIOS       map[string]driver.BIOS
 	Properties []driver.Property // driver_info keys, for /drivers/{name}/properties
+	// Serial, when set, is the serial console of the type's ipmitool-*
+	// console interfaces; otherwise the management driver's, if it has one.
+	Serial driver.SerialConsole
 
 	// Firmware and RAID hold the firmware and raid interface
 	// implementations that talk to a BMC, by name ("redfish",
@@ -155,7 +158,7 @@ func NewIPMIHardware(p driver.Power, m driver.Management, props []driver.Propert
 		Interfaces: map[string][]string{
 			"bios":       {"no-bios"},
 			"boot":       {"ipxe", "pxe", "http"},
-			"console":    {"no-console"},
+			"console":    {"no-console", ConsoleSocat, ConsoleShellinabox},
 			"deploy":     {"direct", "ramdisk", "custom-agent"},
 			"firmware":   {"no-firmware"},
 			"inspect":    {"agent", "no-inspect"},
@@ -191,7 +194,7 @@ func NewRedfishHardware(d RedfishDriver, props []driver.Property) *HardwareType 
 		Interfaces: map[string][]string{
 			"bios":       {"no-bios"},
 			"boot":       {"ipxe", "pxe", "http", BootVirtualMedia, BootRedfishHTTPS},
-			"console":    {"no-console"},
+			"console":    {"no-console", ConsoleSocat, ConsoleShellinabox},
 			"deploy":     {"direct", "ramdisk", "custom-agent"},
 			"firmware":   {"no-firmware"},
 			"inspect":    {"redfish", "agent", "no-inspect"},

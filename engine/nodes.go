@@ -69,11 +69,12 @@ type NodeChange func(n *storage.Node) error
 // as Ironic's update_node does. resetInterfaces resets the interfaces to the
 // new driver's defaults when the driver changes (?reset_interfaces=true).
 func (c *Conductor) UpdateNode(ctx context.Context, ident string, change NodeChange, resetInterfaces bool) (*storage.Node, error) {
-	return c.store.UpdateNode(ctx, ident, func(n *storage.Node) (*storage.Event, error) {
+	var before storage.Node
+	after, err := c.store.UpdateNode(ctx, ident, func(n *storage.Node) (*storage.Event, error) {
+		before = *n
 		if n.Reservation != nil {
 			return nil, fault.Locked(n.UUID, *n.Reservation)
 		}
-		before := *n
 		if err := change(n); err != nil {
 			return nil, err
 		}
@@ -113,8 +114,13 @@ func (c *Conductor) UpdateNode(ctx context.Context, ident string, change NodeCha
 		if changedInstanceUUID(&before, n) && State(n.ProvisionState) == Active && before.InstanceUUID != nil && n.InstanceUUID != nil {
 			return nil, fault.New(fault.Conflict, "Node %s is associated with instance %s.", n.UUID, *before.InstanceUUID)
 		}
+		stopsConsole(&before, n)
 		return nil, nil
 	})
+	if err == nil && before.ConsoleEnabled {
+		c.stopConsoleIfGone(&before, after)
+	}
+	return after, err
 }
 
 // checkProtectedRetired is Ironic's _check_update_protected and
@@ -175,6 +181,7 @@ func (c *Conductor) DeleteNode(ctx context.Context, ident string) error {
 	if err := c.store.DeleteNode(ctx, n.UUID); err != nil {
 		return err
 	}
+	c.stopConsoleIfGone(n, nil)
 	c.aborts.take(n.UUID)
 	c.log.InfoContext(ctx, "node deleted", "node", n.UUID, "state", n.ProvisionState, "verb", "delete")
 	return nil

@@ -533,6 +533,10 @@ func (a *API) getConsole(w http.ResponseWriter, r *http.Request) error {
 	}
 	var ci any
 	if info != nil {
+		// The web console's URL is a path of this API's own address.
+		if u, ok := info["url"].(string); ok && strings.HasPrefix(u, "/") {
+			info["url"] = baseURL(r) + u
+		}
 		ci = info
 	}
 	return writeJSON(w, http.StatusOK, map[string]any{"console_enabled": enabled, "console_info": ci})

@@ -83,7 +83,11 @@ func (l *Lab) startBMC(ctx context.Context) error {
 	if l.Opts.InbandBMC {
 		program = fmt.Sprintf("/bin/bash %s %s %s", filepath.Join(filepath.Dir(l.chassisScript), "bmc-lan.sh"), BMCInbandAddress, BMCInbandMAC)
 	}
-	if err := os.WriteFile(lan, []byte(bmcLanConf(l.BMCAddr(), program, l.chassisScript, l.envPath)), 0o644); err != nil {
+	conf := bmcLanConf(l.BMCAddr(), program, l.chassisScript, l.envPath)
+	if l.sol != nil {
+		conf += fmt.Sprintf("  sol \"tcp:%s\" 115200\n", l.sol.addr)
+	}
+	if err := os.WriteFile(lan, []byte(conf), 0o644); err != nil {
 		return err
 	}
 	if err := os.WriteFile(emu, []byte(bmcEmu), 0o644); err != nil {

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"regexp"
@@ -27,6 +28,9 @@ type consoleLogger struct {
 	mu   sync.Mutex
 	file *os.File
 	conn net.Conn // the VM connected now, if any
+	// tap, when set, gets a copy of every byte the VM prints (the BMC's
+	// SOL side in a lab with LabOptions.SOL; sol_test.go).
+	tap io.Writer
 
 	wg sync.WaitGroup
 }
@@ -88,6 +92,12 @@ func (c *consoleLogger) read(conn net.Conn) {
 		_ = conn.SetReadDeadline(time.Now().Add(partialFlush))
 		n, err := conn.Read(buf)
 		now := time.Now()
+		c.mu.Lock()
+		tap := c.tap
+		c.mu.Unlock()
+		if tap != nil && n > 0 {
+			_, _ = tap.Write(buf[:n])
+		}
 		for _, b := range buf[:n] {
 			switch b {
 			case '\r':
@@ -133,6 +143,23 @@ func (c *consoleLogger) write(at time.Time, text string) {
 	defer c.mu.Unlock()
 	if c.file != nil {
 		fmt.Fprintf(c.file, "%d.%03d | %s\n", at.Unix(), at.Nanosecond()/1e6, text)
+	}
+}
+
+// setTap sends a copy of the VM's output to w (nil: to nobody).
+func (c *consoleLogger) setTap(w io.Writer) {
+	c.mu.Lock()
+	c.tap = w
+	c.mu.Unlock()
+}
+
+// writeVM types p into the VM's serial port; dropped while it is off.
+func (c *consoleLogger) writeVM(p []byte) {
+	c.mu.Lock()
+	conn := c.conn
+	c.mu.Unlock()
+	if conn != nil {
+		_, _ = conn.Write(p)
 	}
 }
 

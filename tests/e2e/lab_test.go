@@ -59,6 +59,10 @@ type LabOptions struct {
 	// Arch "aarch64" runs qemu-system-aarch64 (virt machine, Cortex-A57,
 	// AAVMF UEFI firmware, TCG) instead of an x86-64 PC; Boot is then uefi.
 	Arch string
+	// SOL gives the BMC a Serial-over-LAN device wired to the VM's serial
+	// port (sol_test.go): ipmi_sim connects to a relay the test serves,
+	// which copies the VM's output to it and its input to the VM.
+	SOL bool
 }
 
 func (o *LabOptions) defaults() error {
@@ -134,6 +138,7 @@ type Lab struct {
 
 	bmc     *daemon
 	console *consoleLogger
+	sol     *solRelay
 
 	mu      sync.Mutex
 	daemons []*labDaemon // started with StartDaemon, stopped first, newest first
@@ -253,6 +258,11 @@ func (l *Lab) setup(ctx context.Context) error {
 	}
 	if err := ns.IPBatch(ctx, "link set "+Bridge+" up"); err != nil {
 		return err
+	}
+	if l.Opts.SOL {
+		if err := l.startSOLRelay(); err != nil {
+			return err
+		}
 	}
 	return l.startBMC(ctx)
 }
@@ -463,6 +473,9 @@ func (l *Lab) teardown() {
 			if err := l.bmc.stop(3 * time.Second); err != nil {
 				errs = append(errs, err)
 			}
+		}
+		if l.sol != nil {
+			l.sol.Close()
 		}
 		if l.console != nil {
 			_ = l.console.Close()

@@ -61,6 +61,10 @@ type Config struct {
 	CipherSuites []types.CipherSuiteID
 	// PoweredOn is every BMC's initial power state.
 	PoweredOn bool
+	// Serial gives every BMC a serial port reachable over IPMI
+	// Serial-over-LAN (BMC.Serial: the simulated machine prints into it
+	// and reads what the remote console types).
+	Serial bool
 }
 
 // Fleet is a running set of BMCs. Close stops them all.
@@ -76,9 +80,13 @@ type BMC struct {
 	Addr *net.UDPAddr
 
 	chassis *chassis
+	serial  *SerialPort
 	conn    *lossyConn
 	srv     *server.Server
 }
+
+// Serial is the machine's serial port (nil without Config.Serial).
+func (b *BMC) Serial() *SerialPort { return b.serial }
 
 // Host is the BMC's IP address as a string (driver_info ipmi_address).
 func (b *BMC) Host() string { return b.Addr.IP.String() }
@@ -205,6 +213,9 @@ func (f *Fleet) Close() {
 	f.cancel()
 	for _, b := range f.BMCs {
 		_ = b.srv.Close()
+		if b.serial != nil {
+			b.serial.close()
+		}
 	}
 	f.wg.Wait()
 }
@@ -254,7 +265,11 @@ func newBMC(cfg Config, addr *net.UDPAddr, i int) (*BMC, error) {
 	if len(cfg.CipherSuites) > 0 {
 		opts = append(opts, bmc.WithCipherSuites(cfg.CipherSuites))
 	}
-	b := bmc.New(info, guid, simHAL{ch: ch}, opts...)
+	h := simHAL{ch: ch}
+	if cfg.Serial {
+		h.serial = newSerialPort()
+	}
+	b := bmc.New(info, guid, h, opts...)
 	u, err := b.Users.Add(2, cfg.User)
 	if err != nil {
 		_ = uc.Close()
@@ -269,6 +284,7 @@ func newBMC(cfg Config, addr *net.UDPAddr, i int) (*BMC, error) {
 	return &BMC{
 		Addr:    uc.LocalAddr().(*net.UDPAddr),
 		chassis: ch,
+		serial:  h.serial,
 		conn:    lc,
 		srv:     server.NewServer(b, lc),
 	}, nil
@@ -337,9 +353,13 @@ func (c *lossyConn) Close() error {
 	return c.UDPConn.Close()
 }
 
-// simHAL exposes only the chassis: the simulated machine has no sensors,
-// console or storage (their commands answer "not supported").
-type simHAL struct{ ch *chassis }
+// simHAL exposes the chassis and, with Config.Serial, the serial console:
+// the simulated machine has no sensors or storage (their commands answer
+// "not supported").
+type simHAL struct {
+	ch     *chassis
+	serial *SerialPort
+}
 
 func (h simHAL) Chassis() hal.ChassisHAL { return h.ch }
 func (simHAL) Sensors() hal.SensorHAL    { return nil }
@@ -347,8 +367,13 @@ func (simHAL) Storage() hal.StorageHAL   { return nil }
 func (simHAL) Network() hal.NetworkHAL   { return nil }
 func (simHAL) GPIO() hal.GPIOHAL         { return nil }
 func (simHAL) I2C() hal.I2CHAL           { return nil }
-func (simHAL) Console() hal.ConsoleHAL   { return nil }
-func (simHAL) Close() error              { return nil }
+func (h simHAL) Console() hal.ConsoleHAL {
+	if h.serial == nil {
+		return nil // a typed nil would read as a console
+	}
+	return h.serial
+}
+func (simHAL) Close() error { return nil }
 
 var _ hal.HAL = simHAL{}
 

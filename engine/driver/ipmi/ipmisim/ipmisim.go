@@ -100,12 +100,23 @@ func RequireSim(t testing.TB) {
 
 // StartSim starts ipmi_sim on a free UDP port of 127.0.0.1 and stops it (by
 // its PID) when the test ends.
-func StartSim(t testing.TB) *Sim {
+func StartSim(t testing.TB) *Sim { t.Helper(); return StartSimConf(t, "") }
+
+// StartSimSOL is StartSim with Serial-over-LAN: ipmi_sim connects, as a TCP
+// client, to serial ("host:port", what the node's serial port serves) when a
+// SOL payload is activated.
+func StartSimSOL(t testing.TB, serial string) *Sim {
+	t.Helper()
+	return StartSimConf(t, fmt.Sprintf("  sol \"tcp:%s\" 115200\n", serial))
+}
+
+// StartSimConf is StartSim with extra lan.conf lines for the BMC at 0x20.
+func StartSimConf(t testing.TB, extra string) *Sim {
 	t.Helper()
 	RequireSim(t)
 	var lastErr error
 	for range 5 { // the free port may be taken between probe and bind
-		s, err := trySim(t)
+		s, err := trySim(t, extra)
 		if err == nil {
 			return s
 		}
@@ -115,7 +126,7 @@ func StartSim(t testing.TB) *Sim {
 	return nil
 }
 
-func trySim(t testing.TB) (*Sim, error) {
+func trySim(t testing.TB, extra string) (*Sim, error) {
 	dir := t.TempDir()
 	port, err := FreeUDPPort()
 	if err != nil {
@@ -142,7 +153,7 @@ set_working_mc 0x20
   endlan
   chassis_control "'%s' '%s'"
   user 2 true "%s" "%s" admin 10 none md2 md5 straight
-`, port, filepath.Join(dir, "chassis.sh"), dir, User, Password), // quoted: ipmi_sim popen()s the line through sh, and a test's temp dir may hold "(" (subtest names)
+`, port, filepath.Join(dir, "chassis.sh"), dir, User, Password) + extra, // quoted: ipmi_sim popen()s the line through sh, and a test's temp dir may hold "(" (subtest names)
 	}
 	for name, body := range files {
 		mode := os.FileMode(0o644)
