@@ -2,10 +2,13 @@ package engine
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -56,6 +59,9 @@ type rfRig struct {
 func newRedfishRig(t *testing.T, sim redfishsim.Config) *rfRig {
 	t.Helper()
 	ctx := context.Background()
+	if sim.TaskDelay == 0 {
+		sim.TaskDelay = 50 * time.Millisecond // firmware update tasks
+	}
 	bmc, err := redfishsim.New(sim)
 	if err != nil {
 		t.Fatal(err)
@@ -77,6 +83,9 @@ func newRedfishRig(t *testing.T, sim redfishsim.Config) *rfRig {
 	c := New(st, NewRegistry(NewRedfishHardware(d, redfish.Properties())), Config{
 		Hostname: "test-conductor", Logger: quietLog(), PowerSyncInterval: time.Hour,
 		PowerSyncTimeout: time.Second, PowerTimeout: 2 * time.Second,
+		// BIOS jobs and firmware tasks polled often, and given up on
+		// well within verbBound.
+		StepPollInterval: 20 * time.Millisecond, StepTimeout: 4 * time.Second,
 	})
 	if err := c.Start(ctx); err != nil {
 		t.Fatal(err)
@@ -309,7 +318,17 @@ func runVerbs(t *testing.T, fc faultCase, verbs []verb, newNode func(t *testing.
 	}
 }
 
+// fwImageURL serves a firmware image the redfish fault table's firmware
+// update verb names, with its checksum.
+var fwImageURL, fwImageSum string
+
 func TestBMCFaultsRedfish(t *testing.T) {
+	// What the emulator takes as a BMC firmware image (redfishsim.Image).
+	image := []byte(`{"Component": "BMC", "Version": "9.9.9"}`)
+	sum := sha256.Sum256(image)
+	img := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write(image) }))
+	defer img.Close()
+	fwImageURL, fwImageSum = img.URL+"/bmc.bin", "sha256:"+hex.EncodeToString(sum[:])
 	type rfFault struct {
 		name string
 		sim  redfishsim.Config
@@ -366,6 +385,24 @@ func TestBMCFaultsRedfish(t *testing.T) {
 				return c.Provision(ctx, uuid, ProvisionRequest{Target: "inspect"})
 			},
 			wantState: "inspect failed", wantError: "Failed to inspect hardware"},
+		// BIOS settings applied by a manual clean without the ramdisk:
+		// settings cached, staged on the BMC, a reboot, read back.
+		verb{name: "bios apply (clean, no ramdisk)", state: Manageable,
+			run: func(ctx context.Context, c *Conductor, uuid string) error {
+				return c.Provision(ctx, uuid, ProvisionRequest{Target: "clean", DisableRamdisk: boolp(true), CleanSteps: []map[string]any{
+					{"interface": "bios", "step": "apply_configuration", "args": map[string]any{
+						"settings": []any{map[string]any{"name": "ProcVirtualization", "value": "Disabled"}}}}}})
+			},
+			wantState: "clean failed", wantError: "failed"},
+		// A firmware update: castiron fetches and checks the image, the
+		// BMC's UpdateService runs a task, castiron polls it.
+		verb{name: "firmware update (clean, no ramdisk)", state: Manageable,
+			run: func(ctx context.Context, c *Conductor, uuid string) error {
+				return c.Provision(ctx, uuid, ProvisionRequest{Target: "clean", DisableRamdisk: boolp(true), CleanSteps: []map[string]any{
+					{"interface": "firmware", "step": "update", "args": map[string]any{
+						"settings": []any{map[string]any{"component": "bmc", "url": fwImageURL, "checksum": fwImageSum}}}}}})
+			},
+			wantState: "clean failed", wantError: "failed"},
 	)
 	var table []string
 	for _, rc := range cases {
