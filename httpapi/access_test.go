@@ -64,6 +64,7 @@ lesseereader: {roles: [reader], project: lessee}
 otheradmin: {roles: [admin, member, reader], project: other}
 ownermanager: {roles: [manager, member, reader], project: owner}
 othermanager: {roles: [manager, member, reader], project: other}
+lesseeadmin: {roles: [admin, member, reader], project: lessee}
 `
 
 // rbacHarness is the API with http_basic and the users file.
@@ -122,7 +123,7 @@ func newRBAC(t testing.TB, opts ...func(*Options)) *rbacHarness {
 	t.Helper()
 	dir := t.TempDir()
 	pw, err := LoadHTPasswd(writeHTPasswd(t, dir, "sysadmin", "sysmember", "sysreader", "ownermember", "ownerreader",
-		"owneradmin", "lesseemember", "lesseereader", "otheradmin", "ownermanager", "othermanager", "noroles"))
+		"owneradmin", "lesseemember", "lesseereader", "otheradmin", "ownermanager", "othermanager", "lesseeadmin", "noroles"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -245,7 +245,8 @@ func (a *API) patchPortgroup(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if _, err := a.cond.Store().GetPortgroup(r.Context(), ident); err != nil {
+	cur, err := a.cond.Store().GetPortgroup(r.Context(), ident)
+	if err != nil {
 		return err
 	}
 	if err := portgroupTable.checkPatch(ops, ver); err != nil {
@@ -256,9 +257,19 @@ func (a *API) patchPortgroup(w http.ResponseWriter, r *http.Request) error {
 			return errInvalid("Portgroup %s: Cannot change name to invalid name '%s'", ident, pyrepr.Str(name))
 		}
 	}
+	moved, err := a.linkPatch(r, ops, cur.NodeUUID)
+	if err != nil {
+		return err
+	}
 	v := a.view(r)
 	updated, err := a.cond.UpdatePortgroup(actorContext(r), ident, func(pg *storage.Portgroup) error {
-		return portgroupTable.patch(v, pg, ops, patchHooks{pre: portgroupMandatory})
+		return portgroupTable.patch(v, pg, ops, patchHooks{pre: func(before, after map[string]any) error {
+			if moved != nil {
+				// Ironic stores the linked node's UUID, whatever named it.
+				after["node_uuid"] = moved.UUID
+			}
+			return portgroupMandatory(before, after)
+		}})
 	})
 	if err != nil {
 		return err

@@ -199,8 +199,10 @@ func TestPortgroupErrors(t *testing.T) {
 		{"patch remove mode", "PATCH", "/v1/portgroups/bond0", latest, []map[string]any{{"op": "remove", "path": "/mode"}}, 400, "'mode' is a mandatory attribute and can not be removed"},
 		{"patch bad name", "PATCH", "/v1/portgroups/bond0", latest, []map[string]any{{"op": "replace", "path": "/name", "value": "a b"}}, 400, "Portgroup bond0: Cannot change name to invalid name 'a b'"},
 		{"patch bad mac", "PATCH", "/v1/portgroups/bond0", latest, []map[string]any{{"op": "replace", "path": "/address", "value": "zz"}}, 400, "Expected valid MAC address for address: zz"},
-		{"patch unknown node", "PATCH", "/v1/portgroups/bond0", latest, []map[string]any{{"op": "replace", "path": "/node_uuid", "value": missing}}, 400, "Node " + missing + " could not be found."},
-		{"patch node not uuid", "PATCH", "/v1/portgroups/bond0", latest, []map[string]any{{"op": "replace", "path": "/node_uuid", "value": "n1"}}, 400, "Expected UUID for node_uuid: n1"},
+		// Ironic's authorize_node_link (CVE-2026-44918): one answer for a node
+		// that does not exist, one the caller cannot see, one of another owner.
+		{"patch unknown node", "PATCH", "/v1/portgroups/bond0", latest, []map[string]any{{"op": "replace", "path": "/node_uuid", "value": missing}}, 400, "Unable to apply the requested node_uuid '" + missing + "'. Requested value was invalid."},
+		{"patch unknown node name", "PATCH", "/v1/portgroups/bond0", latest, []map[string]any{{"op": "replace", "path": "/node_uuid", "value": "nosuch"}}, 400, "Unable to apply the requested node_uuid 'nosuch'. Requested value was invalid."},
 		{"patch extra type", "PATCH", "/v1/portgroups/bond0", latest, []map[string]any{{"op": "replace", "path": "/extra", "value": 1}}, 400, "Schema error for patch: 1 is not of type 'object', 'null'"},
 		{"patch add root", "PATCH", "/v1/portgroups/bond0", latest, []map[string]any{{"op": "add", "path": "/bogus", "value": 1}}, 400, ""},
 		{"patch bad op", "PATCH", "/v1/portgroups/bond0", latest, []map[string]any{{"op": "copy", "path": "/name"}}, 400, "Schema error for patch: 'copy' is not one of ['add', 'replace', 'remove']"},

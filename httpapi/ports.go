@@ -292,6 +292,9 @@ func (a *API) patchPort(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if _, err := a.linkPatch(r, ops, target.NodeUUID); err != nil {
+		return err
+	}
 	v := a.view(r)
 	updated, err := a.cond.UpdatePort(actorContext(r), target.UUID, func(p *storage.Port) error {
 		return portTable.patch(v, p, ops, patchHooks{post: func(before, after map[string]any) error {

@@ -13,6 +13,7 @@ import (
 	"castiron/engine/jsonschema"
 	"castiron/fault"
 	"castiron/fault/pyrepr"
+	"castiron/httpapi/identity"
 	"castiron/storage"
 )
 
@@ -419,29 +420,52 @@ func checkVolumePatch[T any](res *resource[T], ops []patchOp, ver Version) (*vol
 	return vp, nil
 }
 
-// authorizeNodeLink is Ironic's authorize_node_link: the new node must
-// exist and have the current node's owner; either failure reads the same.
-func (a *API) authorizeNodeLink(ctx context.Context, cur *storage.Node, newUUID string) error {
-	invalid := errInvalid("Unable to apply the requested node_uuid '%s'. Requested value was invalid.", newUUID)
-	n, err := a.cond.Store().GetNode(ctx, newUUID)
+// authorizeNodeLink is Ironic's authorize_node_link (CVE-2026-44918) for a
+// PATCH moving a port, portgroup or volume object to the node want names:
+// it must exist, be visible to the caller (baremetal:node:get) and have
+// the current node's (cur) owner. Every refusal reads the same 400, so
+// nobody learns whether a node they cannot see exists. It returns the new
+// node.
+func (a *API) authorizeNodeLink(r *http.Request, cur *storage.Node, want any) (*storage.Node, error) {
+	invalid := errInvalid("Unable to apply the requested node_uuid '%s'. Requested value was invalid.", pyrepr.Str(want))
+	ident, ok := want.(string)
+	if !ok {
+		return nil, invalid // get_rpc_node refuses a non-string
+	}
+	n, err := a.cond.Store().GetNode(r.Context(), ident)
 	if err != nil {
-		if fault.Is(err, fault.NotFound) {
-			return invalid
+		if fault.Is(err, fault.NotFound) || fault.Is(err, fault.Invalid) {
+			return nil, invalid
 		}
-		return err
+		return nil, err
 	}
-	curOwner := ""
-	if cur != nil && cur.Owner != nil {
-		curOwner = *cur.Owner
+	if id := identity.From(r.Context()); id != nil && !id.Unrestricted &&
+		!a.enforcer().Allowed("baremetal:node:get", nodeTarget(n), id.Creds) {
+		return nil, invalid
 	}
-	newOwner := ""
-	if n.Owner != nil {
-		newOwner = *n.Owner
+	var curOwner *string
+	if cur != nil {
+		curOwner = cur.Owner
 	}
-	if curOwner != newOwner {
-		return invalid
+	if !sameOwner(curOwner, n.Owner) {
+		return nil, invalid
 	}
-	return nil
+	return n, nil
+}
+
+// linkPatch runs authorizeNodeLink on a patch's first node_uuid value
+// (Ironic's authorize_node_link_patch) and returns the node the patched
+// object ends on: the new one, or nil when the patch names none.
+func (a *API) linkPatch(r *http.Request, ops []patchOp, curNode string) (*storage.Node, error) {
+	vals := patchValues(ops, "/node_uuid")
+	if len(vals) == 0 {
+		return nil, nil
+	}
+	cur, err := a.cond.Store().GetNode(r.Context(), curNode)
+	if err != nil && !fault.Is(err, fault.NotFound) {
+		return nil, err
+	}
+	return a.authorizeNodeLink(r, cur, vals[0])
 }
 
 // prepareVolumePatch runs the checks of a volume PATCH that come before the
@@ -475,7 +499,7 @@ func prepareVolumePatch[T any](a *API, r *http.Request, k *volumeKind[T], nodeOf
 		if err != nil && !fault.Is(err, fault.NotFound) {
 			return nil, err
 		}
-		if err := a.authorizeNodeLink(r.Context(), cur, vp.newNode); err != nil {
+		if _, err := a.authorizeNodeLink(r, cur, vp.newNode); err != nil {
 			return nil, err
 		}
 	}
