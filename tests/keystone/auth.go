@@ -360,9 +360,10 @@ func (s *Server) liveToken(id string) *token {
 }
 
 // impliedRoles are the role implications keystone-manage bootstrap
-// creates: admin implies member, member implies reader. A token lists the
+// creates (since 2023.2, which added manager): admin implies manager,
+// manager implies member, member implies reader. A token lists the
 // roles assigned and the roles they imply, as Keystone's does.
-var impliedRoles = map[string]string{"admin": "member", "member": "reader"}
+var impliedRoles = map[string]string{"admin": "manager", "manager": "member", "member": "reader"}
 
 func withImplied(roles []string) []string {
 	if len(roles) == 0 {

@@ -243,7 +243,7 @@ type Admin struct {
 // AddAdmin creates the admin project and user.
 func (s *Server) AddAdmin(password string) Admin {
 	p := s.AddProject(Project{Name: "admin"})
-	roles := []string{"admin", "member", "reader"}
+	roles := []string{"admin", "manager", "member", "reader"}
 	u := s.AddUser(User{Name: "admin", Password: password, DefaultProjectID: p.ID, ProjectRoles: map[string][]string{p.ID: roles}, SystemRoles: roles})
 	return Admin{User: u, Project: p}
 }

@@ -121,7 +121,7 @@ func TestVersionDiscovery(t *testing.T) {
 
 func TestPasswordTokens(t *testing.T) {
 	f := newFixture(t)
-	adminRoles := []string{"admin", "member", "reader"}
+	adminRoles := []string{"admin", "manager", "member", "reader"}
 	for _, tc := range []struct {
 		name, body  string
 		user, dom   string // expected user name and domain name
@@ -409,7 +409,7 @@ func TestGuard(t *testing.T) {
 	if len(passed) != 1 || passed[0].Path != "/v1/nodes" || passed[0].Token.UserName != "admin" || g.Denied() != 2 {
 		t.Errorf("guard saw %+v, %s", passed, g)
 	}
-	if seenUser[0] != "admin" || seenRoles[0] != "admin,member,reader" || slices.Contains(seenUser[1:], "admin") {
+	if seenUser[0] != "admin" || seenRoles[0] != "admin,manager,member,reader" || slices.Contains(seenUser[1:], "admin") {
 		t.Errorf("identity headers reaching the service: users %q roles %q", seenUser, seenRoles)
 	}
 }
@@ -445,7 +445,7 @@ func TestValidatePolicyImpliedFaults(t *testing.T) {
 	if v := validate(plain, svc); v.code != 403 {
 		t.Errorf("a project member validating another user's token: %d %s", v.code, v.raw)
 	}
-	if info, _ := f.ks.Validate(sys); !slices.Equal(info.Roles, []string{"admin", "member", "reader"}) || !info.System {
+	if info, _ := f.ks.Validate(sys); !slices.Equal(info.Roles, []string{"admin", "manager", "member", "reader"}) || !info.System {
 		t.Errorf("system admin token roles %v system %v", info.Roles, info.System)
 	}
 

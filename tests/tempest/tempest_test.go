@@ -81,9 +81,9 @@ func TestIronicTempestAPI(t *testing.T) {
 			}
 			guard, _ := ks.StartGuard(t, httputil.NewSingleHostReverseProxy(target))
 			accounts := addAccounts(ks, 2*concurrency+2)
-			conf := writeConfig(t, rdir, ks.URL(), accounts, run.max)
+			conf := writeConfig(t, rdir, ks.URL(), accounts, run.max, false)
 
-			res := runTempest(t, tempest, rdir, conf, listed == 0)
+			res := runTempest(t, tempest, rdir, conf, regex, nil, listed == 0)
 			if listed == 0 {
 				listed = res.listed
 			}
@@ -125,6 +125,9 @@ func allowedReason(reason string) bool {
 // account is one pre-provisioned tempest credential.
 type account struct {
 	user, password, project string // project "" = system scope
+	// roles are what the accounts file says (tempest picks an account by
+	// them); none means [admin].
+	roles []string
 }
 
 // addAccounts makes n project admins and n system admins in the stub:
@@ -138,21 +141,26 @@ func addAccounts(ks *keystone.Server, n int) []account {
 		name := fmt.Sprintf("tempest-admin-%d", i)
 		p := ks.AddProject(keystone.Project{Name: name})
 		ks.AddUser(keystone.User{Name: name, Password: "pw-" + name, DefaultProjectID: p.ID, ProjectRoles: map[string][]string{p.ID: roles}})
-		out = append(out, account{name, "pw-" + name, name})
+		out = append(out, account{user: name, password: "pw-" + name, project: name})
 		sys := fmt.Sprintf("tempest-system-%d", i)
 		ks.AddUser(keystone.User{Name: sys, Password: "pw-" + sys, SystemRoles: roles})
-		out = append(out, account{sys, "pw-" + sys, ""})
+		out = append(out, account{user: sys, password: "pw-" + sys})
 	}
 	return out
 }
 
 // writeConfig writes tempest.conf and the accounts file into dir and
-// returns the config's path.
-func writeConfig(t *testing.T, dir, identity string, accounts []account, maxVersion string) string {
+// returns the config's path. enforceScope is [enforce_scope] ironic: the
+// plugin's RBAC tests run only with it.
+func writeConfig(t *testing.T, dir, identity string, accounts []account, maxVersion string, enforceScope bool) string {
 	t.Helper()
 	var acc bytes.Buffer
 	for _, a := range accounts {
-		fmt.Fprintf(&acc, "- username: %s\n  password: %s\n  user_domain_name: Default\n  roles: [admin]\n", a.user, a.password)
+		roles := a.roles
+		if len(roles) == 0 {
+			roles = []string{"admin"}
+		}
+		fmt.Fprintf(&acc, "- username: %s\n  password: %s\n  user_domain_name: Default\n  roles: [%s]\n", a.user, a.password, strings.Join(roles, ", "))
 		if a.project != "" {
 			fmt.Fprintf(&acc, "  project_name: %s\n  project_domain_name: Default\n", a.project)
 		} else {
@@ -190,13 +198,13 @@ cinder = false
 swift = false
 
 [enforce_scope]
-ironic = false
+ironic = %[5]t
 
 [baremetal]
 driver = fake-hardware
 min_microversion = 1.1
 max_microversion = %[4]s
-`, dir, accPath, identity, maxVersion)
+`, dir, accPath, identity, maxVersion, enforceScope)
 	confPath := filepath.Join(dir, "tempest.conf")
 	for path, body := range map[string][]byte{accPath: acc.Bytes(), confPath: []byte(conf)} {
 		if err := os.WriteFile(path, body, 0o600); err != nil {
@@ -227,14 +235,14 @@ var (
 
 const regex = `^ironic_tempest_plugin.tests.api`
 
-// runTempest runs the suite in dir (tempest writes its .stestr there) with
-// the config, parses the output and, when list is set, counts the tests the
-// regex selects.
-func runTempest(t *testing.T, tempest, dir, conf string, list bool) result {
+// runTempest runs the tests regex selects in dir (tempest writes its
+// .stestr there) with the config and extraEnv, parses the output and, when
+// list is set, counts the tests the regex selects.
+func runTempest(t *testing.T, tempest, dir, conf, regex string, extraEnv []string, list bool) result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	env := append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1", "HOME="+dir)
+	env := append(append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1", "HOME="+dir), extraEnv...)
 	var res result
 	start := time.Now()
 	cmd := exec.CommandContext(ctx, tempest, "run", "--config-file", conf, "--regex", regex, "--concurrency", strconv.Itoa(concurrency))

@@ -69,10 +69,10 @@ func TestRunWithGuard(t *testing.T) {
 		opts gophercloud.AuthOptions
 		want string // user and roles the backend saw
 	}{
-		{gophercloud.AuthOptions{IdentityEndpoint: ksURL, Username: "admin", Password: "adm", DomainName: "Default", TenantName: "admin"}, "admin admin,member,reader"},
+		{gophercloud.AuthOptions{IdentityEndpoint: ksURL, Username: "admin", Password: "adm", DomainName: "Default", TenantName: "admin"}, "admin admin,manager,member,reader"},
 		{gophercloud.AuthOptions{IdentityEndpoint: ksURL, Username: "demo", Password: "demo-pass", DomainName: "Default", TenantName: "demo"}, "demo member,reader"},
-		{gophercloud.AuthOptions{IdentityEndpoint: ksURL, Username: "ops", Password: "ops-pass", DomainName: "Default", TenantName: "infra"}, "ops admin,member,reader"}, // member implies reader,
-		{gophercloud.AuthOptions{IdentityEndpoint: ksURL, ApplicationCredentialID: "ac1", ApplicationCredentialSecret: "ac-secret"}, "ops admin,member,reader"},          // member implies reader,
+		{gophercloud.AuthOptions{IdentityEndpoint: ksURL, Username: "ops", Password: "ops-pass", DomainName: "Default", TenantName: "infra"}, "ops admin,member,manager,reader"}, // admin implies manager, member reader
+		{gophercloud.AuthOptions{IdentityEndpoint: ksURL, ApplicationCredentialID: "ac1", ApplicationCredentialSecret: "ac-secret"}, "ops admin,member,manager,reader"},          // admin implies manager, member reader
 	} {
 		pc, err := openstack.AuthenticatedClient(rctx, tc.opts)
 		if err != nil {
