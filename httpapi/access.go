@@ -379,6 +379,23 @@ func (a *API) hidesTargetProperties(r *http.Request) bool {
 	return id != nil && !id.Unrestricted && !a.enforcer().Allowed("baremetal:volume:view_target_properties", nil, id.Creds)
 }
 
+// secretsShown is node_sanitize's show_password and show_instance_secrets
+// for the caller (by default "!": secrets are masked for everyone). As in
+// Ironic they are checked under every auth strategy, noauth included (the
+// caller then has no roles), and once per caller, as Ironic does for node
+// lists: a rule naming %(node.owner)s is judged without the node.
+func (a *API) secretsShown(r *http.Request) (driver, instance bool) {
+	e := a.enforcer()
+	if e.Never("show_password") && e.Never("show_instance_secrets") {
+		return false, false
+	}
+	var c policy.Creds
+	if id := identity.From(r.Context()); id != nil {
+		c = id.Creds
+	}
+	return e.Allowed("show_password", nil, c), e.Allowed("show_instance_secrets", nil, c)
+}
+
 // nodeRedactor is node_sanitize's extended sanitization for callers that
 // do not pass baremetal:node:get:filter_threshold (project-scoped users):
 // last_error, reservation, driver_internal_info and (for those without

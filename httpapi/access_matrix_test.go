@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"castiron/httpapi/policy"
 	"castiron/storage"
 )
 
@@ -190,5 +191,60 @@ func TestRehomeNoauth(t *testing.T) {
 	h.expect(400, "PATCH", "/v1/portgroups/"+pg, latest, move(owned))
 	if got := h.expect(200, "PATCH", "/v1/portgroups/"+pg, latest, move("free2")).json(t)["node_uuid"]; got != free2 {
 		t.Errorf("portgroup moved by name to %v, want %s", got, free2)
+	}
+}
+
+// TestShowSecretsPolicy: show_password and show_instance_secrets from a
+// policy file unmask driver_info/driver_internal_info and instance_info
+// for the callers they let through; everyone else still gets "******", in
+// single views and lists, whatever the view cache holds.
+func TestShowSecretsPolicy(t *testing.T) {
+	e, err := policy.New(map[string]string{
+		"show_password":         "role:admin and system_scope:all",
+		"show_instance_secrets": "role:member",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newRBAC(t, func(o *Options) { o.Policy = e })
+	a, _, _, _ := rbacFixture(t, h)
+	h.want(200, "sysadmin", "PATCH", "/v1/nodes/"+a, latest, []any{map[string]any{"op": "add", "path": "/instance_info/image_url", "value": "http://x/y?temp_url_sig=z"}})
+	h.db(a, func(n *storage.Node) { n.DriverInternalInfo = storage.JSONObject{"agent_secret_token": "tok"} })
+	for _, c := range []struct {
+		user             string
+		driver, instance bool
+	}{
+		{"sysreader", false, false}, {"sysadmin", true, true}, {"ownermember", false, true}, {"sysreader", false, false}, {"sysadmin", true, true},
+	} {
+		for _, path := range []string{"/v1/nodes/" + a, "/v1/nodes/detail"} {
+			n := h.want(200, c.user, "GET", path, latest, nil).json(t)
+			if nodes, ok := n["nodes"].([]any); ok {
+				n = nodes[0].(map[string]any)
+			}
+			di, ii, dii := n["driver_info"].(map[string]any), n["instance_info"].(map[string]any), n["driver_internal_info"].(map[string]any)
+			if got := di["ipmi_password"] == "s3cret"; got != c.driver {
+				t.Errorf("%s %s: driver_info %v, shown %v", c.user, path, di, c.driver)
+			}
+			if got := dii["agent_secret_token"] == "tok"; got != c.driver {
+				t.Errorf("%s %s: driver_internal_info %v, shown %v", c.user, path, dii, c.driver)
+			}
+			if got := ii["image_url"] == "http://x/y?temp_url_sig=z"; got != c.instance {
+				t.Errorf("%s %s: instance_info %v, shown %v", c.user, path, ii, c.instance)
+			}
+		}
+	}
+
+	// noauth: the defaults mask; "@" shows to everyone, as in Ironic.
+	open, err := policy.New(map[string]string{"show_password": "@"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pol := range []*policy.Enforcer{nil, open} {
+		n := newAPI(t, func(o *Options) { o.Policy = pol })
+		id := n.createNode(map[string]any{"driver": "fake-hardware", "driver_info": map[string]any{"ipmi_password": "pw"}})["uuid"].(string)
+		got := n.expect(200, "GET", "/v1/nodes/"+id, latest, nil).json(t)["driver_info"].(map[string]any)["ipmi_password"]
+		if want := map[bool]string{true: "pw", false: "******"}[pol != nil]; got != want {
+			t.Errorf("noauth, show_password %v: ipmi_password %v, want %s", pol != nil, got, want)
+		}
 	}
 }

@@ -241,7 +241,7 @@ func (res *resource[T]) canonical(fields []string) []string {
 // value is what views show of f on x: the stored value, masked.
 func (f *field[T]) view(v *viewCtx, x *T) any {
 	val := f.get(v, x)
-	if f.mask != nil {
+	if f.mask != nil && !v.unmasked(f.name) {
 		val = f.mask(val)
 	}
 	return val

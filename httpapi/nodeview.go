@@ -22,6 +22,21 @@ type viewCtx struct {
 	// raw marks the document a PATCH applies to (Ironic's as_dict), not a
 	// view: fields a version hides the values of show them as stored.
 	raw bool
+	// showDriverSecrets and showInstanceSecrets: the caller passes
+	// show_password (driver_info, driver_internal_info) and
+	// show_instance_secrets (instance_info), so those are not masked.
+	showDriverSecrets, showInstanceSecrets bool
+}
+
+// unmasked reports whether field's secrets are shown to this caller.
+func (v *viewCtx) unmasked(field string) bool {
+	switch field {
+	case "driver_info", "driver_internal_info":
+		return v.showDriverSecrets
+	case "instance_info":
+		return v.showInstanceSecrets
+	}
+	return false
 }
 
 // conductorOf is what n's view shows as its conductor.
@@ -68,7 +83,9 @@ func provisionStateAt(ver Version, s string) any {
 }
 
 func (a *API) view(r *http.Request) *viewCtx {
-	return &viewCtx{ver: versionOf(r), cond: a.cond, base: baseURL(r)}
+	v := &viewCtx{ver: versionOf(r), cond: a.cond, base: baseURL(r)}
+	v.showDriverSecrets, v.showInstanceSecrets = a.secretsShown(r)
+	return v
 }
 
 // appendJSON writes a field's value: links in Ironic's spaced format,

@@ -129,6 +129,12 @@ func (c *viewCache) forget(node string) {
 func viewKey(v *viewCtx, fields []string) string {
 	var b strings.Builder
 	b.WriteString(strconv.Itoa(v.ver.Minor))
+	if v.showDriverSecrets {
+		b.WriteString(" show_password")
+	}
+	if v.showInstanceSecrets {
+		b.WriteString(" show_instance_secrets")
+	}
 	b.WriteByte(' ')
 	b.WriteString(v.base)
 	b.WriteByte(' ')

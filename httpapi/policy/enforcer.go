@@ -264,6 +264,17 @@ func (e *Enforcer) Authorize(rule string, target Target, c Creds) error {
 	return nil
 }
 
+// Never reports whether rule refuses every caller (its check is "!", as
+// show_password's default): callers may skip evaluating it.
+func (e *Enforcer) Never(rule string) bool {
+	r, ok := e.rules[rule]
+	if !ok {
+		return true
+	}
+	_, never := r.check.(falseCheck)
+	return never
+}
+
 // Allowed is Authorize as a boolean (oslo.policy's enforce without raise).
 func (e *Enforcer) Allowed(rule string, target Target, c Creds) bool {
 	return e.Authorize(rule, target, c) == nil
