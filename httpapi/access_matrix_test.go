@@ -183,7 +183,9 @@ func TestRehomeNoauth(t *testing.T) {
 	free := h.createNode(map[string]any{"driver": "fake-hardware"})["uuid"].(string)
 	free2 := h.createNode(map[string]any{"driver": "fake-hardware", "name": "free2"})["uuid"].(string)
 	p := h.expect(201, "POST", "/v1/ports", latest, map[string]any{"node_uuid": free, "address": "52:54:00:00:03:01"}).json(t)["uuid"].(string)
-	move := func(to string) []any { return []any{map[string]any{"op": "replace", "path": "/node_uuid", "value": to}} }
+	move := func(to string) []any {
+		return []any{map[string]any{"op": "replace", "path": "/node_uuid", "value": to}}
+	}
 	h.expect(400, "PATCH", "/v1/ports/"+p, latest, move(owned))
 	h.expect(200, "PATCH", "/v1/ports/"+p, latest, move(free2))
 	// A name is looked up and the node's UUID stored.

@@ -63,8 +63,8 @@ func rbacPlugin(t *testing.T, dir string) (env []string, what string) {
 			t.Fatal(err)
 		}
 		files := map[string]string{
-			filepath.Join(info, "METADATA"):          "Metadata-Version: 2.1\nName: ironic-tempest-plugin\nVersion: 0.0.0\n",
-			filepath.Join(info, "entry_points.txt"):  "[tempest.test_plugins]\nironic_tests = ironic_tempest_plugin.plugin:IronicTempestPlugin\n",
+			filepath.Join(info, "METADATA"):         "Metadata-Version: 2.1\nName: ironic-tempest-plugin\nVersion: 0.0.0\n",
+			filepath.Join(info, "entry_points.txt"): "[tempest.test_plugins]\nironic_tests = ironic_tempest_plugin.plugin:IronicTempestPlugin\n",
 			filepath.Join(site, "sitecustomize.py"): compatShim,
 		}
 		for p, body := range files {
