@@ -205,7 +205,7 @@ func (c *Conductor) SetMaintenance(ctx context.Context, ident string, on bool, r
 			NodeUUID: n.UUID, CreatedAt: c.now(), Conductor: c.cfg.Hostname,
 			EventType: "maintenance", Severity: "INFO",
 			Event: fmt.Sprintf("maintenance %s: %s", word, deref(reason)),
-			User:  actorOf(ctx), Verb: "maintenance",
+			User:  actorOf(ctx), Project: projectOf(ctx), Verb: "maintenance",
 			FromState: n.ProvisionState, ToState: n.ProvisionState,
 		}, nil
 	})

@@ -118,6 +118,7 @@ func (c *Conductor) powerEvent(ctx context.Context, n *storage.Node, verb, sever
 		Severity:  severity,
 		Event:     msg,
 		User:      actorOf(ctx),
+		Project:   projectOf(ctx),
 		Verb:      verb,
 		FromState: n.ProvisionState,
 		ToState:   n.ProvisionState,

@@ -14,6 +14,20 @@ func WithActor(ctx context.Context, who string) context.Context {
 	return context.WithValue(ctx, actorKey{}, who)
 }
 
+type projectKey struct{}
+
+// WithProject tags ctx with the project the caller's token is scoped to,
+// which node history records beside the user (Ironic's node_history
+// project column).
+func WithProject(ctx context.Context, project string) context.Context {
+	return context.WithValue(ctx, projectKey{}, project)
+}
+
+func projectOf(ctx context.Context) string {
+	s, _ := ctx.Value(projectKey{}).(string)
+	return s
+}
+
 func actorOf(ctx context.Context) string {
 	if s, ok := ctx.Value(actorKey{}).(string); ok && s != "" {
 		return s
@@ -58,6 +72,7 @@ func (c *Conductor) fire(ctx context.Context, n *storage.Node, ev Event, target 
 		Severity:  severity,
 		Event:     msg,
 		User:      actorOf(ctx),
+		Project:   projectOf(ctx),
 		Verb:      string(ev),
 		FromState: string(from),
 		ToState:   string(to),

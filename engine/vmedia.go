@@ -138,7 +138,7 @@ func (c *Conductor) vmediaFailed(ctx context.Context, n *storage.Node, verb, msg
 	return &storage.Event{
 		NodeUUID: n.UUID, CreatedAt: c.now(), Conductor: c.cfg.Hostname,
 		EventType: "UNKNOWN", Severity: "ERROR", Event: msg,
-		User: actorOf(ctx), Verb: verb + "_virtual_media",
+		User: actorOf(ctx), Project: projectOf(ctx), Verb: verb + "_virtual_media",
 		FromState: n.ProvisionState, ToState: n.ProvisionState,
 	}
 }

@@ -384,5 +384,9 @@ type link struct {
 
 // actorContext tags the request's context with the authenticated user.
 func actorContext(r *http.Request) context.Context {
-	return engine.WithActor(r.Context(), userOf(r))
+	ctx := engine.WithActor(r.Context(), userOf(r))
+	if id := identity.From(r.Context()); id != nil && id.ProjectID != "" && !id.System {
+		ctx = engine.WithProject(ctx, id.ProjectID)
+	}
+	return ctx
 }

@@ -23,15 +23,13 @@ type Identity struct {
 	Unrestricted bool
 }
 
-// Actor is how node history and logs name the caller: the user, and its
-// project when the token is project-scoped (user@project).
+// Actor is how node history names the caller: its user ID, as Ironic's
+// node_history.user holds the request context's user_id (a Keystone
+// user's ID; an http_basic user's name). The project goes in a column of
+// its own.
 func (id *Identity) Actor() string {
-	if id.ProjectID != "" && !id.System {
-		p := id.ProjectName
-		if p == "" {
-			p = id.ProjectID
-		}
-		return id.User + "@" + p
+	if id.UserID != "" {
+		return id.UserID
 	}
 	return id.User
 }
