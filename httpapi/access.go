@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 
 	"castiron/fault"
@@ -439,6 +440,8 @@ func (a *API) nodeRedactor(r *http.Request) func(*storage.Node) *storage.Node {
 
 // Caller is what the web UI learns about who it is serving.
 type Caller struct {
+	// Auth is the strategy: noauth, http_basic or keystone.
+	Auth    string   `json:"auth"`
 	User    string   `json:"user"`
 	Scope   string   `json:"scope"` // system, project or domain; "" without roles
 	Project string   `json:"project,omitempty"`
@@ -447,24 +450,58 @@ type Caller struct {
 	// (provision, power, maintenance, update, create), so the UI offers
 	// none.
 	ReadOnly bool `json:"read_only"`
+	// Can maps each node action the UI offers (uiActions) to the nodes
+	// policy lets the caller do it on, by how its project relates to the
+	// node: "owner" (its project owns it), "lessee" (leases it), "other"
+	// (neither: for a system caller, any node). "create" is node creation
+	// (import), judged on the caller alone. Absent (noauth, or an
+	// http_basic user without a users file): everything.
+	Can map[string][]string `json:"can,omitempty"`
 }
 
 // writeRules are the node changes the UI offers.
 var writeRules = []string{"baremetal:node:set_provision_state", "baremetal:node:set_power_state",
 	"baremetal:node:set_maintenance", "baremetal:node:update"}
 
+// uiActions are the UI's node actions with the rules Ironic checks for
+// them (any one suffices; delete:self_owned_node is Ironic's
+// project_admin_can_manage_own_nodes).
+var uiActions = map[string][]string{
+	"provision":       {"baremetal:node:set_provision_state"},
+	"power":           {"baremetal:node:set_power_state"},
+	"maintenance on":  {"baremetal:node:set_maintenance"},
+	"maintenance off": {"baremetal:node:clear_maintenance"},
+	"delete":          {"baremetal:node:delete", "baremetal:node:delete:self_owned_node"},
+}
+
+// authName is the --auth-strategy auth amounts to.
+func authName(auth Authenticator) string {
+	switch {
+	case auth == nil:
+		return "noauth"
+	case strings.HasPrefix(challenge(auth), "Keystone"):
+		return "keystone"
+	}
+	return "http_basic"
+}
+
+// TokenAuth reports whether auth takes Keystone tokens (X-Auth-Token)
+// rather than Basic credentials: a browser then cannot be challenged for
+// them, so the UI asks for a token in the page.
+func TokenAuth(auth Authenticator) bool { return auth != nil && authName(auth) == "keystone" }
+
 // CallerOf authenticates r with auth (nil: noauth) and says what policy
 // (nil: Ironic's defaults) lets it change: ReadOnly when no node, even
 // one its project owned and leased, could be changed by it.
 func CallerOf(auth Authenticator, pol *policy.Enforcer, r *http.Request) (Caller, error) {
 	if auth == nil {
-		return Caller{Roles: []string{}}, nil
+		return Caller{Auth: "noauth", Roles: []string{}}, nil
 	}
 	id, err := identify(auth, r)
 	if err != nil {
 		return Caller{}, err
 	}
-	c := Caller{User: id.User, Roles: append([]string{}, id.Roles...)}
+	c := Caller{Auth: authName(auth), User: id.User, Roles: append([]string{}, id.Roles...)}
 	if id.Unrestricted {
 		return c, nil
 	}
@@ -480,6 +517,27 @@ func CallerOf(auth Authenticator, pol *policy.Enforcer, r *http.Request) (Caller
 	for _, rule := range writeRules {
 		if pol.Allowed(rule, best, id.Creds) {
 			c.ReadOnly = false
+		}
+	}
+	targets := map[string]policy.Target{"other": {"node.owner": nil}}
+	if id.ProjectID != "" {
+		targets["owner"] = policy.Target{"node.owner": id.ProjectID}
+		targets["lessee"] = policy.Target{"node.owner": nil, "node.lessee": id.ProjectID}
+	}
+	c.Can = map[string][]string{"create": {}}
+	if pol.Allowed("baremetal:node:create", nil, id.Creds) || pol.Allowed("baremetal:node:create:self_owned_node", nil, id.Creds) {
+		c.Can["create"] = []string{"other"}
+	}
+	for action, rules := range uiActions {
+		c.Can[action] = []string{}
+		for _, rel := range []string{"owner", "lessee", "other"} {
+			t, ok := targets[rel]
+			if !ok {
+				continue
+			}
+			if slices.ContainsFunc(rules, func(rule string) bool { return pol.Allowed(rule, t, id.Creds) }) {
+				c.Can[action] = append(c.Can[action], rel)
+			}
 		}
 	}
 	return c, nil

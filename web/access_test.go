@@ -51,8 +51,24 @@ tenant: {roles: [member, reader], project: acme}
 		if r.status != 200 || json.Unmarshal(r.body, &me) != nil {
 			t.Fatalf("%s: %d %s", user, r.status, r.body)
 		}
-		if me.ReadOnly != want || me.User != user {
+		if me.ReadOnly != want || me.User != user || me.Auth != "http_basic" {
 			t.Errorf("%s: %+v, want read_only %v", user, me, want)
+		}
+		// can: which node actions policy allows, by the caller's
+		// relation to the node (Ironic's defaults).
+		can := map[string]string{}
+		for k, v := range me.Can {
+			can[k] = strings.Join(v, ",")
+		}
+		wantCan := map[string]map[string]string{
+			"admin":  {"create": "other", "provision": "other", "power": "other", "maintenance on": "other", "delete": "other"},
+			"noc":    {"create": "", "provision": "", "power": "", "maintenance on": "", "delete": ""},
+			"tenant": {"create": "", "provision": "owner", "power": "owner,lessee", "maintenance on": "owner", "delete": ""},
+		}[user]
+		for k, v := range wantCan {
+			if can[k] != v {
+				t.Errorf("%s: can %s = %q, want %q", user, k, can[k], v)
+			}
 		}
 	}
 	if r := s.do("GET", "/ui/api/me", nil, nil); r.status != 401 {

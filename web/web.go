@@ -246,15 +246,27 @@ func (h *handler) serveAsset(w http.ResponseWriter, r *http.Request, a *asset) {
 }
 
 // authorized applies the API's authenticator with the API's realm, so the
-// browser's stored credentials cover both the UI and /v1.
+// browser's stored credentials cover both the UI and /v1. Under Keystone a
+// browser has no way to send a token with a page load: the page, its
+// assets and the state table (static, nothing of the site's) are public,
+// and the page asks for a token, which it sends as X-Auth-Token on
+// /ui/api/me and every /v1 call.
 func (h *handler) authorized(w http.ResponseWriter, r *http.Request) bool {
 	if h.opts.Auth == nil {
+		return true
+	}
+	token := httpapi.TokenAuth(h.opts.Auth)
+	if token && r.URL.Path != "/ui/api/me" {
 		return true
 	}
 	if _, ok := h.opts.Auth.Authenticate(r); ok {
 		return true
 	}
-	w.Header().Set("WWW-Authenticate", `Basic realm="Baremetal API"`)
+	if token {
+		w.Header().Set("WWW-Authenticate", "Keystone")
+	} else {
+		w.Header().Set("WWW-Authenticate", `Basic realm="Baremetal API"`)
+	}
 	http.Error(w, "The request you have made requires authentication.", http.StatusUnauthorized)
 	return false
 }

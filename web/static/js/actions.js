@@ -75,7 +75,17 @@ export const provisionVerbs = () => {
 
 export const otherVerbs = ['power on', 'power off', 'reboot', 'maintenance on', 'maintenance off', 'delete'];
 
-// validFor lists the actions valid for node n in the order they are shown.
+// policyKind is the kind of change an action is, as /ui/api/me's "can"
+// names it (the rule Ironic checks).
+export function policyKind(action) {
+  if (['power on', 'power off', 'reboot'].includes(action)) return 'power';
+  if (['maintenance on', 'maintenance off', 'delete'].includes(action)) return action;
+  return 'provision';
+}
+
+// validFor lists the actions valid for node n in the order they are shown:
+// those the state allows and policy lets the caller do (a button that
+// would be refused is not offered).
 export function validFor(n) {
   const out = [...(machine.actions[n.provision_state] || [])].filter((a) => catalog[a]);
   if (n.power_state !== 'power on') out.push('power on');
@@ -84,7 +94,7 @@ export function validFor(n) {
   out.push(n.maintenance ? 'maintenance off' : 'maintenance on');
   const st = machine.states[n.provision_state];
   if ((st && st.deletable) || n.maintenance) out.push('delete');
-  return out;
+  return out.filter((a) => api.may(policyKind(a), n));
 }
 
 export const isValid = (action, n) => validFor(n).includes(action);

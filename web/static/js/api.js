@@ -34,8 +34,53 @@ export function errorMessage(text) {
 // bytesReceived counts response bytes, for the live indicator and tests.
 export const stats = { requests: 0, bytes: 0 };
 
+// Under --auth-strategy keystone the page holds the caller's Keystone token
+// (pasted at login; kept for this browser tab only, in sessionStorage) and
+// sends it as X-Auth-Token on every call. Under http_basic the browser
+// sends its Basic credentials itself; there is no token.
+const TOKEN_KEY = 'castiron-token';
+export const auth = { token: sessionStorage.getItem(TOKEN_KEY) || '' };
+
+export function setToken(t) {
+  if (t) sessionStorage.setItem(TOKEN_KEY, t); else sessionStorage.removeItem(TOKEN_KEY);
+  auth.token = t || '';
+}
+
+export function withToken(headers) {
+  if (auth.token) headers['X-Auth-Token'] = auth.token;
+  return headers;
+}
+
+// keystoneRefused: a 401 asking for a Keystone token (no token, or one
+// that expired or was revoked).
+export const keystoneRefused = (res) => res.status === 401 && (res.headers.get('WWW-Authenticate') || '').startsWith('Keystone');
+
+// me is who the page serves (/ui/api/me): the strategy, user, scope and
+// project, and which node actions policy lets it do (can; absent: all).
+export const me = { auth: 'noauth', can: null, project: '' };
+
+// relation is how the caller's project relates to node n: "owner",
+// "lessee" or "other" (a system caller's view of any node); null when the
+// view does not carry owner and lessee (a fleet row).
+function relation(n) {
+  if (me.scope === 'system' || !me.project) return 'other';
+  if (n.owner === undefined && n.lessee === undefined) return null;
+  if (n.owner === me.project) return 'owner';
+  if (n.lessee === me.project) return 'lessee';
+  return 'other';
+}
+
+// may reports whether policy lets the caller do kind ("provision", "power",
+// "maintenance on", "maintenance off", "delete", "create") on node n.
+export function may(kind, n) {
+  if (!me.can) return true;
+  const ok = me.can[kind] || [];
+  const rel = n ? relation(n) : 'other';
+  return rel === null ? ok.length > 0 : ok.includes(rel);
+}
+
 export async function api(method, path, body) {
-  const headers = { 'X-OpenStack-Ironic-API-Version': API_VERSION, 'Accept': 'application/json' };
+  const headers = withToken({ 'X-OpenStack-Ironic-API-Version': API_VERSION, 'Accept': 'application/json' });
   const opts = { method, headers, credentials: 'same-origin', cache: 'no-store' };
   if (body !== undefined) {
     headers['Content-Type'] = 'application/json';
@@ -46,6 +91,11 @@ export async function api(method, path, body) {
     res = await fetch(path, opts);
   } catch (e) {
     throw new APIError(0, 'castiron is unreachable: ' + e.message);
+  }
+  if (auth.token && keystoneRefused(res)) {
+    // The token expired or was revoked: back to the login form.
+    setToken('');
+    location.reload();
   }
   const text = await res.text();
   stats.requests++;

@@ -9,6 +9,7 @@ import { fleetView } from './fleet.js';
 import { nodeView } from './node.js';
 import { conductorsView } from './conductors.js';
 import { importView } from './import.js';
+import { auth, setToken, withToken, keystoneRefused, me, may } from './api.js';
 
 const main = document.getElementById('main');
 let teardown = null;
@@ -51,7 +52,9 @@ fleet.addEventListener('status', showLive);
 setInterval(showLive, 5000);
 
 let lastHash = location.hash;
+let loggedIn = false; // under Keystone, nothing routes before a token works
 window.addEventListener('hashchange', () => {
+  if (!loggedIn) return;
   // The fleet view rewrites its own query with replaceState; only a change
   // of page re-routes (and moves focus to the new page, for screen readers).
   const page = (s) => (s.replace(/^#/, '') || '/').split('?')[0];
@@ -64,22 +67,64 @@ window.addEventListener('hashchange', () => {
   }
 });
 
-// A caller the policy refuses every change (a reader) is offered none:
-// elements of class "write" are hidden (style.css).
+// loadMe learns who the page serves. A caller the policy refuses every
+// change (a reader) is offered none: elements of class "write" are hidden
+// (style.css); the others only the actions policy lets them do (may).
+// Under Keystone without a valid token it answers false: log in first.
 async function loadMe() {
+  let res;
   try {
-    const res = await fetch('/ui/api/me', { headers: { Accept: 'application/json' } });
-    if (res.ok) document.body.classList.toggle('readonly', (await res.json()).read_only === true);
-  } catch (e) { /* the API calls report it */ }
+    res = await fetch('/ui/api/me', { headers: withToken({ Accept: 'application/json' }) });
+  } catch (e) { return true; /* the API calls report it */ }
+  if (keystoneRefused(res)) return false;
+  if (!res.ok) return true;
+  Object.assign(me, await res.json());
+  document.body.classList.toggle('readonly', me.read_only === true);
+  const importNav = document.querySelector('[data-nav=import]');
+  if (importNav) importNav.hidden = !may('create');
+  const who = document.getElementById('who');
+  if (who && me.auth !== 'noauth') {
+    clear(who).append(me.user + (me.project ? ` (${me.project})` : me.scope === 'system' ? ' (system)' : ''));
+    if (auth.token) {
+      who.append(' ', h('button', { type: 'button', class: 'linklike', id: 'logout', onclick: () => { setToken(''); location.reload(); } }, 'Log out'));
+    }
+  }
+  return true;
+}
+
+// loginView asks for a Keystone token: the page cannot exchange a password
+// with Keystone itself (castiron is not Keystone's client for browsers), so
+// the operator pastes one from `openstack token issue`.
+function loginView(refused) {
+  const input = h('input', { id: 'token', type: 'password', autocomplete: 'off', required: true, 'aria-describedby': 'token-help' });
+  const form = h('form', {
+    class: 'login card', 'aria-labelledby': 'login-h',
+    onsubmit: (e) => { e.preventDefault(); setToken(input.value.trim()); location.reload(); },
+  },
+  h('h1', { id: 'login-h' }, 'Log in'),
+  refused ? h('p', { class: 'form-error', role: 'alert' }, 'That token was refused (expired, revoked or mistyped).') : null,
+  h('p', { id: 'token-help' }, 'castiron takes Keystone tokens. Paste one, e.g. from ',
+    h('code', null, 'openstack token issue -f value -c id'), '.'),
+  h('label', { for: 'token' }, 'Keystone token'), input,
+  h('button', { type: 'submit', class: 'button primary' }, 'Log in'));
+  clear(main).append(form);
+  document.title = 'Log in · castiron';
+  input.focus();
 }
 
 try {
   performance.mark('castiron:modules');
-  await loadMe();
+  if (!(await loadMe())) {
+    const refused = !!auth.token;
+    setToken('');
+    loginView(refused);
+    throw null; // nothing else to load until logged in
+  }
+  loggedIn = true;
   await loadMachine();
   performance.mark('castiron:machine');
   route();
   performance.mark('castiron:routed');
 } catch (e) {
-  clear(main).append(h('h1', null, 'castiron'), h('p', { class: 'form-error', role: 'alert' }, e.message));
+  if (e !== null) clear(main).append(h('h1', null, 'castiron'), h('p', { class: 'form-error', role: 'alert' }, e.message));
 }

@@ -3,7 +3,8 @@
 // bulk actions on a selection.
 import { fleet } from './store.js';
 import { h, clear, ago, machine, stateKind, stateBadge, powerBadge, toast, openDialog } from './ui.js';
-import { catalog, provisionVerbs, otherVerbs, isValid, perform } from './actions.js';
+import { catalog, provisionVerbs, otherVerbs, isValid, perform, policyKind } from './actions.js';
+import { may } from './api.js';
 import { STEP_ORDER, stepLabel } from './boottimeline.js';
 
 const selected = new Set();
@@ -79,7 +80,7 @@ export function fleetView(main, params) {
     h('div', { class: 'fleet-head' }, h('h1', { id: 'fleet-h' }, 'Nodes'), shown),
     counts,
     h('div', { class: 'toolbar' }, search, stateSel, maintSel, condChip,
-      h('a', { class: 'button write', href: '#/import' }, 'Import instackenv.json')),
+      may('create') ? h('a', { class: 'button write', href: '#/import' }, 'Import instackenv.json') : null),
     bulk, table, empty);
   clear(main).append(view);
 
@@ -123,14 +124,17 @@ export function fleetView(main, params) {
     stateSel.value = cur;
   }
 
+  // offered: policy lets the caller do the action on some node it sees.
+  const offered = (v) => may(policyKind(v), {});
+
   function renderBulk() {
     if (selected.size === 0) { bulk.hidden = true; return; }
     bulk.hidden = false;
     bulkCount.textContent = `${selected.size.toLocaleString()} selected`;
     if (!bulkSel.options.length) {
       bulkSel.append(h('option', { value: '' }, 'Choose an action…'),
-        h('optgroup', { label: 'Provision' }, provisionVerbs().map((v) => h('option', { value: v }, catalog[v].label))),
-        h('optgroup', { label: 'Node' }, otherVerbs.map((v) => h('option', { value: v }, catalog[v].label))));
+        h('optgroup', { label: 'Provision' }, provisionVerbs().filter(offered).map((v) => h('option', { value: v }, catalog[v].label))),
+        h('optgroup', { label: 'Node' }, otherVerbs.filter(offered).map((v) => h('option', { value: v }, catalog[v].label))));
     }
   }
 
