@@ -14,7 +14,8 @@ import (
 
 // Identity is an authenticated caller.
 type Identity struct {
-	// User is the name shown in logs and node history.
+	// User is the name shown in logs and the UI (node history records
+	// the user id: Actor).
 	User string
 	policy.Creds
 	// Unrestricted skips policy: Ironic enforces policy only with
