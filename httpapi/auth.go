@@ -57,7 +57,7 @@ func challenge(auth Authenticator) string {
 // hasCredentials reports whether the request tried to log in at all (a
 // browser's first request without credentials is not a failed login).
 func hasCredentials(r *http.Request) bool {
-	return r.Header.Get("Authorization") != "" || r.Header.Get("X-Auth-Token") != ""
+	return r.Header.Get("Authorization") != "" || identity.Token(r) != ""
 }
 
 // clientAddr is the address failed logins are counted against: the peer,

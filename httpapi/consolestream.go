@@ -62,6 +62,9 @@ type consoleHello struct {
 	Write bool   `json:"write"`
 }
 
+// consoleSubprotocol is what the web UI offers; other clients need not.
+const consoleSubprotocol = "castiron.console"
+
 // consoleStream is GET /v1/nodes/{ident}/states/console/stream.
 func (a *API) consoleStream(w http.ResponseWriter, r *http.Request) error {
 	if a.opts.Console == nil {
@@ -93,7 +96,10 @@ func (a *API) consoleStream(w http.ResponseWriter, r *http.Request) error {
 	}
 	// Same origin only (the library's default): a page elsewhere cannot
 	// ride on the browser's stored credentials.
-	c, err := websocket.Accept(w, r, nil)
+	// The UI offers "castiron.console" (and, under Keystone, its token as
+	// a second subprotocol, never echoed back): a browser that offered
+	// subprotocols fails a handshake that selects none.
+	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{consoleSubprotocol}})
 	if err != nil {
 		stream.Close()
 		a.log.InfoContext(r.Context(), "console stream: handshake refused", "node", n.UUID, "err", err)

@@ -107,9 +107,10 @@ func (k *Keystone) Challenge() string {
 	return `Keystone uri="` + strings.TrimSuffix(k.base, "/v3") + `"`
 }
 
-// Identify validates the request's X-Auth-Token.
+// Identify validates the request's X-Auth-Token (or, for a browser's
+// WebSocket, the token it offers as a subprotocol: WebSocketToken).
 func (k *Keystone) Identify(r *http.Request) (*Identity, error) {
-	tok := r.Header.Get("X-Auth-Token")
+	tok := Token(r)
 	if tok == "" {
 		return nil, ErrUnauthenticated
 	}
@@ -300,4 +301,30 @@ func (k *Keystone) serviceToken(ctx context.Context, fresh bool) (string, error)
 	}
 	k.svcToken, k.svcExpiry = tok, exp
 	return tok, nil
+}
+
+// WebSocketTokenPrefix marks the subprotocol that carries a Keystone token
+// in a WebSocket handshake: a browser's WebSocket cannot send headers, so
+// the web UI offers ["castiron.console", "x-auth-token.<token>"] (the way
+// Kubernetes takes bearer tokens from browsers). Keystone's Fernet tokens
+// are URL-safe base64 without padding: valid subprotocol characters.
+const WebSocketTokenPrefix = "x-auth-token."
+
+// Token is the request's Keystone token: X-Auth-Token, else, in a
+// WebSocket handshake, the token offered as a subprotocol.
+func Token(r *http.Request) string {
+	if t := r.Header.Get("X-Auth-Token"); t != "" {
+		return t
+	}
+	if !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
+		return ""
+	}
+	for _, h := range r.Header.Values("Sec-WebSocket-Protocol") {
+		for _, p := range strings.Split(h, ",") {
+			if t, ok := strings.CutPrefix(strings.TrimSpace(p), WebSocketTokenPrefix); ok && t != "" {
+				return t
+			}
+		}
+	}
+	return ""
 }

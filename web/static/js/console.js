@@ -5,7 +5,7 @@
 // scrollback and the live output as binary messages. Keystrokes go back
 // as binary messages of at most FRAME bytes; a read-only viewer sends
 // nothing.
-import { api, APIError } from './api.js';
+import { api, APIError, auth } from './api.js';
 import { h, clear, toast } from './ui.js';
 
 // A paste is cut at PASTE_MAX bytes: a serial line at 115200 baud takes
@@ -125,7 +125,12 @@ export function consoleTab(panel, uuid) {
 
   function connect() {
     const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
-    const sock = new WebSocket(`${proto}//${location.host}/v1/nodes/${uuid}/states/console/stream`);
+    // A browser's WebSocket cannot send X-Auth-Token: under Keystone the
+    // token goes as a second subprotocol, which castiron reads and never
+    // echoes (it selects "castiron.console").
+    const protocols = ['castiron.console'];
+    if (auth.token) protocols.push('x-auth-token.' + auth.token);
+    const sock = new WebSocket(`${proto}//${location.host}/v1/nodes/${uuid}/states/console/stream`, protocols);
     sock.binaryType = 'arraybuffer';
     ws = sock;
     let hello = null;
