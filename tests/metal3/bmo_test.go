@@ -74,7 +74,7 @@ func startCastiron(t *testing.T) *castiron {
 		// BMC tasks (RAID volumes, BIOS jobs) are polled often: the
 		// emulator's tasks take TaskDelay, set short below.
 		StepPollInterval: 50 * time.Millisecond, StepTimeout: time.Minute,
-		VMedia:            &engine.VMediaConfig{ISOs: iso.NewCache(t.TempDir()), RamdiskDir: rd, APIURL: url},
+		VMedia: &engine.VMediaConfig{ISOs: iso.NewCache(t.TempDir()), RamdiskDir: rd, APIURL: url},
 	},
 		engine.NewIPMIHardware(ip, ip, ipmi.Properties()),
 		engine.NewRedfishHardware(rf, redfish.Properties()),
