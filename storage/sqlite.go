@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
@@ -35,6 +36,8 @@ type DB struct {
 	hist  eventSQL
 
 	commits *committer // SQLite: group commit of write transactions; nil on PostgreSQL
+	stats   *nodeStats // PostgreSQL: ANALYZE after bulk node changes; nil on SQLite
+	gen     atomic.Uint64 // write transactions ended (WriteGeneration)
 }
 
 // SQLite is DB's name from when SQLite was its only dialect.
@@ -132,6 +135,7 @@ func Open(ctx context.Context, path string) (*DB, error) {
 // statistics as its documentation recommends for long-lived connections.
 func (s *DB) Close() error {
 	var err error
+	s.stats.close()
 	if s.commits != nil {
 		s.commits.stop()
 		_, err = s.w.db.ExecContext(context.Background(), "PRAGMA optimize")
