@@ -35,8 +35,8 @@ type DB struct {
 	conds conductorSQL
 	hist  eventSQL
 
-	commits *committer // SQLite: group commit of write transactions; nil on PostgreSQL
-	stats   *nodeStats // PostgreSQL: ANALYZE after bulk node changes; nil on SQLite
+	commits *committer    // SQLite: group commit of write transactions; nil on PostgreSQL
+	stats   *nodeStats    // PostgreSQL: ANALYZE after bulk node changes; nil on SQLite
 	gen     atomic.Uint64 // write transactions ended (WriteGeneration)
 }
 

@@ -88,8 +88,8 @@ type table[T any] struct {
 	insert     string // INSERT ... [RETURNING id]
 	sortable   map[string]bool
 	nullable   map[string]bool // columns that may hold NULL
-	byUUID     string // SELECT ... WHERE uuid = ? (tables with a record)
-	byName     string // SELECT ... WHERE name = ? (named records)
+	byUUID     string          // SELECT ... WHERE uuid = ? (tables with a record)
+	byName     string          // SELECT ... WHERE name = ? (named records)
 
 	rec record[T]
 }
