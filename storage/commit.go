@@ -87,14 +87,24 @@ func (s *DB) writeTx(ctx context.Context, fn func(r runner) error) error {
 	return s.writeRetrying(ctx, func() error { return s.writeTx1(ctx, fn) })
 }
 
-// WriteGeneration counts the write transactions this store has run (each
-// counted once it has ended, committed or not), and reports whether this
-// process is the database's only writer (SQLite: one serve owns the file;
-// not PostgreSQL, shared between conductors). While it reads the same,
-// a read made after reading it sees what a later read would: the API's
-// answers made then may be reused without asking the database again.
-func (s *DB) WriteGeneration() (gen uint64, exclusive bool) {
-	return s.gen.Load(), s.commits != nil
+// WriteGeneration changes whenever a write to the database has ended, and
+// reports whether it can be relied on (valid). On SQLite it is PRAGMA
+// data_version on a connection of its own, which changes with every commit
+// of any other connection, this store's writer's and other processes'
+// alike, plus this store's own count of write transactions (also those
+// that wrote nothing). On PostgreSQL, shared with other conductors, it is
+// not valid. While it reads the same, a read made after reading it sees
+// what a later read would: the API's answers made then may be reused
+// without asking the database again.
+func (s *DB) WriteGeneration() (gen uint64, valid bool) {
+	if s.dataVer == nil {
+		return 0, false
+	}
+	v, err := s.dataVer.read()
+	if err != nil {
+		return 0, false
+	}
+	return v + s.gen.Load(), true
 }
 
 // writeStmt is writeTx for an fn that runs exactly one statement. On

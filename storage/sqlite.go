@@ -38,6 +38,7 @@ type DB struct {
 	commits *committer    // SQLite: group commit of write transactions; nil on PostgreSQL
 	stats   *nodeStats    // PostgreSQL: ANALYZE after bulk node changes; nil on SQLite
 	gen     atomic.Uint64 // write transactions ended (WriteGeneration)
+	dataVer *dataVersion  // SQLite: every connection's commits (WriteGeneration)
 }
 
 // SQLite is DB's name from when SQLite was its only dialect.
@@ -127,6 +128,10 @@ func Open(ctx context.Context, path string) (*DB, error) {
 			return nil, fmt.Errorf("storage: prepare %q failed", q)
 		}
 	}
+	if s.dataVer, err = openDataVersion(ctx, path); err != nil {
+		s.Close()
+		return nil, err
+	}
 	s.commits = startCommitter(s.w)
 	return s, nil
 }
@@ -140,5 +145,5 @@ func (s *DB) Close() error {
 		s.commits.stop()
 		_, err = s.w.db.ExecContext(context.Background(), "PRAGMA optimize")
 	}
-	return errors.Join(err, s.r.close(), s.w.close())
+	return errors.Join(err, s.dataVer.close(), s.r.close(), s.w.close())
 }
