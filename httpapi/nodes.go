@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/google/uuid"
@@ -104,7 +103,7 @@ func (a *API) listNodes(detail bool) handlerFunc {
 		var st uint64
 		if a.views != nil && !qs.Has("conductor") && a.nodeRedactor(r) == nil {
 			st = a.stamp()
-			pageKey = listPageKey(r, ver)
+			pageKey = listPageKey(r, a.view(r))
 			if body := a.pages.get(pageKey, st); body != nil {
 				writeRaw(w, http.StatusOK, body)
 				return nil
@@ -199,14 +198,15 @@ func (a *API) listNodes(detail bool) handlerFunc {
 }
 
 // listPageKey names what shapes a node list page besides the store: the
-// request (path, so /detail, and query), its microversion, the base URL
-// of its links and the project a scoped caller's list is limited to.
-func listPageKey(r *http.Request, ver Version) string {
+// request (path, so /detail, and query), what shapes each node's view
+// (viewKey: microversion, the secrets policy shows the caller, base URL of
+// the links) and the project a scoped caller's list is limited to.
+func listPageKey(r *http.Request, v *viewCtx) string {
 	p := ""
 	if lp := listProject(r); lp != nil {
 		p = "\x00" + *lp
 	}
-	return strconv.Itoa(ver.Minor) + "\x00" + baseURL(r) + "\x00" + r.URL.RequestURI() + p
+	return viewKey(v, nil) + "\x00" + r.URL.RequestURI() + p
 }
 
 // onConductor keeps the nodes of list that the ring gives to conductor

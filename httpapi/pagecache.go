@@ -10,8 +10,9 @@ import (
 // both read the same, a read gives what it gave before, so an answer made
 // then can be sent again without asking the database at all. Only answers
 // that are the same for every caller allowed to get them are kept: never
-// one a policy masked for its caller (nodeRedactor), and a list scoped to
-// a project is kept under that project.
+// one a policy masked for its caller (nodeRedactor); what the secrets
+// policy shows the caller is part of the key (viewKey), and a list scoped
+// to a project is kept under that project.
 
 // stamp is what a kept answer is checked against: the store's write
 // generation plus the rings' epoch (both only grow, so the sum is the same
