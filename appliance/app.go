@@ -227,6 +227,16 @@ func (a *app) run(ctx context.Context) error {
 	if err := a.cond.Start(ctx); err != nil {
 		return fmt.Errorf("start conductor: %w", err)
 	}
+	setMemoryLimit(a.cfg.memoryLimitMiB, a.log)
+	if a.cfg.pprofListen != "" {
+		pctx, stop := context.WithCancel(ctx)
+		defer stop()
+		go func() {
+			if err := servePprof(pctx, a.cfg.pprofListen, a.log); err != nil {
+				a.log.Warn("pprof", "err", err)
+			}
+		}()
+	}
 	err := a.serve(ctx)
 	stopCtx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()

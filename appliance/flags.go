@@ -29,6 +29,8 @@ type serveConfig struct {
 	powerSyncTimeout                               time.Duration
 	powerSyncWorkers, powerSyncPerBMC              int
 	viewCacheMiB                                   int
+	memoryLimitMiB                                 int
+	pprofListen                                    string
 	pxe                                            pxeConfig
 	inspectOverwrite, cleanFullErase               bool
 	inspectKernelArgs                              string
@@ -114,6 +116,8 @@ func serveFlags() (*flag.FlagSet, *serveConfig) {
 	fs.IntVar(&c.powerSyncPerBMC, "power-sync-per-bmc", 1, "power sync reads in flight at once per BMC address (nodes behind one BMC)")
 	dur(&c.powerSyncTimeout, "power-sync-timeout", 15*time.Second, "longest one node's power sync read may take (a dead BMC holds one worker this long)")
 	fs.IntVar(&c.viewCacheMiB, "view-cache-mib", 0, "MiB of rendered node views kept for reads; 0 follows the fleet (2 KiB a node, 1-32 MiB), negative keeps none")
+	fs.IntVar(&c.memoryLimitMiB, "memory-limit-mib", 0, "Go runtime soft memory limit in MiB (GOMEMLIMIT); 0 leaves the runtime's (GOMEMLIMIT from the environment, else none)")
+	str(&c.pprofListen, "pprof-listen", "", "loopback address:port serving Go's pprof profiles (off when empty)")
 	p := &c.pxe
 	str(&p.iface, "pxe-interface", "", "network interface of the provisioning network; unset: no DHCP/TFTP/PXE")
 	choice(fs, &p.dhcpMode, "dhcp-mode", "full", []string{"full", "proxy"}, "full (castiron hands out addresses) or proxy (the site's DHCP server does; castiron adds boot options)")

@@ -2,10 +2,12 @@ package engine
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"castiron/engine/ring"
@@ -25,6 +27,30 @@ type owners struct {
 	// byHosts are the distinct rings by their hosts (sorted, NUL-joined),
 	// reused by the next refresh when the same hosts serve a key.
 	byHosts map[string]*ring.Ring
+	// epoch counts the refreshes that changed who serves which key
+	// (RingEpoch); ids is what the last one found (key -> hosts).
+	epoch atomic.Uint64
+	ids   map[string]string
+}
+
+// RingEpoch changes (grows) whenever the rings place nodes differently:
+// what the API shows as a node's conductor may then have changed although
+// no row did.
+func (c *Conductor) RingEpoch() uint64 { return c.owners.epoch.Load() }
+
+// WriteGeneration is the store's count of write transactions and whether
+// this process is its only writer (storage.DB.WriteGeneration); (0,
+// false) for a store that does not count them.
+func (c *Conductor) WriteGeneration() (gen uint64, exclusive bool) {
+	inner := c.store
+	if gs, ok := inner.(gateStore); ok {
+		inner = gs.Store
+	}
+	g, ok := inner.(interface{ WriteGeneration() (uint64, bool) })
+	if !ok {
+		return 0, false
+	}
+	return g.WriteGeneration()
 }
 
 // ringRefresh bounds how stale a conductor's view of the rings may get
@@ -70,9 +96,11 @@ func (c *Conductor) refreshRings(ctx context.Context) error {
 	prev := c.owners.byHosts
 	c.owners.mu.RUnlock()
 	byHosts := map[string]*ring.Ring{}
+	ids := make(map[string]string, len(hosts))
 	for key, hs := range hosts {
 		set := slices.Compact(slices.Sorted(slices.Values(hs)))
 		id := strings.Join(set, "\x00")
+		ids[key] = id
 		if byHosts[id] == nil {
 			byHosts[id] = prev[id]
 		}
@@ -82,7 +110,11 @@ func (c *Conductor) refreshRings(ctx context.Context) error {
 		rings[key] = byHosts[id]
 	}
 	c.owners.mu.Lock()
-	c.owners.rings, c.owners.urls, c.owners.built, c.owners.byHosts = rings, urls, true, byHosts
+	changed := !c.owners.built || !maps.Equal(ids, c.owners.ids)
+	c.owners.rings, c.owners.urls, c.owners.built, c.owners.byHosts, c.owners.ids = rings, urls, true, byHosts, ids
+	if changed {
+		c.owners.epoch.Add(1)
+	}
 	c.owners.mu.Unlock()
 	return nil
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 
 	"castiron/engine/jsonschema"
@@ -346,9 +345,16 @@ func writeItems(w http.ResponseWriter, key string, n, size int, each func(buf *b
 }
 
 // writeBodies answers {"<key>": [...], "next": ...} (200) with the items'
-// JSON, written to w as they are (a page of cached node views is not
-// copied into one buffer first).
+// JSON (joinBodies).
 func writeBodies(w http.ResponseWriter, key string, items [][]byte, next string) {
+	writeRaw(w, http.StatusOK, joinBodies(key, items, next))
+}
+
+// joinBodies is {"<key>": [...], "next": ...} of the items' JSON, in one
+// exact-size buffer: written with one Write, a page leaves the server in
+// one system call instead of one per 4 KiB the response writer buffers
+// (a list of 100 nodes is 37 kB).
+func joinBodies(key string, items [][]byte, next string) []byte {
 	var head, tail bytes.Buffer
 	head.WriteByte('{')
 	appendJSONString(&head, key)
@@ -366,18 +372,15 @@ func writeBodies(w http.ResponseWriter, key string, items [][]byte, next string)
 		}
 		size += len(b)
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(size))
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(head.Bytes())
-	sep := []byte(", ")
+	out := make([]byte, 0, size)
+	out = append(out, head.Bytes()...)
 	for i, b := range items {
 		if i > 0 {
-			_, _ = w.Write(sep)
+			out = append(out, ", "...)
 		}
-		_, _ = w.Write(b)
+		out = append(out, b...)
 	}
-	_, _ = w.Write(tail.Bytes())
+	return append(out, tail.Bytes()...)
 }
 
 // writePage answers a page of items with Ironic's "next" link on

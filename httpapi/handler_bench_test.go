@@ -103,6 +103,19 @@ func BenchmarkHandlerGetNode(b *testing.B) {
 	serveBench(b, h, "GET", func(i int) string { return "/v1/nodes/" + ids[(i*7919)%len(ids)] }, "", 200)
 }
 
+// BenchmarkHandlerGetSameNode is GET of one node again and again, as
+// bench/ceiling measures it: the path of a view kept and still current.
+func BenchmarkHandlerGetSameNode(b *testing.B) {
+	h, ids := handlerAPI(b)
+	serveBench(b, h, "GET", func(int) string { return "/v1/nodes/" + ids[0] }, "", 200)
+}
+
+// BenchmarkHandlerListSamePage is list100 of one page again and again.
+func BenchmarkHandlerListSamePage(b *testing.B) {
+	h, _ := handlerAPI(b)
+	serveBench(b, h, "GET", func(int) string { return "/v1/nodes?limit=100" }, "", 200)
+}
+
 func BenchmarkHandlerListNodes100(b *testing.B) {
 	h, ids := handlerAPI(b)
 	serveBench(b, h, "GET", func(i int) string { return "/v1/nodes?limit=100&marker=" + ids[(i*997)%9900] }, "", 200)

@@ -41,7 +41,7 @@ func hostOrNone(h *string) string {
 // renderNodeView renders n's view, keeps it under key and returns it. The
 // conductor is asked once and the view shows that answer, so the view
 // and the conductor it is kept with agree.
-func (a *API) renderNodeView(v *viewCtx, key string, fields []string, n *storage.Node) []byte {
+func (a *API) renderNodeView(v *viewCtx, key string, fields []string, n *storage.Node, st uint64) []byte {
 	pv := *v
 	pv.pinned = true
 	if conductorShown(v, fields) {
@@ -53,7 +53,7 @@ func (a *API) renderNodeView(v *viewCtx, key string, fields []string, n *storage
 	// An exact-size copy: the buffer's doubling leaves up to half of its
 	// array unused, which the cache would keep.
 	body := bytes.Clone(buf.Bytes())
-	a.views.put(key, n.UUID, n.RowVersion, shown, body)
+	a.views.put(key, n.UUID, n.RowVersion, shown, st, body)
 	return body
 }
 
@@ -61,8 +61,10 @@ func (a *API) renderNodeView(v *viewCtx, key string, fields []string, n *storage
 // page's uuids and row versions (the same query, four columns), takes the
 // views it has for those versions, and reads and renders the others in one
 // query by uuid. When one of those was written between the two queries it
-// answers nothing (false): the caller's one-query path does.
-func (a *API) listNodesCached(w http.ResponseWriter, r *http.Request, v *viewCtx, q storage.NodeQuery, fields []string, conductor string) (bool, error) {
+// answers nothing (false): the caller's one-query path does. The page is
+// also kept under pageKey ("" for not) at stamp st, read before the store.
+func (a *API) listNodesCached(w http.ResponseWriter, r *http.Request, v *viewCtx, q storage.NodeQuery, fields []string, conductor string,
+	pageKey string, st uint64) (bool, error) {
 	store := a.cond.Store()
 	key := viewKey(v, fields)
 	sq := q
@@ -99,13 +101,17 @@ func (a *API) listNodesCached(w http.ResponseWriter, r *http.Request, v *viewCtx
 			if n == nil || n.RowVersion != stamps[i].RowVersion {
 				return false, nil
 			}
-			bodies[i] = a.renderNodeView(v, key, fields, n)
+			bodies[i] = a.renderNodeView(v, key, fields, n, st)
 		}
 	}
 	next := ""
 	if len(stamps) > 0 {
 		next = nextLink(r, "nodes", q.Page, len(stamps), stamps[len(stamps)-1].UUID)
 	}
-	writeBodies(w, "nodes", bodies, next)
+	page := joinBodies("nodes", bodies, next)
+	if pageKey != "" {
+		a.pages.put(pageKey, st, page)
+	}
+	writeRaw(w, http.StatusOK, page)
 	return true, nil
 }

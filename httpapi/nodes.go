@@ -96,6 +96,19 @@ func (a *API) listNodes(detail bool) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		ver := versionOf(r)
 		qs := r.URL.Query()
+		// A page made since nothing was written answers (pagecache.go);
+		// ?conductor= is not kept: whether a conductor is alive changes
+		// with time.
+		var pageKey string
+		var st uint64
+		if a.views != nil && !qs.Has("conductor") && a.nodeRedactor(r) == nil {
+			st = a.stamp()
+			pageKey = listPageKey(r, a.view(r))
+			if body := a.pages.get(pageKey, st); body != nil {
+				writeRaw(w, http.StatusOK, body)
+				return nil
+			}
+		}
 		q := storage.NodeQuery{}
 		if err := nodeTable.checkSortKey(r); err != nil {
 			return err
@@ -165,7 +178,7 @@ func (a *API) listNodes(detail bool) handlerFunc {
 		}
 		v := a.view(r)
 		if a.views != nil && red == nil {
-			if done, err := a.listNodesCached(w, r, v, q, fields, conductor); done || err != nil {
+			if done, err := a.listNodesCached(w, r, v, q, fields, conductor, pageKey, st); done || err != nil {
 				return err
 			}
 		}
@@ -182,6 +195,18 @@ func (a *API) listNodes(detail bool) handlerFunc {
 		nodeTable.writePage(w, r, v, "nodes", "nodes", list, func(n *storage.Node) string { return n.UUID }, fields, page)
 		return nil
 	}
+}
+
+// listPageKey names what shapes a node list page besides the store: the
+// request (path, so /detail, and query), what shapes each node's view
+// (viewKey: microversion, the secrets policy shows the caller, base URL of
+// the links) and the project a scoped caller's list is limited to.
+func listPageKey(r *http.Request, v *viewCtx) string {
+	p := ""
+	if lp := listProject(r); lp != nil {
+		p = "\x00" + *lp
+	}
+	return viewKey(v, nil) + "\x00" + r.URL.RequestURI() + p
 }
 
 // onConductor keeps the nodes of list that the ring gives to conductor
@@ -233,8 +258,18 @@ func (a *API) getNode(w http.ResponseWriter, r *http.Request) error {
 		return nodeTable.writeOK(w, v, red(n), fields)
 	}
 	var key string
+	var st uint64
 	if a.views != nil {
 		key = viewKey(v, fields)
+		// Nothing written since the view was made or checked: it answers
+		// without the store.
+		st = a.stamp()
+		if u, err := uuid.Parse(r.PathValue("ident")); err == nil {
+			if body := a.views.fresh(key, u.String(), st); body != nil {
+				writeRaw(w, http.StatusOK, body)
+				return nil
+			}
+		}
 	}
 	if a.views != nil && a.views.mayHave(key, r.PathValue("ident")) {
 		// The node's row version first: a view made from it answers.
@@ -242,7 +277,7 @@ func (a *API) getNode(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		if body := a.views.get(key, stamp.UUID, stamp.RowVersion, a.shownConductor(v, fields, stamp)); body != nil {
+		if body := a.views.get(key, stamp.UUID, stamp.RowVersion, a.shownConductor(v, fields, stamp), st); body != nil {
 			writeRaw(w, http.StatusOK, body)
 			return nil
 		}
@@ -254,7 +289,7 @@ func (a *API) getNode(w http.ResponseWriter, r *http.Request) error {
 	if a.views == nil {
 		return nodeTable.writeOK(w, v, n, fields)
 	}
-	writeRaw(w, http.StatusOK, a.renderNodeView(v, key, fields, n))
+	writeRaw(w, http.StatusOK, a.renderNodeView(v, key, fields, n, st))
 	return nil
 }
 

@@ -84,6 +84,8 @@ type API struct {
 	mux  *http.ServeMux
 	// views holds rendered node views (nil: none kept).
 	views *viewCache
+	// pages holds whole list answers (pagecache.go), with views only.
+	pages *pageCache
 	// throttle counts failed logins per client address.
 	throttle *identity.Throttle
 	// routeKeys are the routes registered ("METHOD /path"), for the test
@@ -102,6 +104,9 @@ func New(cond *engine.Conductor, opts Options) *API {
 	a := &API{cond: cond, opts: opts, log: opts.Logger, mux: http.NewServeMux(), views: newViewCache(opts.ViewCacheBytes, cond.Store().NodeCount), throttle: opts.Throttle}
 	if a.throttle == nil {
 		a.throttle = identity.NewThrottle()
+	}
+	if a.views != nil {
+		a.pages = newPageCache()
 	}
 	a.routes()
 	for pattern, h := range opts.Extra {

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -57,6 +58,10 @@ type cachedView struct {
 	version   int64
 	conductor string // ConductorFor the node when rendered ("" = none or not shown)
 	body      []byte
+	// stamp is API.stamp when the view was last made or found current
+	// (0: unknown): while it still reads the same, the view is current
+	// without asking the store (fresh).
+	stamp atomic.Uint64
 }
 
 // newViewCache returns a cache of up to max bytes of views; nil (no cache)
@@ -160,11 +165,33 @@ func (c *viewCache) mayHave(key, ident string) bool {
 }
 
 // get returns the view of node under key if it was made from version with
-// conductor, else nil.
-func (c *viewCache) get(key, node string, version int64, conductor string) []byte {
+// conductor, else nil. A view found is marked current at stamp st (read
+// before version was).
+func (c *viewCache) get(key, node string, version int64, conductor string, st uint64) []byte {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return c.lookup(key, node, version, conductor)
+	e := c.views[key][node]
+	if e == nil || e.version != version || e.conductor != conductor {
+		return nil
+	}
+	if st != 0 {
+		e.stamp.Store(st)
+	}
+	return e.body
+}
+
+// fresh returns the view of node under key if it was made or found current
+// at stamp st (nothing written, rings unchanged since), else nil.
+func (c *viewCache) fresh(key, node string, st uint64) []byte {
+	if st == 0 {
+		return nil
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if e := c.views[key][node]; e != nil && e.stamp.Load() == st {
+		return e.body
+	}
+	return nil
 }
 
 func (c *viewCache) lookup(key, node string, version int64, conductor string) []byte {
@@ -190,9 +217,10 @@ func (c *viewCache) getAll(key string, nodes []*storage.NodeVersion, conductor f
 }
 
 // put keeps body as the view of node under key, made from version with
-// conductor. The body must not change afterwards; its capacity counts
-// against the budget (callers give exact-size copies).
-func (c *viewCache) put(key, node string, version int64, conductor string, body []byte) {
+// conductor, from a read made after stamp st was read. The body must not
+// change afterwards; its capacity counts against the budget (callers give
+// exact-size copies).
+func (c *viewCache) put(key, node string, version int64, conductor string, st uint64, body []byte) {
 	c.resize()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -210,7 +238,9 @@ func (c *viewCache) put(key, node string, version int64, conductor string, body 
 	if old := m[node]; old != nil {
 		c.size -= cap(old.body)
 	}
-	m[node] = &cachedView{version: version, conductor: conductor, body: body}
+	e := &cachedView{version: version, conductor: conductor, body: body}
+	e.stamp.Store(st)
+	m[node] = e
 	c.size += cap(body)
 	if c.size > c.max {
 		c.shrink()

@@ -141,18 +141,18 @@ func TestViewCacheBounded(t *testing.T) {
 	c := newViewCache(64<<10, nil)
 	body := bytes.Repeat([]byte("x"), 1000)
 	for i := range 1000 {
-		c.put("k", string(rune('a'+i%26))+string(rune(i)), int64(i), "", body)
+		c.put("k", string(rune('a'+i%26))+string(rune(i)), int64(i), "", 0, body)
 		if c.size > c.max {
 			t.Fatalf("after %d puts: %d bytes, budget %d", i+1, c.size, c.max)
 		}
 	}
 	for i := range 40 {
-		c.put(string(rune('A'+i)), "n", 1, "", body)
+		c.put(string(rune('A'+i)), "n", 1, "", 0, body)
 	}
 	if len(c.views) > maxViewKeys || c.size > c.max {
 		t.Fatalf("%d view keys, %d bytes", len(c.views), c.size)
 	}
-	if got := c.get("k", "x", 1, ""); got != nil {
+	if got := c.get("k", "x", 1, "", 0); got != nil {
 		t.Fatal("a view found for a version it was not made from")
 	}
 }
@@ -226,7 +226,7 @@ func TestViewCacheFollowsFleet(t *testing.T) {
 	c := newViewCache(0, func(context.Context) (int, error) { return nodes, nil })
 	body := bytes.Repeat([]byte("x"), 4000)
 	for i := range 8000 {
-		c.put("k", "n"+string(rune(i)), 1, "", body)
+		c.put("k", "n"+string(rune(i)), 1, "", 0, body)
 	}
 	if c.max != maxAutoViewCacheBytes || c.size > c.max || c.size < c.max/2 {
 		t.Fatalf("20,000 nodes: budget %d (want %d), holding %d", c.max, maxAutoViewCacheBytes, c.size)
@@ -235,7 +235,7 @@ func TestViewCacheFollowsFleet(t *testing.T) {
 	c.mu.Lock()
 	c.sizedAt = time.Time{} // the next put re-counts
 	c.mu.Unlock()
-	c.put("k", "one-more", 1, "", body)
+	c.put("k", "one-more", 1, "", 0, body)
 	if want := budgetFor(1000); c.max != want || c.size > c.max {
 		t.Fatalf("1,000 nodes: budget %d (want %d), holding %d", c.max, want, c.size)
 	}
@@ -244,7 +244,7 @@ func TestViewCacheFollowsFleet(t *testing.T) {
 	}
 	// An operator's size is kept whatever the fleet.
 	fixed := newViewCache(64<<10, func(context.Context) (int, error) { return 1e6, nil })
-	fixed.put("k", "n", 1, "", []byte("x"))
+	fixed.put("k", "n", 1, "", 0, []byte("x"))
 	if fixed.max != 64<<10 {
 		t.Fatalf("fixed budget became %d", fixed.max)
 	}

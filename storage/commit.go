@@ -83,9 +83,49 @@ func (c *committer) stop() {
 // database server is unreachable is run again until it succeeds or ctx
 // ends.
 func (s *DB) writeTx(ctx context.Context, fn func(r runner) error) error {
+	defer s.gen.Add(1) // after the commit: see WriteGeneration
+	return s.writeRetrying(ctx, func() error { return s.writeTx1(ctx, fn) })
+}
+
+// WriteGeneration changes whenever a write to the database has ended, and
+// reports whether it can be relied on (valid). On SQLite it is PRAGMA
+// data_version on a connection of its own, which changes with every commit
+// of any other connection, this store's writer's and other processes'
+// alike, plus this store's own count of write transactions (also those
+// that wrote nothing). On PostgreSQL, shared with other conductors, it is
+// not valid. While it reads the same, a read made after reading it sees
+// what a later read would: the API's answers made then may be reused
+// without asking the database again.
+func (s *DB) WriteGeneration() (gen uint64, valid bool) {
+	if s.dataVer == nil {
+		return 0, false
+	}
+	v, err := s.dataVer.read()
+	if err != nil {
+		return 0, false
+	}
+	return v + s.gen.Load(), true
+}
+
+// writeStmt is writeTx for an fn that runs exactly one statement. On
+// PostgreSQL that statement runs on its own, outside BEGIN ... COMMIT: it
+// is then its own transaction and commits as durably (synchronous_commit),
+// in one round trip instead of three. On SQLite it is writeTx: the group
+// commit shares one WAL sync between concurrent writers.
+func (s *DB) writeStmt(ctx context.Context, fn func(r runner) error) error {
+	if s.commits != nil {
+		return s.writeTx(ctx, fn)
+	}
+	defer s.gen.Add(1)
+	return s.writeRetrying(ctx, func() error { return fn(runner{p: s.w}) })
+}
+
+// writeRetrying runs write, and again after an outage of the database
+// server under RetryOutages (writeTx).
+func (s *DB) writeRetrying(ctx context.Context, write func() error) error {
 	delay := 100 * time.Millisecond
 	for {
-		err := classifyWrite(s.writeTx1(ctx, fn))
+		err := classifyWrite(write())
 		if !fault.Is(err, fault.Unavailable) || ctx.Value(outageKey{}) == nil {
 			return err
 		}

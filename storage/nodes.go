@@ -170,7 +170,11 @@ func deref(s *string) string {
 // CreateNode inserts n and fills n.ID. An empty UUID or CreatedAt is filled
 // in; the UUID is stored in canonical lower-case form.
 func (s *DB) CreateNode(ctx context.Context, n *Node) error {
-	return s.write(ctx, func(r runner) error { return s.nodes.create(ctx, r, n) })
+	if err := s.writeStmt(ctx, func(r runner) error { return s.nodes.create(ctx, r, n) }); err != nil {
+		return err
+	}
+	s.stats.note(1)
+	return nil
 }
 
 // getNode looks ident up as a UUID when it is one, else as a name.
@@ -367,7 +371,11 @@ func fillEventState(ev *Event, n *Node, since *time.Time) {
 // DeleteNode removes a node; its ports and history go with it through
 // ON DELETE CASCADE.
 func (s *DB) DeleteNode(ctx context.Context, nodeUUID string) error {
-	return s.write(ctx, func(r runner) error { return s.nodes.remove(ctx, r, nodeUUID) })
+	if err := s.write(ctx, func(r runner) error { return s.nodes.remove(ctx, r, nodeUUID) }); err != nil {
+		return err
+	}
+	s.stats.note(1)
+	return nil
 }
 
 // ReleaseAllReservations clears every reservation held by host and returns

@@ -111,7 +111,10 @@ func (t *table[T]) paged(ctx context.Context, r runner, f *filter, p Page, spec 
 	if desc {
 		dir = " DESC"
 	}
-	order := " ORDER BY " + key + dir + r.p.d.nulls(desc)
+	order := " ORDER BY " + key + dir
+	if t.nullable[key] {
+		order += r.p.d.nulls(desc)
+	}
 	if key != t.tie {
 		order += ", " + t.tie + dir
 	}

@@ -113,6 +113,7 @@ func OpenPostgresWith(ctx context.Context, dsn string, cfg Config) (*DB, error) 
 		ports: newPortSQL(),
 		conds: newConductorSQL(),
 		hist:  newEventSQL(),
+		stats: newNodeStats(w),
 	}, nil
 }
 

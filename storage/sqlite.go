@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
@@ -34,7 +35,10 @@ type DB struct {
 	conds conductorSQL
 	hist  eventSQL
 
-	commits *committer // SQLite: group commit of write transactions; nil on PostgreSQL
+	commits *committer    // SQLite: group commit of write transactions; nil on PostgreSQL
+	stats   *nodeStats    // PostgreSQL: ANALYZE after bulk node changes; nil on SQLite
+	gen     atomic.Uint64 // write transactions ended (WriteGeneration)
+	dataVer *dataVersion  // SQLite: every connection's commits (WriteGeneration)
 }
 
 // SQLite is DB's name from when SQLite was its only dialect.
@@ -124,6 +128,10 @@ func Open(ctx context.Context, path string) (*DB, error) {
 			return nil, fmt.Errorf("storage: prepare %q failed", q)
 		}
 	}
+	if s.dataVer, err = openDataVersion(ctx, path); err != nil {
+		s.Close()
+		return nil, err
+	}
 	s.commits = startCommitter(s.w)
 	return s, nil
 }
@@ -132,9 +140,10 @@ func Open(ctx context.Context, path string) (*DB, error) {
 // statistics as its documentation recommends for long-lived connections.
 func (s *DB) Close() error {
 	var err error
+	s.stats.close()
 	if s.commits != nil {
 		s.commits.stop()
 		_, err = s.w.db.ExecContext(context.Background(), "PRAGMA optimize")
 	}
-	return errors.Join(err, s.r.close(), s.w.close())
+	return errors.Join(err, s.dataVer.close(), s.r.close(), s.w.close())
 }

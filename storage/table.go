@@ -21,6 +21,10 @@ type column[T any] struct {
 	// unsortable columns (JSON documents) are refused as Page.SortKey, as
 	// Ironic refuses them.
 	unsortable bool
+	// nullable columns may hold NULL (their codec writes one); the others
+	// never do, so an ORDER BY on them needs no NULLS FIRST/LAST, which
+	// would keep PostgreSQL from reading them in an index's order.
+	nullable bool
 }
 
 func strCol[T any](name string, f func(*T) *string) column[T] {
@@ -28,7 +32,7 @@ func strCol[T any](name string, f func(*T) *string) column[T] {
 }
 
 func nullStrCol[T any](name string, f func(*T) **string) column[T] {
-	return column[T]{name: name, ref: func(v *T) codec { return nullStr{f(v)} }}
+	return column[T]{name: name, ref: func(v *T) codec { return nullStr{f(v)} }, nullable: true}
 }
 
 func boolCol[T any](name string, f func(*T) *bool) column[T] {
@@ -36,7 +40,7 @@ func boolCol[T any](name string, f func(*T) *bool) column[T] {
 }
 
 func nullBoolCol[T any](name string, f func(*T) **bool) column[T] {
-	return column[T]{name: name, ref: func(v *T) codec { return nullBool{f(v)} }}
+	return column[T]{name: name, ref: func(v *T) codec { return nullBool{f(v)} }, nullable: true}
 }
 
 func intCol[T any](name string, f func(*T) *int64) column[T] {
@@ -44,7 +48,7 @@ func intCol[T any](name string, f func(*T) *int64) column[T] {
 }
 
 func nullIntCol[T any](name string, f func(*T) **int64) column[T] {
-	return column[T]{name: name, ref: func(v *T) codec { return nullInteger{f(v)} }}
+	return column[T]{name: name, ref: func(v *T) codec { return nullInteger{f(v)} }, nullable: true}
 }
 
 func timeCol[T any](name string, f func(*T) *time.Time) column[T] {
@@ -52,7 +56,7 @@ func timeCol[T any](name string, f func(*T) *time.Time) column[T] {
 }
 
 func nullTimeCol[T any](name string, f func(*T) **time.Time) column[T] {
-	return column[T]{name: name, ref: func(v *T) codec { return nullTimestamp{f(v)} }}
+	return column[T]{name: name, ref: func(v *T) codec { return nullTimestamp{f(v)} }, nullable: true}
 }
 
 func objectCol[T any](name string, f func(*T) *JSONObject) column[T] {
@@ -83,14 +87,15 @@ type table[T any] struct {
 	selectList string // "id, uuid, ..." in scan order
 	insert     string // INSERT ... [RETURNING id]
 	sortable   map[string]bool
-	byUUID     string // SELECT ... WHERE uuid = ? (tables with a record)
-	byName     string // SELECT ... WHERE name = ? (named records)
+	nullable   map[string]bool // columns that may hold NULL
+	byUUID     string          // SELECT ... WHERE uuid = ? (tables with a record)
+	byName     string          // SELECT ... WHERE name = ? (named records)
 
 	rec record[T]
 }
 
 func newTable[T any](name, tie string, id func(*T) *int64, cols []column[T]) table[T] {
-	t := table[T]{name: name, id: id, cols: cols, tie: tie, sortable: map[string]bool{}}
+	t := table[T]{name: name, id: id, cols: cols, tie: tie, sortable: map[string]bool{}, nullable: map[string]bool{}}
 	var sel, ins, marks []string
 	if id != nil {
 		sel = append(sel, "id")
@@ -102,6 +107,9 @@ func newTable[T any](name, tie string, id func(*T) *int64, cols []column[T]) tab
 		marks = append(marks, "?")
 		if !c.unsortable {
 			t.sortable[c.name] = true
+		}
+		if c.nullable {
+			t.nullable[c.name] = true
 		}
 	}
 	t.selectList = strings.Join(sel, ", ")

@@ -26,6 +26,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -42,6 +43,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"castiron/storage/pgtest"
 )
 
 type config struct {
@@ -54,8 +57,11 @@ type config struct {
 	base, rfBase             string
 	bmc                      string
 	port                     int
-	dir                      string
-	jsonl                    string
+	// workers is --power-sync-workers of the pg1/pg3 targets: what bounds
+	// one conductor's BMC reads with slow BMCs.
+	workers int
+	dir     string
+	jsonl   string
 }
 
 type result struct {
@@ -90,6 +96,7 @@ func main() {
 	flag.StringVar(&c.base, "base", "127.30.0.1", "first IPMI BMC address")
 	flag.StringVar(&c.rfBase, "redfish-base", "127.40.0.1", "first Redfish BMC address")
 	flag.IntVar(&c.port, "port", 0, "BMC port (default: 623 + 6000 for IPMI over UDP, 8000 for Redfish over HTTP)")
+	flag.IntVar(&c.workers, "pg-workers", 16, "--power-sync-workers of each conductor of the pg1 and pg3 targets (castiron after on PostgreSQL: one conductor, three)")
 	flag.StringVar(&c.dir, "dir", "", "work directory (data dirs, logs); default a new temp dir")
 	flag.StringVar(&c.jsonl, "jsonl", "", "append one JSON line per result here")
 	flag.Parse()
@@ -117,7 +124,7 @@ func main() {
 			if t == "ironic" && (c.ironicRef == "" || n > c.ironicMaxN) {
 				continue
 			}
-			if (t == "before" && c.before == "") || (t == "after" && c.after == "") {
+			if (t == "before" && c.before == "") || ((t == "after" || t == "pg1" || t == "pg3") && c.after == "") {
 				continue
 			}
 			r := run(c, t, n)
@@ -132,6 +139,9 @@ func main() {
 				}
 			}
 		}
+	}
+	if pgServer != nil {
+		pgServer.Stop()
 	}
 	fmt.Print(table(c, all))
 }
@@ -165,6 +175,10 @@ func run(c config, target string, n int) result {
 		s, err = startCastiron(c.after, dir)
 	case "ironic":
 		s, err = startIronic(c.ironicRef, dir, c.bmc)
+	case "pg1":
+		s, err = startConductors(c, dir, 1)
+	case "pg3":
+		s, err = startConductors(c, dir, 3)
 	default:
 		err = fmt.Errorf("unknown target %q", target)
 	}
@@ -253,7 +267,7 @@ func freeAddr() string {
 	return l.Addr().String()
 }
 
-func startCastiron(bin, dir string) (*server, error) {
+func startCastiron(bin, dir string, extra ...string) (*server, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -262,8 +276,8 @@ func startCastiron(bin, dir string) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, "serve", "--listen", addr, "--data-dir", dir, "--log-level", "warn",
-		"--power-sync-interval", "1s")
+	cmd := exec.Command(bin, append([]string{"serve", "--listen", addr, "--data-dir", dir, "--log-level", "warn",
+		"--power-sync-interval", "1s"}, extra...)...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		return nil, err
@@ -474,7 +488,8 @@ func table(c config, rs []result) string {
 			cols = append(cols, t)
 		}
 	}
-	name := map[string]string{"before": "castiron main", "after": "castiron fleet", "ironic": "Ironic 21.4"}
+	name := map[string]string{"before": "castiron main", "after": "castiron fleet", "ironic": "Ironic 21.4",
+		"pg1": fmt.Sprintf("1 conductor on PostgreSQL (%d workers)", c.workers), "pg3": fmt.Sprintf("3 conductors on PostgreSQL (%d workers each)", c.workers)}
 	var b strings.Builder
 	proto := "IPMI lanplus, suite 17"
 	per := "packets/read"
@@ -526,7 +541,7 @@ func table(c config, rs []result) string {
 			return fmt.Sprintf("x%.1f", ra.ReadsPerMin/rb.ReadsPerMin)
 		}
 		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", n, strings.Join(reads, " / "),
-			ratio("after", "before"), ratio("after", "ironic"), strings.Join(sweep, " / "), strings.Join(cold, " / "),
+			ratio("after", "before"), ratio("after", "ironic")+pgRatio(ratio("pg3", "pg1")), strings.Join(sweep, " / "), strings.Join(cold, " / "),
 			strings.Join(pk, " / "), strings.Join(cores, " / "), strings.Join(rss, " / "))
 	}
 	b.WriteString("\n~ extrapolated (N / rate: the window ended first); > the cold sweep was still running at the cap. packets/read (IPMI) counts every packet the BMCs received per power read (session setup, keepalives and Close Session included); requests/read (Redfish) every HTTP request (service root, sessions, the system). With the 1 s interval a target reads at most N x 60 a minute: a rate at that ceiling means passes shorter than a second.\n")
@@ -536,4 +551,61 @@ func table(c config, rs []result) string {
 		}
 	}
 	return b.String()
+}
+
+// pgRatio shows the three conductors' rate over one's, when both ran.
+func pgRatio(r string) string {
+	if r == "-" {
+		return ""
+	}
+	return "; 3 conductors/1: " + r
+}
+
+// pgServer is the PostgreSQL server of the pg1 and pg3 targets (one per
+// run, a new database per target), started on first use.
+var pgServer *pgtest.Server
+
+// startConductors runs n castiron conductors (c.after) on one new
+// PostgreSQL database, power sync every second with c.workers workers
+// each: the ring gives each a third of the fleet (n = 3), so the fleet's
+// BMC reads should be n times one conductor's when BMC latency, not CPU,
+// bounds them. Nodes are created through the first; reads are counted at
+// the BMCs, whichever conductor makes them.
+func startConductors(c config, dir string, n int) (*server, error) {
+	if pgServer == nil {
+		pg, err := pgtest.Start()
+		if err != nil {
+			return nil, err
+		}
+		pgServer = pg
+	}
+	db, err := pgServer.NewDatabase(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	var all []*server
+	stopAll := func() {
+		for _, s := range all {
+			s.stop()
+		}
+	}
+	for i := 1; i <= n; i++ {
+		s, err := startCastiron(c.after, filepath.Join(dir, fmt.Sprintf("c%d", i)), "--database", db,
+			"--conductor-name", fmt.Sprintf("c%d", i), "--power-sync-workers", strconv.Itoa(c.workers))
+		if err != nil {
+			stopAll()
+			return nil, err
+		}
+		all = append(all, s)
+	}
+	// Every conductor on every ring (each re-reads the conductors table
+	// every second) before nodes are placed.
+	time.Sleep(2 * time.Second)
+	return &server{base: all[0].base, stop: stopAll, pids: func() []int {
+		var out []int
+		for _, s := range all {
+			out = append(out, s.pids()...)
+		}
+		return out
+	}}, nil
 }

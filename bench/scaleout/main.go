@@ -13,6 +13,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -30,6 +31,8 @@ import (
 	"time"
 
 	"castiron/storage/pgtest"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
 )
 
 const apiVersion = "1.89"
@@ -37,7 +40,13 @@ const apiVersion = "1.89"
 type server struct {
 	name, base string
 	cmd        *exec.Cmd
+	pprof      string // base URL of its pprof server, "" without -profile
 }
+
+// profileDir, when set (-profile), receives a CPU profile of the first
+// server of each setup for each phase, and pg_stat_statements' top
+// statements of each PostgreSQL setup.
+var profileDir string
 
 var client = &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 
@@ -52,6 +61,11 @@ func freeAddr() string {
 
 func start(bin, dir, name string, args ...string) *server {
 	addr := freeAddr()
+	var pprofAddr string
+	if profileDir != "" {
+		pprofAddr = freeAddr()
+		args = append(args, "--pprof-listen", pprofAddr)
+	}
 	os.MkdirAll(dir, 0o755)
 	logf, _ := os.Create(filepath.Join(dir, name+".log"))
 	cmd := exec.Command(bin, append([]string{"serve", "--listen", addr, "--data-dir", dir, "--conductor-name", name, "--log-level", "warn"}, args...)...)
@@ -60,6 +74,9 @@ func start(bin, dir, name string, args ...string) *server {
 		log.Fatal(err)
 	}
 	s := &server{name: name, base: "http://" + addr, cmd: cmd}
+	if pprofAddr != "" {
+		s.pprof = "http://" + pprofAddr
+	}
 	for i := 0; i < 600; i++ {
 		if code, _ := s.do("GET", "/v1", nil); code == 200 {
 			return s
@@ -122,9 +139,37 @@ type result struct {
 	createsPerS, list100MS, getPerS, verbsPerS float64
 }
 
+// profile starts a CPU profile of s for secs seconds, written to
+// profileDir/label.pprof; wait for it with the returned func.
+func (s *server) profile(label string, secs int) func() {
+	if s.pprof == "" {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		resp, err := client.Get(fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", s.pprof, secs))
+		if err != nil {
+			log.Printf("profile %s: %v", label, err)
+			return
+		}
+		defer resp.Body.Close()
+		f, err := os.Create(filepath.Join(profileDir, label+".pprof"))
+		if err != nil {
+			log.Print(err)
+			return
+		}
+		defer f.Close()
+		io.Copy(f, resp.Body)
+	}()
+	return func() { <-done }
+}
+
 // measure enrolls nodes through servers (round robin) and measures.
-func measure(servers []*server, nodes int) (result, []string) {
+func measure(label string, servers []*server, nodes int) (result, []string) {
 	var r result
+	prof := func(phase string) func() { return servers[0].profile(label+"-"+phase, 2) }
+	defer prof("creates")()
 	uuids := make([]string, nodes)
 	pick := func(i int) *server { return servers[i%len(servers)] }
 	r.createsPerS = parallel(nodes, 16, func(i int) bool {
@@ -136,7 +181,9 @@ func measure(servers []*server, nodes int) (result, []string) {
 		uuids[i], _ = out["uuid"].(string)
 		return true
 	})
-	// list 100 from the middle (keyset marker), sequential, median of 50.
+	// list 100 from the middle (keyset marker), sequential, median of 50
+	// (and then on for the profile's two seconds).
+	wait := prof("list100")
 	var lat []float64
 	for i := 0; i < 50; i++ {
 		t0 := time.Now()
@@ -145,10 +192,18 @@ func measure(servers []*server, nodes int) (result, []string) {
 	}
 	sort.Float64s(lat)
 	r.list100MS = lat[len(lat)/2]
+	if servers[0].pprof != "" {
+		for t0 := time.Now(); time.Since(t0) < 2*time.Second; {
+			pick(0).do("GET", "/v1/nodes?limit=100&marker="+uuids[nodes/4], nil)
+		}
+	}
+	wait()
+	defer prof("get")()
 	r.getPerS = parallel(20000, 16, func(i int) bool {
 		code, _ := pick(i).do("GET", "/v1/nodes/"+uuids[(i*7919)%nodes], nil)
 		return code == 200
 	})
+	defer prof("verbs")()
 	// verbs: power on/off of fake-hardware nodes, each node once per round.
 	r.verbsPerS = parallel(nodes, 16, func(i int) bool {
 		code, _ := pick(i).do("PUT", "/v1/nodes/"+uuids[i]+"/states/power", map[string]any{"target": "power on"})
@@ -160,10 +215,16 @@ func measure(servers []*server, nodes int) (result, []string) {
 func main() {
 	bin := flag.String("bin", "./castiron", "castiron binary")
 	nodes := flag.Int("nodes", 10000, "nodes to enroll per setup")
+	flag.StringVar(&profileDir, "profile", "", "directory for CPU profiles of each phase and PostgreSQL's top statements (pg_stat_statements)")
 	flag.Parse()
 	tmp, _ := os.MkdirTemp("", "castiron-scaleout-")
 	defer os.RemoveAll(tmp)
-	pg, err := pgtest.Start()
+	var settings []string
+	if profileDir != "" {
+		os.MkdirAll(profileDir, 0o755)
+		settings = append(settings, "shared_preload_libraries=pg_stat_statements", "pg_stat_statements.track=all")
+	}
+	pg, err := pgtest.Start(settings...)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -171,19 +232,22 @@ func main() {
 	rows := map[string]result{}
 
 	s := start(*bin, filepath.Join(tmp, "sqlite"), "c1")
-	rows["1 conductor, SQLite"], _ = measure([]*server{s}, *nodes)
-	s.stop()
-
-	s = start(*bin, filepath.Join(tmp, "pg1"), "c1", "--database", mustDB(pg))
-	rows["1 conductor, PostgreSQL"], _ = measure([]*server{s}, *nodes)
+	rows["1 conductor, SQLite"], _ = measure("sqlite", []*server{s}, *nodes)
 	s.stop()
 
 	db := mustDB(pg)
+	s = start(*bin, filepath.Join(tmp, "pg1"), "c1", "--database", db)
+	rows["1 conductor, PostgreSQL"], _ = measure("pg1", []*server{s}, *nodes)
+	s.stop()
+	topStatements(db, "pg1")
+
+	db = mustDB(pg)
 	var three []*server
 	for _, n := range []string{"c1", "c2", "c3"} {
 		three = append(three, start(*bin, filepath.Join(tmp, "pg3-"+n), n, "--database", db))
 	}
-	rows["3 conductors, PostgreSQL"], _ = measure(three, *nodes)
+	rows["3 conductors, PostgreSQL"], _ = measure("pg3", three, *nodes)
+	topStatements(db, "pg3")
 
 	// Takeover: kill -9 c2, time until /v1/conductors says it is dead and
 	// until no node is owned by it.
@@ -224,4 +288,40 @@ func mustDB(pg *pgtest.Server) string {
 		log.Fatal(err)
 	}
 	return u
+}
+
+// topStatements writes pg_stat_statements' 25 most expensive statements of
+// database db to profileDir/label-statements.txt (with -profile).
+func topStatements(db, label string) {
+	if profileDir == "" {
+		return
+	}
+	conn, err := sql.Open("pgx", db)
+	if err != nil {
+		log.Print(err)
+		return
+	}
+	defer conn.Close()
+	ctx := context.Background()
+	if _, err := conn.ExecContext(ctx, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements"); err != nil {
+		log.Print(err)
+		return
+	}
+	rows, err := conn.QueryContext(ctx, `SELECT calls, round(total_exec_time::numeric, 1), round(mean_exec_time::numeric, 3), rows, left(regexp_replace(query, '\s+', ' ', 'g'), 160)
+		FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+		ORDER BY total_exec_time DESC LIMIT 25`)
+	if err != nil {
+		log.Print(err)
+		return
+	}
+	defer rows.Close()
+	var b bytes.Buffer
+	fmt.Fprintln(&b, "calls\ttotal_ms\tmean_ms\trows\tquery")
+	for rows.Next() {
+		var calls, nrows int64
+		var total, mean, q string
+		rows.Scan(&calls, &total, &mean, &nrows, &q)
+		fmt.Fprintf(&b, "%d\t%s\t%s\t%d\t%s\n", calls, total, mean, nrows, q)
+	}
+	os.WriteFile(filepath.Join(profileDir, label+"-statements.txt"), b.Bytes(), 0o644)
 }

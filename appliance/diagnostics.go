@@ -1,0 +1,57 @@
+package appliance
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"runtime/debug"
+	"time"
+)
+
+// setMemoryLimit applies --memory-limit-mib as the Go runtime's soft memory
+// limit (GOMEMLIMIT): the collector works harder as the heap nears it
+// instead of letting it double after each collection. 0 leaves the runtime's
+// setting (GOMEMLIMIT from the environment, else none).
+func setMemoryLimit(mib int, log *slog.Logger) {
+	if mib <= 0 {
+		return
+	}
+	debug.SetMemoryLimit(int64(mib) << 20)
+	log.Info("memory limit", "mib", mib)
+}
+
+// servePprof serves net/http/pprof on addr (--pprof-listen, loopback
+// only: profiles show request data) until ctx ends. The profiles are how
+// the figures of docs/measurements.md were explained; off by default.
+func servePprof(ctx context.Context, addr string, log *slog.Logger) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return errors.New("--pprof-listen: only a loopback address (profiles show request data)")
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		srv.Close()
+	}()
+	log.Info("pprof serving", "listen", ln.Addr().String())
+	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
