@@ -1,6 +1,7 @@
 // Package ipmisim serves a fleet of simulated IPMI 2.0 BMCs on UDP loopback,
 // for tests and benchmarks (bench/fleet). Each BMC is state-only: power is a
-// field, boot flags are stored and read back, nothing boots.
+// field, boot flags are stored and read back; nothing boots unless a
+// simulated machine hooks the power changes (OnPower, bmcsim/rack).
 //
 // The protocol is not hand-written: every BMC is github.com/bougou/go-ipmi's
 // reference server (pkg/server over pkg/bmc and pkg/handlers: RMCP+ with
@@ -83,6 +84,7 @@ type BMC struct {
 	serial  *SerialPort
 	conn    *lossyConn
 	srv     *server.Server
+	bmc     *bmc.BMC
 }
 
 // Serial is the machine's serial port (nil without Config.Serial).
@@ -119,6 +121,70 @@ func (b *BMC) SetDropRate(p float64) { b.conn.drop.Store(math.Float64bits(min(ma
 // SetSlow delays every answer by d more than the configured latency (0:
 // back to it): a BMC slower than its client's timeout.
 func (b *BMC) SetSlow(d time.Duration) { b.conn.slow.Store(int64(d)) }
+
+// PowerEvent is a power change the BMC carried out on its machine.
+type PowerEvent int
+
+// Power events passed to an OnPower hook.
+const (
+	PowerOff     PowerEvent = iota // off (hard, soft, or the machine itself)
+	PowerOn                        // on from off
+	PowerRestart                   // power cycle or hard reset of a running machine
+)
+
+// OnPower makes fn run after every power change of the chassis (Chassis
+// Control, SetPower), outside the BMC's locks: the simulated machine behind
+// the BMC (bmcsim/rack) boots or stops on it. Set it before the BMC is used.
+func (b *BMC) OnPower(fn func(PowerEvent)) {
+	b.chassis.mu.Lock()
+	b.chassis.hook = fn
+	b.chassis.mu.Unlock()
+}
+
+// TakeBootFlags is what firmware does at a boot: it reads the boot flags
+// and clears a one-time override (valid but not persistent), as the IPMI
+// boot flag valid bit clearing does. nil: no override.
+func (b *BMC) TakeBootFlags() *types.BootOptionParam_BootFlags {
+	c := b.chassis
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.flags == nil || !c.flags.BootFlagsValid {
+		return nil
+	}
+	cp := *c.flags
+	if !c.flags.Persist {
+		c.flags.BootFlagsValid = false
+	}
+	return &cp
+}
+
+// SetUser creates the user name (or resets its password when it exists)
+// with administrator privilege on LAN channel 1, as an in-band Set User
+// Name/Password/Access sequence would, and returns its user ID.
+func (b *BMC) SetUser(name, password string) (uint8, error) {
+	id := uint8(0)
+	if u, err := b.bmc.Users.GetByName(name); err == nil {
+		id = u.ID
+	} else {
+		for i := uint8(3); i <= b.bmc.Users.MaxUserCount(); i++ {
+			if _, err := b.bmc.Users.Get(i); err != nil {
+				id = i
+				break
+			}
+		}
+	}
+	if id == 0 {
+		return 0, fmt.Errorf("ipmisim: no free user slot for %q", name)
+	}
+	err := b.bmc.Users.Upsert(id, func(u *bmc.User) error {
+		u.Name = name
+		u.SetPassword([]byte(password))
+		u.Enabled = true
+		u.ChannelAccess[1] = bmc.UserChannelAccess{MaxPrivilege: bmc.PrivilegeLevelAdministrator, Enabled: true}
+		return nil
+	})
+	return id, err
+}
 
 // Stats counts packets: received (including dropped), dropped, answered.
 type Stats struct {
@@ -287,6 +353,7 @@ func newBMC(cfg Config, addr *net.UDPAddr, i int) (*BMC, error) {
 		serial:  h.serial,
 		conn:    lc,
 		srv:     server.NewServer(b, lc),
+		bmc:     b,
 	}, nil
 }
 
@@ -387,6 +454,17 @@ type chassis struct {
 	ack      types.BootOptionParam_BootInfoAcknowledge
 	controls atomic.Uint64
 	reads    atomic.Uint64
+	hook     func(PowerEvent) // OnPower; called without mu held
+}
+
+// notify runs the OnPower hook, if any, with mu released.
+func (c *chassis) notify(ev PowerEvent) {
+	c.mu.Lock()
+	hook := c.hook
+	c.mu.Unlock()
+	if hook != nil {
+		hook(ev)
+	}
 }
 
 func (c *chassis) on() bool {
@@ -413,21 +491,40 @@ func (c *chassis) PowerState(context.Context) (bool, error) {
 func (c *chassis) SetPower(_ context.Context, on bool) error {
 	c.controls.Add(1)
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	was := c.power
 	c.power = on
+	c.mu.Unlock()
+	switch {
+	case on && !was:
+		c.notify(PowerOn)
+	case !on && was:
+		c.notify(PowerOff)
+	}
 	return nil
 }
 
-func (c *chassis) PowerCycle(context.Context) error { c.controls.Add(1); return nil }
-func (c *chassis) ColdReset(context.Context) error  { c.controls.Add(1); return nil }
+func (c *chassis) PowerCycle(context.Context) error { c.restart(); return nil }
+func (c *chassis) ColdReset(context.Context) error  { c.restart(); return nil }
+
+// restart is a power cycle or hard reset: a running machine starts again.
+func (c *chassis) restart() {
+	c.controls.Add(1)
+	if c.on() {
+		c.notify(PowerRestart)
+	}
+}
 
 // WarmReset is what go-ipmi's handler calls for Chassis Control 05h, "soft
 // shutdown" (ACPI): the OS powers the machine off.
 func (c *chassis) WarmReset(ctx context.Context) error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	c.controls.Add(1)
+	was := c.power
 	c.power = false
+	c.mu.Unlock()
+	if was {
+		c.notify(PowerOff)
+	}
 	return nil
 }
 
