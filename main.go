@@ -31,6 +31,8 @@ func main() {
 	switch cmd {
 	case "serve":
 		err = appliance.Serve(args, ver)
+	case "demo":
+		err = appliance.Demo(args, ver)
 	case "version":
 		fmt.Println("castiron", ver, "(Ironic API 1.1 -", fmt.Sprintf("1.%d)", httpapi.MaxMinor))
 	case "states":
@@ -68,6 +70,7 @@ func usage() {
 
 commands:
   serve        run the appliance (default); "castiron serve -h" lists flags
+  demo         castiron with a simulated rack on loopback (web UI, CLI); "castiron demo -h"
   states --dot print the provision state machine as a Graphviz diagram
   config       print the configuration file for the given serve flags
                (every key, with its default): castiron config > castiron.yaml

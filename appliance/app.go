@@ -47,6 +47,9 @@ type app struct {
 	apiUp   atomic.Bool
 	// tls serves the certificate; nil without TLS.
 	tls *tlsSource
+	// ln, when set, is the API's listener already bound (castiron demo
+	// needs its URL before the app is built).
+	ln net.Listener
 }
 
 func newApp(ctx context.Context, c *serveConfig, log *slog.Logger) (*app, error) {
@@ -302,9 +305,12 @@ func (a *app) listen() (*http.Server, net.Listener, error) {
 		IdleTimeout:       120 * time.Second,
 		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),
 	}
-	ln, err := net.Listen("tcp", a.cfg.listen)
-	if err != nil {
-		return nil, nil, err
+	ln := a.ln
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", a.cfg.listen); err != nil {
+			return nil, nil, err
+		}
 	}
 	if a.tls != nil {
 		srv.TLSConfig = a.tls.config()

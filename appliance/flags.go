@@ -131,6 +131,7 @@ func serveFlags() (*flag.FlagSet, *serveConfig) {
 	str(&p.bootHTTPPort, "boot-http-port", "8080", "with TLS: plain-HTTP port on the provisioning addresses for iPXE's script, kernel, initramfs and CA bundle (iPXE cannot check castiron's certificate)")
 	str(&p.ramdiskDir, "ramdisk-dir", "", "directory with vmlinuz and initramfs written by make ramdisk (default DATA-DIR/ramdisk)")
 	str(&p.imagesDir, "images-dir", "", "directory of OS images castiron serves to nodes at /images/ (default DATA-DIR/images)")
+	boolFlag(&p.netbootHTTP, "netboot-http", false, "without --pxe-interface: serve /boot/ (each MAC's iPXE script, kernel, initramfs) on the API listener anyway, for machines whose boot loader comes from another DHCP server, and for castiron demo's simulated rack")
 	boolFlag(&p.discovery, "pxe-discovery", false, "network-boot unknown machines and enroll them as nodes (discovery)")
 	dc := &c.discovery
 	choice(fs, &dc.driver, "discovery-driver", "ipmi", []string{"ipmi", "redfish", "fake-hardware", "manual-management"}, "hardware type of discovered nodes")

@@ -30,7 +30,7 @@ type pxeConfig struct {
 	dhcp6Mode, dhcp6Range, raMode         string
 	bootHTTPPort                          string
 	ipxeDir, ramdiskDir, imagesDir        string
-	discovery                             bool
+	discovery, netbootHTTP                bool
 }
 
 // provisioning is the network-boot side of the appliance: DHCP, TFTP, the
@@ -150,6 +150,14 @@ func newProvisioning(c *serveConfig, site provisioningSite, store *storage.SQLit
 	})
 	p.listeners = siteListeners(site, ts)
 	if site.iface == nil {
+		if c.pxe.netbootHTTP {
+			// No DHCP or TFTP: iPXE scripts by MAC on the API listener,
+			// with the URLs the machine used (or --public-url).
+			p.boot = netboot.New(netboot.Config{PublicURL: strings.TrimRight(site.publicURL, "/"),
+				KernelPath: filepath.Join(c.pxe.ramdiskDir, "vmlinuz"), InitramfsPath: filepath.Join(c.pxe.ramdiskDir, "initramfs"),
+				Gate: p.gate, Recorder: p.recorder, Logger: log, Meter: meter})
+			p.mounts["/boot/"] = p.boot
+		}
 		return p, nil
 	}
 	loaders := map[string]string{}
