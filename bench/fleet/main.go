@@ -99,9 +99,26 @@ func main() {
 	flag.IntVar(&c.workers, "pg-workers", 16, "--power-sync-workers of each conductor of the pg1 and pg3 targets (castiron after on PostgreSQL: one conductor, three)")
 	flag.StringVar(&c.dir, "dir", "", "work directory (data dirs, logs); default a new temp dir")
 	flag.StringVar(&c.jsonl, "jsonl", "", "append one JSON line per result here")
+	storm := stormFlags()
 	flag.Parse()
 	if c.port == 0 {
 		c.port = map[string]int{"ipmi": 6623, "redfish": 8000}[c.bmc]
+	}
+	if storm.n > 0 {
+		if c.dir == "" {
+			c.dir, _ = os.MkdirTemp("", "castiron-storm.")
+		}
+		r := runStorm(c, storm, c.after)
+		b, _ := json.Marshal(r)
+		fmt.Fprintln(os.Stderr, string(b))
+		if c.jsonl != "" {
+			if f, err := os.OpenFile(c.jsonl, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
+				f.Write(append(b, '\n'))
+				f.Close()
+			}
+		}
+		fmt.Print(stormTable([]stormResult{r}))
+		return
 	}
 	c.targets = strings.Split(targets, ",")
 	for _, s := range strings.Split(ns, ",") {
@@ -268,16 +285,19 @@ func freeAddr() string {
 }
 
 func startCastiron(bin, dir string, extra ...string) (*server, error) {
+	return startCastironArgs(bin, dir, freeAddr(), append([]string{"--power-sync-interval", "1s"}, extra...)...)
+}
+
+// startCastironArgs runs castiron serve on addr with extra flags.
+func startCastironArgs(bin, dir, addr string, extra ...string) (*server, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	addr := freeAddr()
 	logf, err := os.Create(filepath.Join(dir, "castiron.log"))
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, append([]string{"serve", "--listen", addr, "--data-dir", dir, "--log-level", "warn",
-		"--power-sync-interval", "1s"}, extra...)...)
+	cmd := exec.Command(bin, append([]string{"serve", "--listen", addr, "--data-dir", dir, "--log-level", "warn"}, extra...)...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		return nil, err

@@ -1,0 +1,343 @@
+package main
+
+// The storm (issue 28): N simulated machines (engine/driver/bmcsim/rack:
+// every other one behind a Redfish BMC, the others IPMI, 20-50 ms BMCs,
+// each IPMI BMC on its own 127.x address) taken enroll -> manage ->
+// inspect -> provide -> deploy all at once against one castiron (boot phase
+// off: no DHCP/TFTP, the machines ask for their iPXE script over HTTP,
+// --netboot-http, and skip the kernel download). Measured: time to the last
+// active node, failures, GET node and list (limit=100) latency sampled
+// during the storm, castiron's CPU and RSS.
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"log"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"castiron/engine/driver/bmcsim/rack"
+)
+
+type stormConfig struct {
+	n              int
+	latMin, latMax time.Duration
+	failure        float64
+	bootDelay      time.Duration
+	imageMiB       int
+	base           string
+	port           int
+	timeout        time.Duration
+	fetchRamdisk   bool
+}
+
+// stormFlags declares the storm's flags (-storm N turns it on).
+func stormFlags() *stormConfig {
+	s := &stormConfig{}
+	flag.IntVar(&s.n, "storm", 0, "storm mode: N machines enroll -> manage -> inspect -> provide -> deploy at once (0: power sync mode)")
+	flag.Float64Var(&s.failure, "storm-failure-rate", 0, "storm: probability a BMC request fails")
+	flag.DurationVar(&s.bootDelay, "storm-boot-delay", time.Second, "storm: simulated firmware time of each power-on (the ramdisk takes half of it more)")
+	flag.IntVar(&s.imageMiB, "storm-image-mib", 1, "storm: size of the image every node downloads from castiron")
+	flag.DurationVar(&s.timeout, "storm-timeout", 30*time.Minute, "storm: give up after")
+	return s
+}
+
+type stormResult struct {
+	N                                int                `json:"n"`
+	EnrollS                          float64            `json:"enroll_s"`
+	PhaseS                           map[string]float64 `json:"phase_s"` // storm start to the last node done with each verb
+	LastActiveS                      float64            `json:"last_active_s"`
+	Active                           int                `json:"active"`
+	Failed                           int                `json:"failed"`
+	FirstError                       string             `json:"first_error,omitempty"`
+	GetP50, GetP99, ListP50, ListP99 float64
+	GetN, ListN                      int
+	SampleErrors                     int     `json:"sample_errors"`
+	Cores                            float64 `json:"cpu_cores"`
+	CPUSeconds                       float64 `json:"cpu_s"`
+	RSSPeakMiB, RSSEndMiB            float64
+}
+
+// runStorm runs one storm against bin (castiron) and prints its table.
+func runStorm(c config, s *stormConfig, bin string) stormResult {
+	s.latMin, s.latMax, s.base, s.port = c.latMin, c.latMax, c.base, c.port
+	r := stormResult{N: s.n, PhaseS: map[string]float64{}}
+	dir := filepath.Join(c.dir, fmt.Sprintf("storm-%d", s.n))
+	imgDir := filepath.Join(dir, "images")
+	if err := os.MkdirAll(imgDir, 0o755); err != nil {
+		log.Fatal(err)
+	}
+	img := make([]byte, s.imageMiB<<20)
+	for i := range img {
+		img[i] = byte(i * 7)
+	}
+	sum := sha256.Sum256(img)
+	if err := os.WriteFile(filepath.Join(imgDir, "storm.img"), img, 0o644); err != nil {
+		log.Fatal(err)
+	}
+	addr := freeAddr()
+	url := "http://" + addr
+	srv, err := startCastironArgs(bin, dir, addr, "--netboot-http", "--public-url", url, "--callback-timeout", "30m")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.stop()
+	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+	defer cancel()
+	log.Printf("storm N=%d: starting the rack", s.n)
+	rk, err := rack.Start(ctx, rack.Config{N: s.n, BootURL: url, BootDelay: s.bootDelay, RamdiskDelay: s.bootDelay / 2,
+		LatencyMin: s.latMin, LatencyMax: s.latMax, FailureRate: s.failure, FetchRamdisk: s.fetchRamdisk,
+		IPMIDistinct: true, IPMIBase: net.ParseIP(s.base), IPMIPort: s.port})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer rk.Close()
+	cl := &rack.Client{URL: url, HTTP: client}
+
+	t0 := time.Now()
+	ids := make([]string, s.n)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range 32 {
+		wg.Go(func() {
+			for i := int(next.Add(1)) - 1; i < s.n; i = int(next.Add(1)) - 1 {
+				id, err := cl.Enroll(ctx, rk.Machines[i], nil)
+				if err != nil {
+					log.Fatalf("enroll %s: %v", rk.Machines[i].Name, err)
+				}
+				ids[i] = id
+			}
+		})
+	}
+	wg.Wait()
+	r.EnrollS = time.Since(t0).Seconds()
+	log.Printf("storm N=%d: enrolled in %.1f s; storm starts", s.n, r.EnrollS)
+
+	pids := srv.pids()
+	st := newStates()
+	pollCtx, stopPoll := context.WithCancel(ctx)
+	var bg sync.WaitGroup
+	bg.Go(func() { st.poll(pollCtx, cl) })
+	lat := &latencies{}
+	bg.Go(func() { lat.sample(pollCtx, url, ids) })
+	var rssMu sync.Mutex
+	var rssPeak float64
+	bg.Go(func() {
+		for pollCtx.Err() == nil {
+			v := rssMiB(pids)
+			rssMu.Lock()
+			rssPeak = max(rssPeak, v)
+			rssMu.Unlock()
+			time.Sleep(time.Second)
+		}
+	})
+
+	ts := time.Now()
+	cpu0 := cpuTicks(pids)
+	verbs := []string{"manage", "inspect", "provide", "active"}
+	var mu sync.Mutex
+	done := map[string]time.Time{}
+	var failed atomic.Int64
+	var firstErr atomic.Value
+	for _, id := range ids {
+		wg.Go(func() {
+			for _, v := range verbs {
+				var err error
+				if v == "active" {
+					err = cl.Do(ctx, "PATCH", "/v1/nodes/"+id, []map[string]any{
+						{"op": "add", "path": "/instance_info/image_source", "value": "storm.img"},
+						{"op": "add", "path": "/instance_info/image_checksum", "value": hex.EncodeToString(sum[:])},
+					}, nil, http.StatusOK)
+				}
+				if err == nil {
+					err = cl.Do(ctx, "PUT", "/v1/nodes/"+id+"/states/provision", map[string]any{"target": v}, nil, http.StatusAccepted)
+				}
+				if err == nil {
+					err = st.wait(ctx, id, rack.Stable[v])
+				}
+				if err != nil {
+					if failed.Add(1) == 1 {
+						firstErr.Store(fmt.Sprintf("%s: %v", v, err))
+					}
+					return
+				}
+				mu.Lock()
+				done[v] = time.Now()
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	end := time.Now()
+	cpu1 := cpuTicks(pids)
+	stopPoll()
+	bg.Wait()
+	el := end.Sub(ts).Seconds()
+	for _, v := range verbs {
+		if t, ok := done[v]; ok {
+			r.PhaseS[v] = t.Sub(ts).Seconds()
+		}
+	}
+	r.LastActiveS = r.PhaseS["active"]
+	r.Failed = int(failed.Load())
+	r.Active = s.n - r.Failed
+	if e, ok := firstErr.Load().(string); ok {
+		r.FirstError = e
+	}
+	r.CPUSeconds = float64(cpu1-cpu0) / 100
+	r.Cores = r.CPUSeconds / el
+	r.RSSPeakMiB = rssPeak
+	r.RSSEndMiB = rssMiB(pids)
+	r.GetP50, r.GetP99, r.GetN = lat.pct(&lat.get)
+	r.ListP50, r.ListP99, r.ListN = lat.pct(&lat.list)
+	r.SampleErrors = int(lat.errs.Load())
+	return r
+}
+
+// states is every node's provision state, read by one poller (a list every
+// half second) instead of N clients polling their node.
+type states struct {
+	mu sync.Mutex
+	m  map[string]rack.Node
+}
+
+func newStates() *states { return &states{m: map[string]rack.Node{}} }
+
+func (s *states) poll(ctx context.Context, cl *rack.Client) {
+	for ctx.Err() == nil {
+		marker := ""
+		for {
+			var page struct {
+				Nodes []rack.Node `json:"nodes"`
+			}
+			path := "/v1/nodes?limit=1000&fields=uuid,name,provision_state,last_error"
+			if marker != "" {
+				path += "&marker=" + marker
+			}
+			if err := cl.Do(ctx, "GET", path, nil, &page, http.StatusOK); err != nil {
+				break
+			}
+			s.mu.Lock()
+			for _, n := range page.Nodes {
+				s.m[n.UUID] = n
+			}
+			s.mu.Unlock()
+			if len(page.Nodes) < 1000 {
+				break
+			}
+			marker = page.Nodes[len(page.Nodes)-1].UUID
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// wait: the poller saw the node in want (after the verb was accepted, so
+// an old state of the node does not count: the poller's next full pass is
+// awaited first); a failure state is an error.
+func (s *states) wait(ctx context.Context, id, want string) error {
+	time.Sleep(600 * time.Millisecond)
+	for {
+		s.mu.Lock()
+		n := s.m[id]
+		s.mu.Unlock()
+		switch {
+		case n.ProvisionState == want:
+			return nil
+		case strings.HasSuffix(n.ProvisionState, "failed"):
+			return fmt.Errorf("node %s is %s: %s", n.Name, n.ProvisionState, n.LastError)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("node %s is %s, not %s: %v", n.Name, n.ProvisionState, want, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// latencies samples GET /v1/nodes/{id} and GET /v1/nodes?limit=100, ten
+// of each a second, through their own connection.
+type latencies struct {
+	mu        sync.Mutex
+	get, list []time.Duration
+	errs      atomic.Int64
+}
+
+func (l *latencies) sample(ctx context.Context, url string, ids []string) {
+	hc := &http.Client{Timeout: 30 * time.Second}
+	one := func(path string, into *[]time.Duration) {
+		req, _ := http.NewRequestWithContext(ctx, "GET", url+path, nil)
+		req.Header.Set("X-OpenStack-Ironic-API-Version", "latest")
+		t := time.Now()
+		resp, err := hc.Do(req)
+		if err != nil {
+			if ctx.Err() == nil {
+				l.errs.Add(1)
+			}
+			return
+		}
+		var v map[string]any
+		err = json.NewDecoder(resp.Body).Decode(&v)
+		resp.Body.Close()
+		d := time.Since(t)
+		if err != nil || resp.StatusCode != 200 {
+			l.errs.Add(1)
+			return
+		}
+		l.mu.Lock()
+		*into = append(*into, d)
+		l.mu.Unlock()
+	}
+	for ctx.Err() == nil {
+		one("/v1/nodes/"+ids[rand.N(len(ids))], &l.get)
+		one("/v1/nodes?limit=100", &l.list)
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func (l *latencies) pct(ds *[]time.Duration) (p50, p99 float64, n int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := slices.Clone(*ds)
+	if len(s) == 0 {
+		return 0, 0, 0
+	}
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	ms := func(q float64) float64 {
+		return float64(s[min(len(s)-1, int(q*float64(len(s))))].Microseconds()) / 1000
+	}
+	return ms(0.50), ms(0.99), len(s)
+}
+
+func stormTable(rs []stormResult) string {
+	var b strings.Builder
+	b.WriteString("\n| N | enroll | manageable | inspected | available | last active | active / failed | GET node p50/p99 | list100 p50/p99 | samples | CPU cores (s) | RSS peak / end |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range rs {
+		fmt.Fprintf(&b, "| %d | %.1f s | %.1f s | %.1f s | %.1f s | %.1f s | %d / %d | %.1f / %.1f ms | %.1f / %.1f ms | %d+%d (%d errors) | %.2f (%.0f s) | %.0f / %.0f MiB |\n",
+			r.N, r.EnrollS, r.PhaseS["manage"], r.PhaseS["inspect"], r.PhaseS["provide"], r.LastActiveS, r.Active, r.Failed,
+			r.GetP50, r.GetP99, r.ListP50, r.ListP99, r.GetN, r.ListN, r.SampleErrors, r.Cores, r.CPUSeconds, r.RSSPeakMiB, r.RSSEndMiB)
+		if r.FirstError != "" {
+			fmt.Fprintf(&b, "\nfirst failure at N=%d: %s\n", r.N, r.FirstError)
+		}
+	}
+	return b.String()
+}

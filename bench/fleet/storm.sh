@@ -1,0 +1,41 @@
+#!/bin/bash
+# The storm (issue 28): N simulated machines (bmcsim/rack: IPMI and Redfish
+# BMCs answering in 20-50 ms, simulated agents) taken enroll -> manage ->
+# inspect -> provide -> deploy all at once against one castiron built from
+# this tree, boot phase off (no DHCP/TFTP; iPXE scripts over HTTP). See
+# bench/fleet/storm.go for what is measured.
+#
+# usage: bench/fleet/storm.sh
+# env:   N=1000            machines
+#        BOOT_DELAY=1s     simulated firmware time per power-on
+#        FAILURE_RATE=0    probability a BMC request fails
+#        OUT=bench/results where storm-<date>.md and .jsonl go
+# Run it under the machine's heavy-work lock (flock) on a shared machine.
+set -euo pipefail
+
+HERE="$(cd "$(dirname "$0")" && pwd)"
+ROOT="$(cd "$HERE/../.." && pwd)"
+N="${N:-1000}"
+BOOT_DELAY="${BOOT_DELAY:-1s}"
+FAILURE_RATE="${FAILURE_RATE:-0}"
+OUT="${OUT:-$ROOT/bench/results}"
+TMP="$(mktemp -d /tmp/castiron-storm.XXXXXX)"
+trap 'rm -rf "$TMP/bin"' EXIT
+
+cd "$ROOT"
+mkdir -p "$TMP/bin" "$OUT"
+CGO_ENABLED=0 go build -trimpath -o "$TMP/bin/castiron" .
+go build -o "$TMP/bin/fleet" ./bench/fleet
+
+STAMP="$(date -u +%Y-%m-%dT%H%M)"
+MD="$OUT/storm-$STAMP.md"
+{
+    echo "# bench/fleet storm $STAMP"
+    echo
+    echo "castiron = $(git rev-parse --abbrev-ref HEAD) ($(git rev-parse --short HEAD)$(git diff --quiet || echo ', dirty')); N=$N, boot delay $BOOT_DELAY, BMC failure rate $FAILURE_RATE, BMCs 20-50 ms, boot phase off."
+    echo "Machine: $(nproc) cores; load average at start: $(cut -d' ' -f1-3 /proc/loadavg)."
+} > "$MD"
+"$TMP/bin/fleet" -storm "$N" -after "$TMP/bin/castiron" -storm-boot-delay "$BOOT_DELAY" \
+    -storm-failure-rate "$FAILURE_RATE" -base 127.50.0.1 -dir "$TMP" -jsonl "$OUT/storm-$STAMP.jsonl" | tee -a "$MD"
+echo "Load average at end: $(cut -d' ' -f1-3 /proc/loadavg)." >> "$MD"
+echo "results: $MD (work dir with logs: $TMP)" >&2
