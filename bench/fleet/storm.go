@@ -27,6 +27,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"castiron/engine/driver/bmcsim/rack"
@@ -67,6 +68,7 @@ type stormResult struct {
 	GetN, ListN                      int
 	SampleErrors                     int     `json:"sample_errors"`
 	Cores                            float64 `json:"cpu_cores"`
+	SimCPUSeconds                    float64 `json:"sim_cpu_s"` // this process: the rack and the clients
 	CPUSeconds                       float64 `json:"cpu_s"`
 	RSSPeakMiB, RSSEndMiB            float64
 }
@@ -147,6 +149,7 @@ func runStorm(c config, s *stormConfig, bin string) stormResult {
 
 	ts := time.Now()
 	cpu0 := cpuTicks(pids)
+	sim0 := selfCPU()
 	verbs := []string{"manage", "inspect", "provide", "active"}
 	var mu sync.Mutex
 	done := map[string]time.Time{}
@@ -183,6 +186,7 @@ func runStorm(c config, s *stormConfig, bin string) stormResult {
 	wg.Wait()
 	end := time.Now()
 	cpu1 := cpuTicks(pids)
+	r.SimCPUSeconds = selfCPU() - sim0
 	stopPoll()
 	bg.Wait()
 	el := end.Sub(ts).Seconds()
@@ -327,14 +331,23 @@ func (l *latencies) pct(ds *[]time.Duration) (p50, p99 float64, n int) {
 	return ms(0.50), ms(0.99), len(s)
 }
 
+// selfCPU is this process's user+system CPU seconds.
+func selfCPU() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+}
+
 func stormTable(rs []stormResult) string {
 	var b strings.Builder
-	b.WriteString("\n| N | enroll | manageable | inspected | available | last active | active / failed | GET node p50/p99 | list100 p50/p99 | samples | CPU cores (s) | RSS peak / end |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("\n| N | enroll | manageable | inspected | available | last active | active / failed | GET node p50/p99 | list100 p50/p99 | samples | CPU cores (s) | RSS peak / end | simulator CPU |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rs {
-		fmt.Fprintf(&b, "| %d | %.1f s | %.1f s | %.1f s | %.1f s | %.1f s | %d / %d | %.1f / %.1f ms | %.1f / %.1f ms | %d+%d (%d errors) | %.2f (%.0f s) | %.0f / %.0f MiB |\n",
+		fmt.Fprintf(&b, "| %d | %.1f s | %.1f s | %.1f s | %.1f s | %.1f s | %d / %d | %.1f / %.1f ms | %.1f / %.1f ms | %d+%d (%d errors) | %.2f (%.0f s) | %.0f / %.0f MiB | %.0f s |\n",
 			r.N, r.EnrollS, r.PhaseS["manage"], r.PhaseS["inspect"], r.PhaseS["provide"], r.LastActiveS, r.Active, r.Failed,
-			r.GetP50, r.GetP99, r.ListP50, r.ListP99, r.GetN, r.ListN, r.SampleErrors, r.Cores, r.CPUSeconds, r.RSSPeakMiB, r.RSSEndMiB)
+			r.GetP50, r.GetP99, r.ListP50, r.ListP99, r.GetN, r.ListN, r.SampleErrors, r.Cores, r.CPUSeconds, r.RSSPeakMiB, r.RSSEndMiB, r.SimCPUSeconds)
 		if r.FirstError != "" {
 			fmt.Fprintf(&b, "\nfirst failure at N=%d: %s\n", r.N, r.FirstError)
 		}

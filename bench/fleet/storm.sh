@@ -34,6 +34,7 @@ MD="$OUT/storm-$STAMP.md"
     echo
     echo "castiron = $(git rev-parse --abbrev-ref HEAD) ($(git rev-parse --short HEAD)$(git diff --quiet || echo ', dirty')); N=$N, boot delay $BOOT_DELAY, BMC failure rate $FAILURE_RATE, BMCs 20-50 ms, boot phase off."
     echo "Machine: $(nproc) cores; load average at start: $(cut -d' ' -f1-3 /proc/loadavg)."
+    echo "castiron's CPU and RSS are its own process's; the simulated rack, agents and API samplers run in the bench process on the same cores (its CPU in the last column), so the latencies include that contention."
 } > "$MD"
 "$TMP/bin/fleet" -storm "$N" -after "$TMP/bin/castiron" -storm-boot-delay "$BOOT_DELAY" \
     -storm-failure-rate "$FAILURE_RATE" -base 127.50.0.1 -dir "$TMP" -jsonl "$OUT/storm-$STAMP.jsonl" | tee -a "$MD"
