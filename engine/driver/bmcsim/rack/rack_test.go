@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"castiron/engine"
+	"castiron/engine/driver"
 	"castiron/engine/driver/ipmi"
 	"castiron/engine/driver/redfish"
 	"castiron/engine/enginetest"
@@ -109,4 +110,41 @@ func TestRackDeploys(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// TestBMCUserStep: castiron_bmc_user run by a machine's agent creates an
+// IPMI user whose new password castiron's ipmi driver can then log in with
+// (a real lanplus session), and a wrong password still cannot.
+func TestBMCUserStep(t *testing.T) {
+	r, err := Start(context.Background(), Config{N: 1, Protocols: []string{"ipmi"}, BootURL: "http://127.0.0.1:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	m := r.Machines[0]
+	creds, err := m.bmcUser(context.Background(), "castiron")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if creds.Username != "castiron" || len(creds.Password) < 16 || creds.UserID < 3 || creds.Channel != 1 {
+		t.Fatalf("credentials %+v", creds)
+	}
+	d := ipmi.New(ipmi.Config{Logger: enginetest.Quiet()})
+	info := func(pw string) driver.Node {
+		return driver.Node{UUID: "n1", DriverInfo: map[string]any{"ipmi_address": m.IPMI().Host(), "ipmi_port": m.IPMI().Port(),
+			"ipmi_username": "castiron", "ipmi_password": pw}, InternalInfo: map[string]any{}}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if ps, err := d.PowerState(ctx, info(creds.Password)); err != nil || ps != driver.PowerOff {
+		t.Fatalf("power state with the new user: %q, %v", ps, err)
+	}
+	if _, err := d.PowerState(ctx, info("wrong-password")); err == nil {
+		t.Fatal("a wrong password was accepted")
+	}
+	// A second run resets the password of the same user.
+	again, err := m.bmcUser(context.Background(), "castiron")
+	if err != nil || again.UserID != creds.UserID || again.Password == creds.Password {
+		t.Fatalf("second run: %+v, %v (first %+v)", again, err, creds)
+	}
 }
