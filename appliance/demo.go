@@ -169,6 +169,9 @@ func runDemo(ctx context.Context, dc demoConfig) error {
 	for _, m := range r.Machines {
 		id, err := cl.Enroll(ctx, m, nil)
 		if err != nil {
+			if ctx.Err() != nil { // Ctrl-C while enrolling
+				return <-appErr
+			}
 			cancel()
 			return errors.Join(fmt.Errorf("enroll %s: %w", m.Name, err), <-appErr)
 		}

@@ -105,6 +105,10 @@ func (m *Machine) printf(format string, a ...any) {
 // boots (read from the BMC at this start).
 func (m *Machine) powerOn(device func() string) {
 	m.mu.Lock()
+	if m.rack.ctx.Err() != nil { // the rack is closing
+		m.mu.Unlock()
+		return
+	}
 	if m.cancel != nil {
 		m.cancel()
 	}
