@@ -27,7 +27,7 @@ mkdir -p "$TMP/bin" "$OUT"
 CGO_ENABLED=0 go build -trimpath -o "$TMP/bin/castiron" .
 go build -o "$TMP/bin/fleet" ./bench/fleet
 
-STAMP="$(date -u +%Y-%m-%dT%H%M)"
+STAMP="$(date -u +%Y-%m-%dT%H%M)-n$N"
 MD="$OUT/storm-$STAMP.md"
 {
     echo "# bench/fleet storm $STAMP"
