@@ -256,3 +256,54 @@ func (w testWriter) Write(b []byte) (int, error) {
 	w.t.Log(strings.TrimSpace(string(b)))
 	return len(b), nil
 }
+
+// TestAbortFullErase: a manual clean's full erase runs (progress in
+// clean_step) until castiron's abort, which the agent obeys at its next
+// heartbeat: the step stops and the machine powers off.
+func TestAbortFullErase(t *testing.T) {
+	a := newAPI(t)
+	const mac = "52:54:00:12:36:01"
+	hw := NewHardware(2, []string{mac})
+	disks := NewDisks(hw)
+	n := a.do("POST", "/v1/nodes", map[string]any{"name": "sim-2", "driver": "fake-hardware",
+		"boot_interface": "ipxe", "deploy_interface": "direct"}, http.StatusCreated)
+	id := n["uuid"].(string)
+	a.do("POST", "/v1/ports", map[string]any{"node_uuid": id, "address": mac}, http.StatusCreated)
+	a.do("PUT", "/v1/nodes/"+id+"/states/provision", map[string]any{"target": "manage"}, http.StatusAccepted)
+	a.waitState(id, "manageable")
+	a.do("PUT", "/v1/nodes/"+id+"/states/provision", map[string]any{"target": "clean",
+		"clean_steps": []map[string]any{{"interface": "deploy", "step": "erase_devices"}}}, http.StatusAccepted)
+	a.waitState(id, "clean wait")
+	m := &machine{}
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(context.Background(), Config{Params: ParseArgs(protocol.AgentArgs(a.url, id, "", false)), Hardware: hw, Disks: disks,
+			Machine: m, MinHeartbeat: 50 * time.Millisecond, EraseRate: 1 << 30})
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		n = a.do("GET", "/v1/nodes/"+id, nil, http.StatusOK)
+		if cs, _ := n["clean_step"].(map[string]any); cs != nil {
+			if p, _ := cs["progress"].(map[string]any); p != nil && p["done"].(float64) > 0 && p["unit"] == "bytes" {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no erase progress in clean_step: %v", n["clean_step"])
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	a.do("PUT", "/v1/nodes/"+id+"/states/provision", map[string]any{"target": "abort"}, http.StatusAccepted)
+	select {
+	case err := <-done:
+		if err != nil || m.offs.Load() != 1 {
+			t.Fatalf("agent after abort: %v, %d power offs", err, m.offs.Load())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the agent did not stop after the abort")
+	}
+	a.waitState(id, "clean failed")
+	if st, _ := disks.Get(hw.Disks[0].Name); st.Erased {
+		t.Errorf("%s marked erased although the erase was aborted", hw.Disks[0].Name)
+	}
+}
