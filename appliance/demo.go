@@ -226,12 +226,12 @@ func demoNode(ctx context.Context, cl *rack.Client, out io.Writer, id string, m 
 		}
 	}
 	mu.Lock()
-	go_ := *deployed < deploy
-	if go_ {
+	mine := *deployed < deploy
+	if mine {
 		*deployed++
 	}
 	mu.Unlock()
-	if !go_ {
+	if !mine {
 		return
 	}
 	if err := cl.Deploy(ctx, id, demoImage, sum); err != nil {

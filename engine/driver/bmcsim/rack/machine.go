@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bougou/go-ipmi/pkg/types"
+
 	"castiron/engine/driver/bmcsim/ipmisim"
 	"castiron/engine/driver/bmcsim/redfishsim"
 	"castiron/ramdisk/agentsim"
@@ -384,9 +386,9 @@ func ipmiDevice(b *ipmisim.BMC) string {
 		return bootDefault
 	}
 	switch f.BootDeviceSelector {
-	case 0x1: // force PXE
+	case types.BootDeviceSelectorForcePXE:
 		return bootNetwork
-	case 0x2, 0x3: // force hard drive (safe mode too)
+	case types.BootDeviceSelectorForceHardDrive, types.BootDeviceSelectorForceHardDriveSafe:
 		return bootDisk
 	}
 	return bootDefault
