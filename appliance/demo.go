@@ -136,6 +136,9 @@ func runDemo(ctx context.Context, dc demoConfig) error {
 	if err != nil {
 		return err
 	}
+	if err := writeDemoRamdisk(c.pxe.ramdiskDir); err != nil {
+		return err
+	}
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -149,7 +152,7 @@ func runDemo(ctx context.Context, dc demoConfig) error {
 	go func() { appErr <- a.run(ctx) }()
 
 	r, err := rack.Start(ctx, rack.Config{N: dc.n, BootURL: url, BootDelay: dc.bootDelay, RamdiskDelay: dc.bootDelay / 2,
-		LatencyMin: dc.latency, LatencyMax: 2 * dc.latency, FailureRate: dc.failureRate, Log: log.With("component", "rack")})
+		FetchRamdisk: true, LatencyMin: dc.latency, LatencyMax: 2 * dc.latency, FailureRate: dc.failureRate, Log: log.With("component", "rack")})
 	if err != nil {
 		cancel()
 		return errors.Join(err, <-appErr)
@@ -241,6 +244,28 @@ func demoNode(ctx context.Context, cl *rack.Client, out io.Writer, id string, m 
 		return
 	}
 	say("deployed, active")
+}
+
+// writeDemoRamdisk puts stand-ins for the ramdisk's kernel and initramfs
+// where castiron serves them from, unless real ones are there: the
+// simulated machines download them as iPXE would, so each boot's timeline
+// shows the transfers.
+func writeDemoRamdisk(dir string) error {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return err
+	}
+	for name, size := range map[string]int{"vmlinuz": 8 << 20, "initramfs": 24 << 20} {
+		p := filepath.Join(dir, name)
+		if _, err := os.Stat(p); err == nil {
+			continue
+		}
+		line := "castiron demo: stand-in for the ramdisk's " + name + " (make ramdisk builds the real one)\n"
+		b := []byte(strings.Repeat(line, size/len(line)+1))[:size]
+		if err := os.WriteFile(p, b, 0o640); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func stamp() string { return time.Now().Format("15:04:05") }
