@@ -161,7 +161,11 @@ func runDemo(ctx context.Context, dc demoConfig) error {
 	out := dc.out
 	fmt.Fprintf(out, "castiron demo: %d simulated machines behind IPMI and Redfish BMCs on loopback, castiron at %s\n\n", dc.n, url)
 	fmt.Fprintf(out, "  web UI   %s/\n", url)
-	fmt.Fprintf(out, "  CLI      castiron node list            (or: export OS_ENDPOINT=%s OS_AUTH_TYPE=none; openstack baremetal node list)\n", url)
+	cli := "castiron node list"
+	if url != "http://127.0.0.1:6385" { // the client commands' default
+		cli += " --url " + url
+	}
+	fmt.Fprintf(out, "  CLI      %s   (or: export OS_ENDPOINT=%s OS_AUTH_TYPE=none; openstack baremetal node list)\n", cli, url)
 	fmt.Fprintf(out, "  deploy   openstack baremetal node set NODE --instance-info image_source=%s --instance-info image_checksum=%s\n", demoImage, sum)
 	fmt.Fprintf(out, "           openstack baremetal node deploy NODE\n")
 	fmt.Fprintf(out, "  log      %s\n\n", filepath.Join(dir, "castiron.log"))
