@@ -9,6 +9,7 @@
 # env:   N=1000            machines
 #        BOOT_DELAY=1s     simulated firmware time per power-on
 #        FAILURE_RATE=0    probability a BMC request fails
+#        STORM_TIMEOUT=30m give up after
 #        OUT=bench/results where storm-<date>.md and .jsonl go
 # Run it under the machine's heavy-work lock (flock) on a shared machine.
 set -euo pipefail
@@ -18,6 +19,7 @@ ROOT="$(cd "$HERE/../.." && pwd)"
 N="${N:-1000}"
 BOOT_DELAY="${BOOT_DELAY:-1s}"
 FAILURE_RATE="${FAILURE_RATE:-0}"
+STORM_TIMEOUT="${STORM_TIMEOUT:-30m}"
 OUT="${OUT:-$ROOT/bench/results}"
 TMP="$(mktemp -d /tmp/castiron-storm.XXXXXX)"
 trap 'rm -rf "$TMP/bin"' EXIT
@@ -37,6 +39,6 @@ MD="$OUT/storm-$STAMP.md"
     echo "castiron's CPU and RSS are its own process's; the simulated rack, agents and API samplers run in the bench process on the same cores (its CPU in the last column), so the latencies include that contention."
 } > "$MD"
 "$TMP/bin/fleet" -storm "$N" -after "$TMP/bin/castiron" -storm-boot-delay "$BOOT_DELAY" \
-    -storm-failure-rate "$FAILURE_RATE" -base 127.50.0.1 -dir "$TMP" -jsonl "$OUT/storm-$STAMP.jsonl" | tee -a "$MD"
+    -storm-failure-rate "$FAILURE_RATE" -storm-timeout "$STORM_TIMEOUT" -base 127.50.0.1 -dir "$TMP" -jsonl "$OUT/storm-$STAMP.jsonl" | tee -a "$MD"
 echo "Load average at end: $(cut -d' ' -f1-3 /proc/loadavg)." >> "$MD"
 echo "results: $MD (work dir with logs: $TMP)" >&2
