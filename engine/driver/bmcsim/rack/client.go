@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -34,16 +35,38 @@ func (e *APIError) Error() string {
 	return fmt.Sprintf("%s %s: HTTP %d: %s", e.Method, e.Path, e.Code, strings.TrimSpace(e.Body))
 }
 
+// lockedRetries: a 409 "locked" answer (a conductor task still holds the
+// node, e.g. the power off after inspection) is retried this many times,
+// half a second apart, as Ironic's clients retry NodeLocked.
+const lockedRetries = 120
+
 // Do sends one request with the newest microversion and decodes the JSON
 // answer into out (when not nil).
 func (c *Client) Do(ctx context.Context, method, path string, body, out any, want int) error {
-	var rd io.Reader
+	var raw []byte
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
 			return err
 		}
-		rd = bytes.NewReader(b)
+		raw = b
+	}
+	for try := 0; ; try++ {
+		err := c.do(ctx, method, path, raw, out, want)
+		var ae *APIError
+		if try >= lockedRetries || !errors.As(err, &ae) || ae.Code != http.StatusConflict || !strings.Contains(ae.Body, "is locked by host") {
+			return err
+		}
+		if !sleep(ctx, 500*time.Millisecond) {
+			return err
+		}
+	}
+}
+
+func (c *Client) do(ctx context.Context, method, path string, body []byte, out any, want int) error {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.URL+path, rd)
 	if err != nil {
