@@ -74,6 +74,9 @@ type Config struct {
 	Log               *slog.Logger
 }
 
+// maxAgentConns bounds the machines' connections to castiron.
+const maxAgentConns = 1024
+
 // Rack is a running set of machines; Close stops everything.
 type Rack struct {
 	Machines []*Machine
@@ -130,6 +133,11 @@ func Start(ctx context.Context, cfg Config) (*Rack, error) {
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	r := &Rack{cfg: cfg, ctx: runCtx, cancel: cancel, http: &http.Client{Transport: &http.Transport{
 		Proxy: nil, MaxIdleConns: 4 * cfg.N, MaxIdleConnsPerHost: 4 * cfg.N, IdleConnTimeout: 90 * time.Second,
+		// The machines share this process's file descriptors with their
+		// BMCs' sockets: at 10,000 machines one connection per agent ran
+		// out of them (RLIMIT_NOFILE 20,000), so requests queue for one of
+		// maxAgentConns connections instead.
+		MaxConnsPerHost:    maxAgentConns,
 		DisableCompression: true,
 	}}}
 	if nIPMI > 0 {
