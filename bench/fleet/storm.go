@@ -43,6 +43,7 @@ type stormConfig struct {
 	port           int
 	timeout        time.Duration
 	fetchRamdisk   bool
+	protocols      string
 }
 
 // stormFlags declares the storm's flags (-storm N turns it on).
@@ -53,6 +54,7 @@ func stormFlags() *stormConfig {
 	flag.DurationVar(&s.bootDelay, "storm-boot-delay", time.Second, "storm: simulated firmware time of each power-on (the ramdisk takes half of it more)")
 	flag.IntVar(&s.imageMiB, "storm-image-mib", 1, "storm: size of the image every node downloads from castiron")
 	flag.DurationVar(&s.timeout, "storm-timeout", 30*time.Minute, "storm: give up after")
+	flag.StringVar(&s.protocols, "storm-protocols", "ipmi,redfish", "storm: BMC kinds given to machines in turn (a Redfish BMC costs this process a listener and castiron's connections: 10,000 with half Redfish need more than 20,000 descriptors)")
 	return s
 }
 
@@ -76,6 +78,7 @@ type stormResult struct {
 // runStorm runs one storm against bin (castiron) and prints its table.
 func runStorm(c config, s *stormConfig, bin string) stormResult {
 	s.latMin, s.latMax, s.base, s.port = c.latMin, c.latMax, c.base, c.port
+	raiseNoFile(uint64(4*s.n + 8192))
 	r := stormResult{N: s.n, PhaseS: map[string]float64{}}
 	dir := filepath.Join(c.dir, fmt.Sprintf("storm-%d", s.n))
 	imgDir := filepath.Join(dir, "images")
@@ -100,7 +103,7 @@ func runStorm(c config, s *stormConfig, bin string) stormResult {
 	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
 	defer cancel()
 	log.Printf("storm N=%d: starting the rack", s.n)
-	rk, err := rack.Start(ctx, rack.Config{N: s.n, BootURL: url, BootDelay: s.bootDelay, RamdiskDelay: s.bootDelay / 2,
+	rk, err := rack.Start(ctx, rack.Config{N: s.n, Protocols: strings.Split(s.protocols, ","), BootURL: url, BootDelay: s.bootDelay, RamdiskDelay: s.bootDelay / 2,
 		LatencyMin: s.latMin, LatencyMax: s.latMax, FailureRate: s.failure, FetchRamdisk: s.fetchRamdisk,
 		IPMIDistinct: true, IPMIBase: net.ParseIP(s.base), IPMIPort: s.port})
 	if err != nil {
@@ -329,6 +332,24 @@ func (l *latencies) pct(ds *[]time.Duration) (p50, p99 float64, n int) {
 		return float64(s[min(len(s)-1, int(q*float64(len(s))))].Microseconds()) / 1000
 	}
 	return ms(0.50), ms(0.99), len(s)
+}
+
+// raiseNoFile lifts this process's descriptor limit (and so castiron's,
+// started from it) to n when it is lower: the rack holds a listener or a
+// socket per BMC, the connections castiron opens to them and the agents'
+// connections (a 10,000-machine storm ran out at 20,000). Raising the hard
+// limit needs CAP_SYS_RESOURCE; without it the limit stays and is logged.
+func raiseNoFile(n uint64) {
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil || rl.Cur >= n {
+		return
+	}
+	want := syscall.Rlimit{Cur: n, Max: max(n, rl.Max)}
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &want); err != nil {
+		log.Printf("storm: open files limit stays %d (wanted %d): %v", rl.Cur, n, err)
+		return
+	}
+	log.Printf("storm: open files limit %d -> %d", rl.Cur, n)
 }
 
 // selfCPU is this process's user+system CPU seconds.

@@ -10,6 +10,8 @@
 #        BOOT_DELAY=1s     simulated firmware time per power-on
 #        FAILURE_RATE=0    probability a BMC request fails
 #        STORM_TIMEOUT=30m give up after
+#        PROTOCOLS=ipmi,redfish  BMC kinds in turn (PROTOCOLS=ipmi for 10,000:
+#                          Redfish BMCs cost descriptors, 20,000 is too few)
 #        OUT=bench/results where storm-<date>.md and .jsonl go
 # Run it under the machine's heavy-work lock (flock) on a shared machine.
 set -euo pipefail
@@ -20,6 +22,7 @@ N="${N:-1000}"
 BOOT_DELAY="${BOOT_DELAY:-1s}"
 FAILURE_RATE="${FAILURE_RATE:-0}"
 STORM_TIMEOUT="${STORM_TIMEOUT:-30m}"
+PROTOCOLS="${PROTOCOLS:-ipmi,redfish}"
 OUT="${OUT:-$ROOT/bench/results}"
 TMP="$(mktemp -d /tmp/castiron-storm.XXXXXX)"
 trap 'rm -rf "$TMP/bin"' EXIT
@@ -34,11 +37,11 @@ MD="$OUT/storm-$STAMP.md"
 {
     echo "# bench/fleet storm $STAMP"
     echo
-    echo "castiron = $(git rev-parse --abbrev-ref HEAD) ($(git rev-parse --short HEAD)$(git diff --quiet || echo ', dirty')); N=$N, boot delay $BOOT_DELAY, BMC failure rate $FAILURE_RATE, BMCs 20-50 ms, boot phase off."
+    echo "castiron = $(git rev-parse --abbrev-ref HEAD) ($(git rev-parse --short HEAD)$(git diff --quiet || echo ', dirty')); N=$N, BMCs $PROTOCOLS in turn, boot delay $BOOT_DELAY, BMC failure rate $FAILURE_RATE, BMCs 20-50 ms, boot phase off."
     echo "Machine: $(nproc) cores; load average at start: $(cut -d' ' -f1-3 /proc/loadavg)."
     echo "castiron's CPU and RSS are its own process's; the simulated rack, agents and API samplers run in the bench process on the same cores (its CPU in the last column), so the latencies include that contention."
 } > "$MD"
 "$TMP/bin/fleet" -storm "$N" -after "$TMP/bin/castiron" -storm-boot-delay "$BOOT_DELAY" \
-    -storm-failure-rate "$FAILURE_RATE" -storm-timeout "$STORM_TIMEOUT" -base 127.50.0.1 -dir "$TMP" -jsonl "$OUT/storm-$STAMP.jsonl" | tee -a "$MD"
+    -storm-failure-rate "$FAILURE_RATE" -storm-timeout "$STORM_TIMEOUT" -storm-protocols "$PROTOCOLS" -base 127.50.0.1 -dir "$TMP" -jsonl "$OUT/storm-$STAMP.jsonl" | tee -a "$MD"
 echo "Load average at end: $(cut -d' ' -f1-3 /proc/loadavg)." >> "$MD"
 echo "results: $MD (work dir with logs: $TMP)" >&2
