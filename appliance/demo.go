@@ -117,7 +117,9 @@ func runDemo(ctx context.Context, dc demoConfig) error {
 	defer ln.Close()
 	url := "http://" + ln.Addr().String()
 	serveArgs := []string{"--listen", ln.Addr().String(), "--data-dir", dir, "--netboot-http", "--public-url", url,
-		"--conductor-name", "demo", "--log-level", dc.logLevel, "--power-sync-interval", "20s", "--callback-timeout", "10m"}
+		"--conductor-name", "demo", "--log-level", dc.logLevel, "--power-sync-interval", "20s", "--callback-timeout", "10m",
+		// Serial consoles of the IPMI machines (SOL to the simulated BMC).
+		"--console-port-range", "46000:46999"}
 	c, err := parseServeFlags(serveArgs, func(string) (string, bool) { return "", false })
 	if err != nil {
 		return err
@@ -174,7 +176,11 @@ func runDemo(ctx context.Context, dc demoConfig) error {
 	cl := &rack.Client{URL: url, Timeout: 10 * time.Minute}
 	nodes := map[string]*rack.Machine{}
 	for _, m := range r.Machines {
-		id, err := cl.Enroll(ctx, m, nil)
+		var extra map[string]any
+		if m.Protocol == "ipmi" { // their BMCs carry the boot log over SOL
+			extra = map[string]any{"console_interface": "ipmitool-socat"}
+		}
+		id, err := cl.Enroll(ctx, m, extra)
 		if err != nil {
 			if ctx.Err() != nil { // Ctrl-C while enrolling
 				return <-appErr

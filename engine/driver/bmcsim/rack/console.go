@@ -20,6 +20,9 @@ type Console struct {
 	buf   []byte
 	ports map[*port]struct{}
 	input []byte
+	// wire is the BMC's end of the serial line (ipmisim's SOL port), nil
+	// for a Redfish machine; it never blocks.
+	wire io.Writer
 }
 
 // Write prints to the console; it never blocks on a slow reader (a port
@@ -33,6 +36,9 @@ func (c *Console) Write(p []byte) (int, error) {
 	}
 	for pt := range c.ports {
 		pt.push(p)
+	}
+	if c.wire != nil {
+		_, _ = c.wire.Write(p)
 	}
 	return len(p), nil
 }

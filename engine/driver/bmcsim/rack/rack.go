@@ -142,7 +142,7 @@ func Start(ctx context.Context, cfg Config) (*Rack, error) {
 	}}}
 	if nIPMI > 0 {
 		f, err := ipmisim.Start(runCtx, ipmisim.Config{N: nIPMI, Distinct: cfg.IPMIDistinct, Base: cfg.IPMIBase, Port: cfg.IPMIPort,
-			LatencyMin: cfg.LatencyMin, LatencyMax: cfg.LatencyMax, DropRate: cfg.FailureRate})
+			LatencyMin: cfg.LatencyMin, LatencyMax: cfg.LatencyMax, DropRate: cfg.FailureRate, Serial: true})
 		if err != nil {
 			cancel()
 			return nil, err
@@ -177,6 +177,7 @@ func (r *Rack) add(i int, ipmiNext *int) error {
 		m.ipmi = r.ipmi.BMCs[*ipmiNext]
 		*ipmiNext++
 		m.Hardware.BMCAddress = m.ipmi.Host()
+		m.Console.wire = m.ipmi.Serial() // the boot log over Serial-over-LAN
 		m.ipmi.OnPower(func(ev ipmisim.PowerEvent) {
 			switch ev {
 			case ipmisim.PowerOn, ipmisim.PowerRestart:
