@@ -68,6 +68,14 @@ func writeRaw(w http.ResponseWriter, status int, body []byte) {
 // writeError answers err with Ironic's body and the status of its kind.
 // Unclassified errors are logged and answered 500 without their text.
 func writeError(w http.ResponseWriter, r *http.Request, err error) {
+	if r.Context().Err() != nil && errors.Is(err, r.Context().Err()) {
+		// The client went away (or the server is stopping) mid-request:
+		// nobody reads an answer, and it is not castiron's failure. 499
+		// is nginx's "client closed request", for the access log only.
+		slog.InfoContext(r.Context(), "request abandoned by the client", "method", r.Method, "path", r.URL.Path, "err", err)
+		writeRaw(w, 499, faultBody("Client", "The client closed the request."))
+		return
+	}
 	err = engine.Word(err)
 	k := fault.KindOf(err)
 	status := statusOf(k)
