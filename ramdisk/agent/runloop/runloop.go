@@ -164,10 +164,20 @@ func (l *loop) handleFatal(err error) error {
 	return err
 }
 
+// inspectNotWaitingRetries is how many times a 404/409 from the inspection
+// callback is retried before the agent takes it as final. The conductor
+// records "inspect wait" once the BMC's power-on returns, so a ramdisk that
+// boots faster than that call (simulated machines; a BMC slow to answer)
+// posts while the node is still "inspecting"; with the default backoff
+// (0.5 s doubling, jittered) the retries span 8-15 s, after which a node
+// that really stopped waiting (aborted, timed out) is taken as such.
+const inspectNotWaitingRetries = 5
+
 // inspect posts the inventory until it is accepted. 404/409 mean the node
-// is not waiting for inspection (aborted, timed out): a late callback is
-// refused and the agent powers off; any other 4xx means the data was
-// rejected, which retrying does not change.
+// is not waiting for inspection (not yet, or no more: aborted, timed out):
+// retried a few times, then the callback is taken as late and the agent
+// powers off; any other 4xx means the data was rejected, which retrying
+// does not change.
 func (l *loop) inspect(ctx context.Context) (*apiclient.InspectionResult, error) {
 	data := protocol.InspectionData{Inventory: *l.cfg.Inventory, BootInterface: l.cfg.BootIF}
 	if l.cfg.InventoryError != nil {
@@ -182,8 +192,10 @@ func (l *loop) inspect(ctx context.Context) (*apiclient.InspectionResult, error)
 			return nil, ctx.Err()
 		}
 		switch code := apiclient.StatusCode(err); {
-		case code == 404 || code == 409:
+		case (code == 404 || code == 409) && attempt >= inspectNotWaitingRetries:
 			return nil, &refusedError{"inspection refused (node not waiting for inspection): " + err.Error()}
+		case code == 404 || code == 409:
+			// Not waiting yet, perhaps: retried below.
 		case !apiclient.Retryable(err):
 			return nil, &refusedError{"inspection data rejected: " + err.Error()}
 		}

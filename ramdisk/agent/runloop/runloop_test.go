@@ -73,8 +73,10 @@ func TestInspectionOldAnswerThenLookup(t *testing.T) {
 	}
 }
 
-// Refusals of the inspection post power the machine off without retrying;
-// 5xx and 429 are retried with growing, capped, jittered waits.
+// Refusals of the inspection post power the machine off without retrying,
+// except 404/409 (the node may not be in inspect wait yet): retried
+// inspectNotWaitingRetries times; 5xx and 429 are retried with growing,
+// capped, jittered waits.
 func TestInspectionAnswers(t *testing.T) {
 	tests := []struct {
 		name      string
@@ -82,8 +84,9 @@ func TestInspectionAnswers(t *testing.T) {
 		wantPosts int
 		wantHB    bool
 	}{
-		{"late callback 404", []int{404}, 1, false},
-		{"not inspect wait 409", []int{409}, 1, false},
+		{"late callback 404", []int{404, 404, 404, 404, 404, 404}, 6, false},
+		{"not inspect wait 409", []int{409, 409, 409, 409, 409, 409}, 6, false},
+		{"posted before inspect wait: 404, then accepted", []int{404, 404}, 3, true},
 		{"bad data 400", []int{400}, 1, false},
 		{"forbidden 403", []int{403}, 1, false},
 		{"backoff on 500s", []int{500, 503, 502, 500, 429}, 6, true},
