@@ -22,7 +22,9 @@
 #   python3-tenacity python3-bcrypt python3-webob python3-pbr apache2-utils curl
 #                                                 the sushy-tools Redfish lab (shared/redfish-lab: emulator
 #                                                 on libvirt + qemu) of the redfish driver's conductor test
-#   npm                                           fetches the web UI's terminal (make web-vendor: xterm.js)
+#   npm (only when no npm command exists: the     fetches the web UI's terminal (make web-vendor: xterm.js)
+#        machine's own Node.js, e.g. NodeSource's, bundles it and conflicts with Debian's package)
+#   socat                                         reads a node's serial console over TCP (console e2e)
 #   postgresql                                    throwaway servers for the PostgreSQL store and multi-conductor tests
 #   adduser systemd systemd-container             the .deb's dependency, systemd-analyze verify, systemd-nspawn --boot (tests/pkg)
 #   linux-source-6.1 gcc make bc bison flex libelf-dev lz4
@@ -40,8 +42,12 @@ PACKAGES=(python3-openstackclient python3-ironicclient python3-tempest ironic-te
     dnsmasq isc-dhcp-client tftp-hpa ndisc6 iputils-ping tcpdump cpio zstd xz-utils
     extlinux syslinux-common isolinux grub-efi-amd64-signed xorriso e2fsprogs gdisk fdisk parted genisoimage kea-admin
     libvirt-daemon-system libvirt-clients python3-libvirt python3-flask python3-requests python3-tenacity
-    python3-bcrypt python3-webob python3-pbr apache2-utils curl postgresql npm
+    python3-bcrypt python3-webob python3-pbr apache2-utils curl postgresql socat
     adduser systemd systemd-container linux-source-6.1 gcc make bc bison flex libelf-dev lz4 "$@")
+
+if ! command -v npm >/dev/null 2>&1; then
+    PACKAGES+=(npm)
+fi
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
     echo "tests/deps.sh: no dpkg-query (not Debian?); make sure these are installed: ${PACKAGES[*]}" >&2
