@@ -3,7 +3,6 @@ package redfish
 import (
 	"net/http"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -139,35 +138,7 @@ func TestConductorWithSushyTools(t *testing.T) {
 
 	// Latency of single driver calls (sessions warm; sushy-tools has no
 	// SessionService, so basic auth on every call).
-	measure := func(name string, fn func() error) {
-		var ds []time.Duration
-		for range 10 {
-			s := time.Now()
-			if err := fn(); err != nil {
-				t.Fatalf("%s: %v", name, err)
-			}
-			ds = append(ds, time.Since(s))
-		}
-		sort.Slice(ds, func(a, b int) bool { return ds[a] < ds[b] })
-		t.Logf("TIMING %s: median %v, min %v, max %v (10 calls)", name, ds[5].Round(100*time.Microsecond),
-			ds[0].Round(100*time.Microsecond), ds[9].Round(100*time.Microsecond))
-	}
-	measure("power state read", func() error { _, err := d.PowerState(ctx, dn); return err })
-	measure("boot device set (pxe, persistent)", func() error { return d.SetBootDevice(ctx, dn, driver.BootPXE, true) })
-	var ons []time.Duration
-	for range 5 {
-		s := time.Now()
-		if err := d.SetPowerState(ctx, dn, driver.PowerOn, time.Minute); err != nil {
-			t.Fatal(err)
-		}
-		ons = append(ons, time.Since(s))
-		if err := d.SetPowerState(ctx, dn, driver.PowerOff, time.Minute); err != nil {
-			t.Fatal(err)
-		}
-	}
-	sort.Slice(ons, func(a, b int) bool { return ons[a] < ons[b] })
-	t.Logf("TIMING power on (Reset On, then PowerState read until On): median %v, min %v, max %v (5 calls)",
-		ons[2].Round(time.Millisecond), ons[0].Round(time.Millisecond), ons[4].Round(time.Millisecond))
+	logDriverTimings(t, ctx, d, dn, 100*time.Microsecond, "Reset On, then PowerState read until On")
 
 	// A wrong password: back to enroll with a clear last_error.
 	bad := h.enroll(map[string]any{"redfish_address": lab.URL, "redfish_username": lab.User, "redfish_password": "wrong"})
