@@ -3,6 +3,8 @@ package initramfs
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -172,49 +174,101 @@ func newCompressor(w io.Writer, c Compression) (io.WriteCloser, error) {
 			zstd.WithEncoderLevel(zstd.SpeedBestCompression),
 			zstd.WithEncoderConcurrency(1))
 	case LZ4:
-		out := &countingWriter{w: w}
-		zw := lz4.NewWriter(out)
-		if err := zw.Apply(lz4.LegacyOption(true), lz4.CompressionLevelOption(lz4.Level9), lz4.ConcurrencyOption(1)); err != nil {
-			return nil, err
-		}
-		return lz4EndMark{zw, out}, nil
+		return &lz4Legacy{w: w, buf: make([]byte, 0, lz4LegacyChunk), dst: make([]byte, lz4.CompressBlockBound(lz4LegacyChunk))}, nil
 	}
 	return nil, fmt.Errorf("%w: %q", ErrCompressionUnsupported, c)
 }
 
-// lz4EndMark ends the legacy lz4 stream with a zero block size. The format
-// has no end of its own: the kernel's unlz4 reads blocks until its input
-// ends, so an archive a boot loader appends after ours (castiron's CA
-// overlay, a virtual media ISO's network_data) is taken for one more lz4
-// block and fails ("Initramfs unpacking failed: Decoding failed", its
-// files missing; seen under qemu with Debian's 6.1). unlz4 stops at a zero
-// block size and the unpacker skips zeros up to the next archive, which
-// it takes for a cpio archive only at a multiple of 4 bytes: the zeros
-// also pad the file to that, whether or not the boot loader aligns initrds.
-type lz4EndMark struct {
-	zw  *lz4.Writer
-	out *countingWriter
+// The legacy lz4 format (what the kernel's unlz4 reads, `lz4 -l`): a magic
+// number, then chunks of 8 MiB of input, each its compressed length
+// (little-endian uint32) and one lz4 block.
+const (
+	lz4LegacyMagic = 0x184C2102
+	lz4LegacyChunk = 8 << 20
+)
+
+// lz4Legacy writes the legacy lz4 stream itself, block by block with
+// pierrec/lz4's block compressor. Written here, not with lz4.Writer's
+// LegacyOption: that writer stores a chunk it cannot shrink (8 MiB of
+// already compressed bytes) raw with the frame format's "uncompressed" bit
+// in its length, which the legacy format does not have: the kernel reads
+// the length as 2 GiB and stops ("Initramfs unpacking failed: Decoding
+// failed", seen in CI when an image held such a chunk). With a destination
+// of CompressBlockBound bytes the block compressor always emits a valid
+// block, a little larger than its input when the input is incompressible.
+//
+// Close ends the stream with a zero chunk length. The format has no end of
+// its own: the kernel's unlz4 reads chunks until its input ends, so an
+// archive a boot loader appends after ours (castiron's CA overlay, a
+// virtual media ISO's network_data) is taken for one more lz4 chunk and
+// fails ("Decoding failed", its files missing; seen under qemu with
+// Debian's 6.1). unlz4 stops at a zero chunk length and the unpacker skips
+// zeros up to the next archive, which it takes for a cpio archive only at
+// a multiple of 4 bytes: the zeros also pad the file to that, whether or
+// not the boot loader aligns initrds.
+type lz4Legacy struct {
+	w      io.Writer
+	n      int64 // bytes written to w
+	buf    []byte
+	dst    []byte
+	magic  bool
+	closed bool
 }
 
-func (e lz4EndMark) Write(p []byte) (int, error) { return e.zw.Write(p) }
+func (z *lz4Legacy) Write(p []byte) (int, error) {
+	written := 0
+	for len(p) > 0 {
+		k := min(len(p), lz4LegacyChunk-len(z.buf))
+		z.buf = append(z.buf, p[:k]...)
+		p, written = p[k:], written+k
+		if len(z.buf) == lz4LegacyChunk {
+			if err := z.flush(); err != nil {
+				return written, err
+			}
+		}
+	}
+	return written, nil
+}
 
-func (e lz4EndMark) Close() error {
-	if err := e.zw.Close(); err != nil {
+func (z *lz4Legacy) flush() error {
+	if !z.magic {
+		z.magic = true
+		if err := z.put(binary.LittleEndian.AppendUint32(nil, lz4LegacyMagic)); err != nil {
+			return err
+		}
+	}
+	if len(z.buf) == 0 {
+		return nil
+	}
+	n, err := lz4.CompressBlockHC(z.buf, z.dst, lz4.Level9, nil, nil)
+	if err != nil {
+		return fmt.Errorf("lz4: %w", err)
+	}
+	if n == 0 { // only for a destination under CompressBlockBound
+		return errors.New("lz4: block not compressed")
+	}
+	z.buf = z.buf[:0]
+	if err := z.put(binary.LittleEndian.AppendUint32(nil, uint32(n))); err != nil {
 		return err
 	}
-	_, err := e.out.Write(make([]byte, 4+(4-e.out.n%4)%4))
+	return z.put(z.dst[:n])
+}
+
+func (z *lz4Legacy) put(p []byte) error {
+	n, err := z.w.Write(p)
+	z.n += int64(n)
 	return err
 }
 
-type countingWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
+func (z *lz4Legacy) Close() error {
+	if z.closed {
+		return nil
+	}
+	z.closed = true
+	if err := z.flush(); err != nil {
+		return err
+	}
+	return z.put(make([]byte, 4+(4-z.n%4)%4))
 }
 
 type nopCloser struct{ io.Writer }
