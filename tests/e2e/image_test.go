@@ -63,6 +63,9 @@ type DeployImages struct {
 	bigOnce sync.Once
 	big     DeployImage
 	bigErr  error
+	sbOnce  sync.Once
+	sb      DeployImage
+	sbErr   error
 }
 
 // deployImages is the build shared by every test of this run.

@@ -39,4 +39,7 @@ type Boot struct {
 	// failed). UEFI HTTP boot of an ISO boots it from a RAM disk; a
 	// Machine boots the file as its first device for that boot.
 	HTTPBootFile string
+	// SecureBoot: UEFI Secure Boot is on for this boot (SecureBootEnable
+	// in UEFI mode); a Machine boots firmware that enforces it.
+	SecureBoot bool
 }

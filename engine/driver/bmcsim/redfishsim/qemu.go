@@ -39,6 +39,12 @@ type QEMUConfig struct {
 	// OVMFCode and OVMFVars are the UEFI firmware (Debian's 4M build);
 	// the variable store is copied fresh at every UEFI start.
 	OVMFCode, OVMFVars string
+	// OVMFSecureCode and OVMFSecureVars are the firmware of a boot with
+	// Secure Boot on: Debian's SMM build, which enforces it, and the
+	// variable store with Microsoft's and Red Hat's keys enrolled (what a
+	// server ships with: shim, signed by Microsoft, boots; an unsigned
+	// loader does not).
+	OVMFSecureCode, OVMFSecureVars string
 	// ExtraArgs are appended to qemu's command line.
 	ExtraArgs []string
 	Logger    *slog.Logger
@@ -111,6 +117,12 @@ func NewQEMU(cfg QEMUConfig) (*QEMU, error) {
 	}
 	if cfg.OVMFVars == "" {
 		cfg.OVMFVars = "/usr/share/OVMF/OVMF_VARS_4M.fd"
+	}
+	if cfg.OVMFSecureCode == "" {
+		cfg.OVMFSecureCode = "/usr/share/OVMF/OVMF_CODE_4M.secboot.fd"
+	}
+	if cfg.OVMFSecureVars == "" {
+		cfg.OVMFSecureVars = "/usr/share/OVMF/OVMF_VARS_4M.ms.fd"
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -220,7 +232,13 @@ func (q *QEMU) Close(ctx context.Context) error {
 func (q *QEMU) args(b Boot, cd, usb string) ([]string, error) {
 	c := q.cfg
 	machine := "pc"
-	if b.Mode == "UEFI" {
+	secure := b.Mode == "UEFI" && b.SecureBoot
+	switch {
+	case secure:
+		// The secure build keeps its variables behind SMM: q35 with SMM
+		// and the flash locked to it.
+		machine = "q35,smm=on"
+	case b.Mode == "UEFI":
 		machine = "q35"
 	}
 	args := []string{"-name", c.Name + ",process=" + c.Name, "-machine", machine, "-accel", c.Accel,
@@ -237,15 +255,20 @@ func (q *QEMU) args(b Boot, cd, usb string) ([]string, error) {
 		args = append(args, "-uuid", c.UUID)
 	}
 	if b.Mode == "UEFI" {
+		code, template := c.OVMFCode, c.OVMFVars
+		if secure {
+			code, template = c.OVMFSecureCode, c.OVMFSecureVars
+			args = append(args, "-global", "driver=cfi.pflash01,property=secure,value=on")
+		}
 		vars := filepath.Join(c.Dir, "OVMF_VARS.fd")
-		raw, err := os.ReadFile(c.OVMFVars) // fresh NVRAM: no stale boot entries
+		raw, err := os.ReadFile(template) // fresh NVRAM: no stale boot entries
 		if err != nil {
 			return nil, err
 		}
 		if err := os.WriteFile(vars, raw, 0o644); err != nil {
 			return nil, err
 		}
-		args = append(args, "-drive", "if=pflash,format=raw,unit=0,readonly=on,file="+c.OVMFCode,
+		args = append(args, "-drive", "if=pflash,format=raw,unit=0,readonly=on,file="+code,
 			"-drive", "if=pflash,format=raw,unit=1,file="+vars)
 	} else {
 		// SeaBIOS mirrors its text console to COM1 (sercon).
@@ -313,7 +336,7 @@ func (q *QEMU) args(b Boot, cd, usb string) ([]string, error) {
 		// q35's AHCI ports take one device each: a port of its own (the
 		// CD takes the first free one, ide.0/ide.1 after the disks).
 		bus := ""
-		if machine == "q35" {
+		if strings.HasPrefix(machine, "q35") {
 			bus = ",bus=ide.2"
 		}
 		args = append(args, "-drive", "if=none,id=httpboot0,media=cdrom,readonly=on,format=raw,file="+b.HTTPBootFile,

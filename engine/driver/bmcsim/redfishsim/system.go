@@ -387,7 +387,7 @@ func (s *Server) startLocked() Boot {
 		}
 	}
 	s.sys.secureActive = s.sys.secureBoot && s.sys.mode == "UEFI"
-	b := Boot{Target: "None", Mode: s.sys.mode, HTTPBootURI: s.sys.httpBootURI}
+	b := Boot{Target: "None", Mode: s.sys.mode, HTTPBootURI: s.sys.httpBootURI, SecureBoot: s.sys.secureActive}
 	if s.sys.enabled != "Disabled" {
 		b.Target = s.sys.target
 	}
