@@ -15,7 +15,8 @@
 #   iputils-ping                                  reachability of the agent's static network (netup)
 #   tcpdump cpio zstd xz-utils                    packet checks, initramfs and image formats
 #   extlinux syslinux-common e2fsprogs gdisk      the bootable test image and disk checks
-#   isolinux grub-efi-amd64-signed xorriso        virtual media ISOs (BIOS and UEFI loaders; xorriso reads them back)
+#   isolinux grub-efi-amd64-signed shim-signed xorriso  virtual media ISOs (BIOS and UEFI loaders; xorriso reads them back);
+#                                                 shim and GRUB also make the Secure Boot test image
 #   fdisk parted genisoimage                      partition and config-drive checks
 #   kea-admin                                     perfdhcp, a DHCP load client (relay test)
 #   libvirt-daemon-system libvirt-clients python3-libvirt python3-flask python3-requests
@@ -40,7 +41,7 @@ set -euo pipefail
 PACKAGES=(python3-openstackclient python3-ironicclient python3-tempest ironic-tempest-plugin ipmitool openipmi file chromium
     qemu-system-x86 qemu-system-arm qemu-efi-aarch64 qemu-utils ipxe-qemu ovmf ipxe linux-image-amd64
     dnsmasq isc-dhcp-client tftp-hpa ndisc6 iputils-ping tcpdump cpio zstd xz-utils
-    extlinux syslinux-common isolinux grub-efi-amd64-signed xorriso e2fsprogs gdisk fdisk parted genisoimage kea-admin
+    extlinux syslinux-common isolinux grub-efi-amd64-signed shim-signed xorriso e2fsprogs gdisk fdisk parted genisoimage kea-admin
     libvirt-daemon-system libvirt-clients python3-libvirt python3-flask python3-requests python3-tenacity
     python3-bcrypt python3-webob python3-pbr apache2-utils curl postgresql socat
     adduser systemd systemd-container linux-source-6.1 gcc make bc bison flex libelf-dev lz4 "$@")
