@@ -3,6 +3,7 @@ package appliance
 import (
 	"bytes"
 	"flag"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -231,5 +232,26 @@ func TestMaxAPIVersionFlag(t *testing.T) {
 		if err != nil || c.maxMinor != tc.want {
 			t.Errorf("%v %v: maxMinor %v, %v; want %d", tc.args, tc.env, c, err, tc.want)
 		}
+	}
+}
+
+// TestStepFlags: --step-poll-interval and --step-timeout (flag, file or
+// environment) reach the conductor's step engine; unset, Ironic's 10 s and
+// 30 min.
+func TestStepFlags(t *testing.T) {
+	c, err := parseServeFlags([]string{"--step-poll-interval", "2s"}, envMap(map[string]string{"CASTIRON_STEP_TIMEOUT": "45m"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := conductorConfig(c, provisioningSite{}, nil, slog.New(slog.DiscardHandler))
+	if cfg.StepPollInterval != 2*time.Second || cfg.StepTimeout != 45*time.Minute {
+		t.Errorf("engine config: poll %s, timeout %s; want 2s and 45m", cfg.StepPollInterval, cfg.StepTimeout)
+	}
+	c, err = parseServeFlags(nil, envMap(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.stepPollInterval != 10*time.Second || c.stepTimeout != 30*time.Minute {
+		t.Errorf("defaults: poll %s, timeout %s", c.stepPollInterval, c.stepTimeout)
 	}
 }

@@ -27,6 +27,7 @@ type serveConfig struct {
 	insecureNoauth, automatedClean                 bool
 	callbackTimeout, powerSync                     time.Duration
 	powerSyncTimeout                               time.Duration
+	stepPollInterval, stepTimeout                  time.Duration
 	powerSyncWorkers, powerSyncPerBMC              int
 	viewCacheMiB                                   int
 	memoryLimitMiB                                 int
@@ -111,6 +112,8 @@ func serveFlags() (*flag.FlagSet, *serveConfig) {
 	boolFlag(&c.insecureNoauth, "insecure-noauth", false, "allow unauthenticated access on a non-loopback address")
 	boolFlag(&c.automatedClean, "automated-clean", true, "clean nodes on provide and undeploy unless a node says otherwise")
 	dur(&c.callbackTimeout, "callback-timeout", 1800*time.Second, "how long a node may wait for the ramdisk (inspect wait, clean wait, wait call-back, ...)")
+	dur(&c.stepPollInterval, "step-poll-interval", 10*time.Second, "pause between two checks of a step the BMC finishes on its own (a BIOS or RAID job, a firmware update task, settings applied by a reboot)")
+	dur(&c.stepTimeout, "step-timeout", 30*time.Minute, "longest such a step may take before it fails the clean, service or deploy")
 	dur(&c.powerSync, "power-sync-interval", 60*time.Second, "how often power states are read back from BMCs")
 	fs.IntVar(&c.powerSyncWorkers, "power-sync-workers", engine.DefaultPowerSyncWorkers, "BMC reads of a power sync in flight at once")
 	fs.IntVar(&c.powerSyncPerBMC, "power-sync-per-bmc", 1, "power sync reads in flight at once per BMC address (nodes behind one BMC)")
