@@ -62,21 +62,25 @@ type config struct {
 	workers int
 	dir     string
 	jsonl   string
+	// verbs adds the power verbs phase (verbs.go) after the window.
+	verbs        bool
+	verbDeadline time.Duration
 }
 
 type result struct {
-	Target      string  `json:"target"`
-	N           int     `json:"n"`
-	CreateS     float64 `json:"create_s"`
-	ColdSweepS  float64 `json:"cold_sweep_s"`
-	ColdDone    bool    `json:"cold_done"`
-	ReadsPerMin float64 `json:"reads_per_min"`
-	SweepS      float64 `json:"sweep_s"`
-	SweepExact  bool    `json:"sweep_measured"`
-	Cores       float64 `json:"cpu_cores"`
-	RSSMiB      float64 `json:"rss_mib"`
-	Packets     uint64  `json:"packets_per_read_x100"`
-	Errors      string  `json:"errors,omitempty"`
+	Target      string       `json:"target"`
+	N           int          `json:"n"`
+	CreateS     float64      `json:"create_s"`
+	ColdSweepS  float64      `json:"cold_sweep_s"`
+	ColdDone    bool         `json:"cold_done"`
+	ReadsPerMin float64      `json:"reads_per_min"`
+	SweepS      float64      `json:"sweep_s"`
+	SweepExact  bool         `json:"sweep_measured"`
+	Cores       float64      `json:"cpu_cores"`
+	RSSMiB      float64      `json:"rss_mib"`
+	Packets     uint64       `json:"packets_per_read_x100"`
+	Errors      string       `json:"errors,omitempty"`
+	Verbs       []verbResult `json:"verbs,omitempty"`
 }
 
 func main() {
@@ -99,6 +103,8 @@ func main() {
 	flag.IntVar(&c.workers, "pg-workers", 16, "--power-sync-workers of each conductor of the pg1 and pg3 targets (castiron after on PostgreSQL: one conductor, three)")
 	flag.StringVar(&c.dir, "dir", "", "work directory (data dirs, logs); default a new temp dir")
 	flag.StringVar(&c.jsonl, "jsonl", "", "append one JSON line per result here")
+	flag.BoolVar(&c.verbs, "verbs", false, "after the window, power every node on and off through the API and time it (verbs.go)")
+	flag.DurationVar(&c.verbDeadline, "verb-deadline", 10*time.Minute, "longest wait for one verb over the whole fleet")
 	storm := stormFlags()
 	flag.Parse()
 	if c.port == 0 {
@@ -161,13 +167,15 @@ func main() {
 		pgServer.Stop()
 	}
 	fmt.Print(table(c, all))
+	fmt.Print(verbsTable(c, all))
 }
 
 // server is one running target.
 type server struct {
-	base string
-	pids func() []int
-	stop func()
+	base  string
+	bases []string // every API endpoint (each conductor's); nil: base only
+	pids  func() []int
+	stop  func()
 }
 
 func run(c config, target string, n int) result {
@@ -246,6 +254,13 @@ func run(c config, target string, n int) result {
 	r.Cores = float64(cpu1-cpu0) / 100 / el.Seconds() // USER_HZ 100
 	r.RSSMiB = rssMiB(s.pids())
 	log.Printf("%s, N=%d: %.0f reads/min, sweep %.1f s (measured=%v), %.2f cores, %.0f MiB", target, n, r.ReadsPerMin, r.SweepS, r.SweepExact, r.Cores, r.RSSMiB)
+	if c.verbs {
+		bases := s.bases
+		if len(bases) == 0 {
+			bases = []string{s.base}
+		}
+		r.Verbs = measureVerbs(bases, c.verbDeadline)
+	}
 	return r
 }
 
@@ -542,7 +557,11 @@ func startConductors(c config, dir string, n int) (*server, error) {
 	// Every conductor on every ring (each re-reads the conductors table
 	// every second) before nodes are placed.
 	time.Sleep(2 * time.Second)
-	return &server{base: all[0].base, stop: stopAll, pids: func() []int {
+	var bases []string
+	for _, s := range all {
+		bases = append(bases, s.base)
+	}
+	return &server{base: all[0].base, bases: bases, stop: stopAll, pids: func() []int {
 		var out []int
 		for _, s := range all {
 			out = append(out, s.pids()...)
