@@ -6,6 +6,8 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -75,6 +77,13 @@ func (a *API) consoleStream(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if host, url, ok := a.ownerElsewhere(r, n); ok {
+		// Another conductor runs this node's console session (several
+		// conductors on one database): the handshake and the whole
+		// session go to it, as a verb would.
+		a.proxyConsole(w, r, n.UUID, host, url)
+		return nil
+	}
 	if !isWebSocket(r) {
 		// Attached and let go at once, so that a plain GET says what a
 		// handshake would meet (console off, no such node): a browser's
@@ -110,6 +119,43 @@ func (a *API) consoleStream(w http.ResponseWriter, r *http.Request) error {
 	code, reason := serveConsole(c, consoleHello{Node: n.UUID, Write: write}, scrollback, stream)
 	log.InfoContext(r.Context(), "console viewer detached", "code", code, "reason", reason)
 	return nil
+}
+
+// proxyConsole relays a console WebSocket to the conductor that owns the
+// node: net/http/httputil's reverse proxy carries the upgrade and then
+// copies both directions. The owner checks the credentials and the policy
+// again (the request keeps its headers) and sees the client's Host, so its
+// same-origin check judges the browser's page, not this hop. An owner that
+// cannot be reached is a 503 with Ironic's error body: its console is not
+// here either.
+func (a *API) proxyConsole(w http.ResponseWriter, r *http.Request, node, host, owner string) {
+	target, err := url.Parse(owner)
+	if err != nil {
+		writeError(w, r, fault.New(fault.Unavailable, "The console of node %s is served by conductor %s, whose API URL %q does not parse: %v", node, host, owner, err))
+		return
+	}
+	var transport http.RoundTripper
+	if f := a.forwarder(); f.Transport != nil {
+		transport = f.Transport
+	}
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(target)
+			pr.Out.Host = pr.In.Host
+			pr.Out.Header.Set(hdrForwarded, a.cond.Hostname())
+		},
+		Transport: transport,
+		ModifyResponse: func(res *http.Response) error {
+			res.Header.Set(hdrForwarded, host)
+			return nil
+		},
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			a.log.WarnContext(r.Context(), "console stream: owner unreachable", "node", node, "owner", host, "err", err)
+			writeError(w, r, fault.New(fault.Unavailable, "The console of node %s is served by conductor %s, which cannot be reached: %v", node, host, err))
+		},
+	}
+	a.log.InfoContext(r.Context(), "console stream: relayed to the owner", "node", node, "owner", host)
+	rp.ServeHTTP(w, r)
 }
 
 // isWebSocket reports whether r asks for a WebSocket upgrade.

@@ -50,8 +50,8 @@ func forwardIdent(r *http.Request) (string, bool) {
 	switch r.Method {
 	case http.MethodGet, http.MethodHead:
 		if sub == "states/console/stream" {
-			// A WebSocket (consolestream.go): the local attacher serves it;
-			// forwarding copies bodies and cannot carry an upgrade.
+			// A WebSocket: consolestream.go relays it to the owner itself
+			// (forwarding here copies bodies and cannot carry an upgrade).
 			return "", false
 		}
 		for _, d := range driverReads {
