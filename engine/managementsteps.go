@@ -19,6 +19,44 @@ var managementStepTable = []stepDef{
 		clean: true, deploy: true, has: hasKeyReset, run: resetKeysStep(driver.SecureBootKeysDefault)},
 	{iface: "management", name: "clear_secure_boot_keys", argsinfo: map[string]argInfo{}, requiresRamdisk: true,
 		clean: true, deploy: true, has: hasKeyReset, run: resetKeysStep(driver.SecureBootKeysDelete)},
+	// idrac-redfish's own clean steps (Ironic's DracRedfishManagement;
+	// priority 0, no ramdisk): clear the Lifecycle Controller job queue,
+	// reset the iDRAC, or both (known_good_state: reset, then clear).
+	{iface: "management", name: "clear_job_queue", argsinfo: map[string]argInfo{},
+		clean: true, has: hasIDRACStep, run: idracStep(false, true)},
+	{iface: "management", name: "reset_idrac", argsinfo: map[string]argInfo{},
+		clean: true, has: hasIDRACStep, run: idracStep(true, false)},
+	{iface: "management", name: "known_good_state", argsinfo: map[string]argInfo{},
+		clean: true, has: hasIDRACStep, run: idracStep(true, true)},
+}
+
+// hasIDRACStep: the node's management interface is idrac-redfish and its
+// driver can clear the job queue and reset the BMC.
+func hasIDRACStep(hw *HardwareType, n *storage.Node) bool {
+	if InterfaceOf(n, "management") != "idrac-redfish" {
+		return false
+	}
+	_, ok1 := managementFeature[driver.BMCJobQueueClearer](n, hw)
+	_, ok2 := managementFeature[driver.BMCResetter](n, hw)
+	return ok1 && ok2
+}
+
+func idracStep(reset, clearQueue bool) stepFunc {
+	return func(ctx context.Context, e *stepEnv) (stepResult, error) {
+		if reset {
+			r, _ := managementFeature[driver.BMCResetter](e.node, e.hw)
+			if err := r.ResetBMC(ctx, e.dn); err != nil {
+				return stepResult{}, err
+			}
+		}
+		if clearQueue {
+			c, _ := managementFeature[driver.BMCJobQueueClearer](e.node, e.hw)
+			if err := c.ClearBMCJobQueue(ctx, e.dn); err != nil {
+				return stepResult{}, err
+			}
+		}
+		return stepResult{}, nil
+	}
 }
 
 func hasKeyReset(hw *HardwareType, n *storage.Node) bool {

@@ -101,3 +101,16 @@ const (
 type SecureBootKeyResetter interface {
 	ResetSecureBootKeys(ctx context.Context, n Node, how string) error
 }
+
+// BMCJobQueueClearer clears the BMC's queue of configuration jobs
+// (iDRAC's Lifecycle Controller jobs: Ironic's idrac-redfish
+// clear_job_queue step).
+type BMCJobQueueClearer interface {
+	ClearBMCJobQueue(ctx context.Context, n Node) error
+}
+
+// BMCResetter resets the BMC itself (not the host) and returns once it
+// answers again (Ironic's idrac-redfish reset_idrac step).
+type BMCResetter interface {
+	ResetBMC(ctx context.Context, n Node) error
+}

@@ -101,6 +101,10 @@ type Config struct {
 	TaskDelay time.Duration
 	// Latency is added to every answer.
 	Latency time.Duration
+	// BMCResetTime is how long the BMC is gone after a reset of its own
+	// (Manager.Reset, iDRAC's iDRACReset): connections are closed
+	// unanswered and every session is forgotten [2s].
+	BMCResetTime time.Duration
 	// ControlAPI serves the emulator's own control API under
 	// ControlPrefix (state, faults, sessions, health) for tests that run
 	// the BMC in another process.
@@ -191,6 +195,9 @@ func (c *Config) defaults() error {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.BMCResetTime == 0 {
+		c.BMCResetTime = 2 * time.Second
 	}
 	if c.Now == nil {
 		c.Now = time.Now

@@ -139,8 +139,12 @@ func (s *Server) routeJobs(r *http.Request, p string, segs []string, body []byte
 	return answer{}, notFound(p)
 }
 
-// routeDell serves the DellJobService (/redfish/v1/Dell/Managers/{id}/…).
+// routeDell serves the DellJobService and DelliDRACCardService
+// (/redfish/v1/Dell/Managers/{id}/…).
 func (s *Server) routeDell(r *http.Request, p string, segs []string, body []byte) (answer, error) {
+	if len(segs) >= 3 && segs[0] == "Managers" && segs[1] == s.cfg.ManagerID && segs[2] == "DelliDRACCardService" {
+		return s.routeIDRACCard(r, p, segs[3:], body)
+	}
 	if len(segs) < 3 || segs[0] != "Managers" || segs[1] != s.cfg.ManagerID || segs[2] != "DellJobService" {
 		return answer{}, notFound(p)
 	}

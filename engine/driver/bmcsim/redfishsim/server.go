@@ -39,6 +39,8 @@ type Server struct {
 	jobs     []*Job // iDRAC job queue
 	faults   []*faultRule
 	stats    Stats
+	// downUntil: the BMC is resetting itself until then (resetBMC).
+	downUntil time.Time
 
 	tmpMedia string // MediaDir made by New (removed by Close)
 	srv      *http.Server
@@ -50,6 +52,9 @@ type Stats struct {
 	Requests, Logins, Logouts, AuthFailures int
 	Resets                                  []string
 	Inserts, Ejects                         int
+	// BMCResets counts resets of the BMC itself (Manager.Reset,
+	// iDRACReset).
+	BMCResets int
 }
 
 type systemState struct {
@@ -296,7 +301,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.stats.Requests++
 	rule := s.matchFault(r)
+	down := s.cfg.Now().Before(s.downUntil)
 	s.mu.Unlock()
+	if down {
+		// Rebooting: nothing answers (the connection closes, as a
+		// client of a BMC that went away sees it).
+		(&faultRule{Fault: Fault{Drop: true}}).apply(w, r)
+		return
+	}
 	if d := s.cfg.Latency; d > 0 && !sleep(r.Context(), d) {
 		return
 	}
@@ -421,6 +433,9 @@ func (s *Server) route(r *http.Request, p string, segs []string, body []byte) (a
 		}
 		if segs[2] == "VirtualMedia" && s.cfg.VirtualMedia != "system" {
 			return s.routeMedia(r, p, s.ManagerPath()+"/VirtualMedia", segs[3:], body, unlock)
+		}
+		if len(segs) == 4 && segs[2] == "Actions" && segs[3] == "Manager.Reset" {
+			return s.managerReset(r, body)
 		}
 		if s.cfg.Flavour == IDRAC && segs[2] == "Jobs" {
 			return s.routeJobs(r, p, segs[3:], body)

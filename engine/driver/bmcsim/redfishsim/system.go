@@ -212,7 +212,8 @@ func (s *Server) manager() (any, error) {
 	}
 	if s.cfg.Flavour == IDRAC {
 		m["Links"].(map[string]any)["Oem"] = map[string]any{"Dell": map[string]any{
-			"DellJobService": s.link(s.jobServicePath()), "Jobs": s.link(s.jobsPath())}}
+			"DellJobService": s.link(s.jobServicePath()), "Jobs": s.link(s.jobsPath()),
+			"DelliDRACCardService": s.link(s.idracCardServicePath())}}
 	}
 	return m, nil
 }
