@@ -186,7 +186,8 @@ func conductorConfig(c *serveConfig, site provisioningSite, obs engine.Observer,
 	}
 	cfg.ConsolePorts, _ = consolePorts(c.console.portRange) // checked by parseServeFlags
 	cfg.ConsoleHost, cfg.ConsoleListen = consoleAddress(c, site)
-	cfg.Console = console.Config{IdleTimeout: c.console.idle, Logger: log}
+	// Scrollback survives restarts in the data directory (engine/console/keep.go).
+	cfg.Console = console.Config{IdleTimeout: c.console.idle, Dir: filepath.Join(c.dataDir, "console"), Logger: log}
 	return cfg
 }
 

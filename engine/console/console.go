@@ -42,7 +42,12 @@ type Config struct {
 	// MaxViewers bounds the viewers (TCP clients included) per node.
 	// Default 16.
 	MaxViewers int
-	Logger     *slog.Logger
+	// Dir keeps each console's scrollback across restarts (keep.go); ""
+	// keeps it in memory only. KeepInterval is how often a console with
+	// new output writes it there. Default 2s.
+	Dir          string
+	KeepInterval time.Duration
+	Logger       *slog.Logger
 }
 
 func (c *Config) setDefaults() {
@@ -60,6 +65,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxViewers <= 0 {
 		c.MaxViewers = 16
+	}
+	if c.KeepInterval <= 0 {
+		c.KeepInterval = 2 * time.Second
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -149,9 +157,11 @@ func (m *Manager) Start(ctx context.Context, uuid, host string, ports Ports, ope
 		delete(m.sessions, uuid)
 	}
 	m.mu.Unlock()
-	s.wg.Add(2)
+	s.restore()
+	s.wg.Add(3)
 	go s.run(link)
 	go s.accept()
+	go s.keep()
 	if closing { // Close ran while the BMC was asked
 		s.stop()
 		return 0, fault.New(fault.Conflict, "The conductor is stopping; console of node %s not started.", uuid)
@@ -203,11 +213,16 @@ func (m *Manager) Stop(uuid string) {
 	}
 	m.mu.Unlock()
 	if s != nil {
+		s.mu.Lock()
+		s.forget = true // its scrollback ends with it
+		s.mu.Unlock()
 		s.stop()
 	}
+	m.discard(uuid)
 }
 
-// Close stops every console and refuses new ones.
+// Close stops every console and refuses new ones; their scrollback stays
+// kept (Config.Dir) for when they start again.
 func (m *Manager) Close() {
 	m.mu.Lock()
 	m.closed = true
@@ -293,6 +308,9 @@ type session struct {
 	viewers map[*viewer]struct{}
 	stopped bool
 	linked  bool
+	// dirty: output since the scrollback was last kept; forget: the
+	// console was disabled, its scrollback is not kept (keep.go).
+	dirty, forget bool
 }
 
 func (s *session) stop() {
@@ -399,6 +417,7 @@ func (o output) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.ring.write(chunk)
+	s.dirty = true
 	for v := range s.viewers {
 		select {
 		case v.ch <- chunk:
