@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/google/renameio/v2"
 )
 
 // Scrollback kept on disk (Config.Dir): a conductor restart (an upgrade,
@@ -85,24 +87,13 @@ func (s *session) save() {
 	}
 }
 
+// writeWhole replaces p with b through a temporary file and a rename
+// (renameio), so a reader never sees half a file.
 func writeWhole(p string, b []byte) error {
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(p), ".scrollback-*")
-	if err != nil {
-		return err
-	}
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return os.Rename(tmp.Name(), p)
+	return renameio.WriteFile(p, b, 0o600)
 }
 
 // discard removes uuid's kept scrollback (the console was disabled).
