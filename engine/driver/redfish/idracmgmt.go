@@ -69,42 +69,42 @@ func (o *op) dellService(name string) (string, error) {
 	return "", fault.New(fault.Invalid, "Oem/Dell/%s is missing from the manager of system %s: not an iDRAC, or its firmware is too old (iDRAC 9 needs 4.x or newer)", name, path)
 }
 
+// dellAction posts body to action of the Dell service the node's Manager
+// links.
+func (d *Driver) dellAction(ctx context.Context, n driver.Node, service, action string, body any, what string) (*op, error) {
+	o, err := d.begin(ctx, n)
+	if err != nil {
+		return nil, err
+	}
+	svc, err := o.dellService(service)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := o.c.Post(svc+"/Actions/"+action, body)
+	if err != nil {
+		return nil, opError(o.inf, err, "Failed to %s of node %s", what, n.UUID)
+	}
+	resp.Body.Close()
+	return o, nil
+}
+
 // ClearBMCJobQueue deletes every job of the iDRAC's queue (JID_CLEARALL:
 // scheduled configuration jobs and what they would have applied).
 func (d *Driver) ClearBMCJobQueue(ctx context.Context, n driver.Node) error {
-	o, err := d.begin(ctx, n)
-	if err != nil {
-		return err
-	}
-	svc, err := o.dellService("DellJobService")
-	if err != nil {
-		return err
-	}
-	resp, err := o.c.Post(svc+"/Actions/DellJobService.DeleteJobQueue", map[string]string{"JobID": "JID_CLEARALL"})
-	if err != nil {
-		return opError(o.inf, err, "Failed to clear the job queue of the iDRAC of node %s", n.UUID)
-	}
-	resp.Body.Close()
-	return nil
+	_, err := d.dellAction(ctx, n, "DellJobService", "DellJobService.DeleteJobQueue",
+		map[string]string{"JobID": "JID_CLEARALL"}, "clear the job queue of the iDRAC")
+	return err
 }
 
 // ResetBMC posts iDRACReset (graceful) and waits, as sushy-oem-idrac
 // does, for the iDRAC to go away and then to serve the node's system again
 // (a new session: the old ones die with the reset).
 func (d *Driver) ResetBMC(ctx context.Context, n driver.Node) error {
-	o, err := d.begin(ctx, n)
+	o, err := d.dellAction(ctx, n, "DelliDRACCardService", "DelliDRACCardService.iDRACReset",
+		map[string]string{"Force": "Graceful"}, "reset the iDRAC")
 	if err != nil {
 		return err
 	}
-	svc, err := o.dellService("DelliDRACCardService")
-	if err != nil {
-		return err
-	}
-	resp, err := o.c.Post(svc+"/Actions/DelliDRACCardService.iDRACReset", map[string]string{"Force": "Graceful"})
-	if err != nil {
-		return opError(o.inf, err, "Failed to reset the iDRAC of node %s", n.UUID)
-	}
-	resp.Body.Close()
 	answers := func() bool {
 		pctx, cancel := context.WithTimeout(ctx, d.cfg.MaxPollInterval+time.Second)
 		defer cancel()
