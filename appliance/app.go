@@ -131,14 +131,15 @@ func hardwareTypes(log *slog.Logger) (*engine.Registry, *redfish.Driver) {
 	fakeDriver := fake.New()
 	ipmiDriver := ipmi.New(ipmi.Config{Logger: log})
 	redfishDriver := redfish.New(redfish.Config{Logger: log})
-	rf := engine.NewRedfishHardware(redfishDriver, redfish.Properties())
-	rf.Serial = ipmi.RedfishSerial(ipmiDriver) // ipmitool-socat: SOL on the BMC's IPMI side
+	// Serial consoles of the Redfish family: SOL on the BMC's IPMI side
+	// (ipmitool-*), the BMC's SSH console (redfish-ssh).
+	sol, ssh := ipmi.RedfishSerial(ipmiDriver), redfishDriver.SSHConsole()
 	return engine.NewRegistry(
 		engine.NewFakeHardware(fakeDriver),
 		engine.NewIPMIHardware(ipmiDriver, ipmiDriver, ipmi.Properties()),
-		rf,
-		engine.NewIDRACHardware(redfishDriver, redfish.Properties()),
-		engine.NewILO5Hardware(redfishDriver, redfish.ILOProperties()),
+		engine.WithSerialConsoles(engine.NewRedfishHardware(redfishDriver, redfish.Properties()), sol, ssh),
+		engine.WithSerialConsoles(engine.NewIDRACHardware(redfishDriver, redfish.Properties()), sol, ssh),
+		engine.WithSerialConsoles(engine.NewILO5Hardware(redfishDriver, redfish.ILOProperties()), sol, ssh),
 		engine.NewManualManagement(fakeDriver),
 	), redfishDriver
 }

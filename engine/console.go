@@ -15,13 +15,17 @@ import (
 	"castiron/storage"
 )
 
-// Serial console interfaces, with Ironic's names. Both are castiron's own
-// IPMI Serial-over-LAN in Go (engine/console): ipmitool-socat offers the
-// raw stream on a TCP port, ipmitool-shellinabox points at the web UI's
-// console tab (which attaches with AttachConsole).
+// Serial console interfaces. ipmitool-socat and ipmitool-shellinabox have
+// Ironic's names and are castiron's own IPMI Serial-over-LAN in Go
+// (engine/console): ipmitool-socat offers the raw stream on a TCP port,
+// ipmitool-shellinabox points at the web UI's console tab (which attaches
+// with AttachConsole). redfish-ssh is castiron's (Ironic has no Redfish
+// serial console): the BMC's SSH serial console, found through Redfish,
+// served as ipmitool-socat's is (TCP port, web console tab).
 const (
 	ConsoleSocat       = "ipmitool-socat"
 	ConsoleShellinabox = "ipmitool-shellinabox"
+	ConsoleRedfishSSH  = "redfish-ssh"
 )
 
 // allocatedPortKey is where Ironic keeps the console port it took from
@@ -32,7 +36,9 @@ const allocatedPortKey = "allocated_ipmi_terminal_port"
 // consoleStartTimeout bounds activating SOL on enable.
 const consoleStartTimeout = time.Minute
 
-func serialConsole(iface string) bool { return iface == ConsoleSocat || iface == ConsoleShellinabox }
+func serialConsole(iface string) bool {
+	return iface == ConsoleSocat || iface == ConsoleShellinabox || iface == ConsoleRedfishSSH
+}
 
 // ConsoleInfo is GET /v1/nodes/{id}/states/console: whether the console is
 // enabled and, when it is, the console interface's connection information
@@ -199,7 +205,11 @@ func (c *Conductor) startConsole(ctx context.Context, n *storage.Node, sc driver
 		if err != nil {
 			return nil, err
 		}
-		return sc.OpenSerial(ctx, driverNode(cur))
+		link, err := sc.OpenSerial(ctx, driverNode(cur))
+		if u, ok := link.(driver.InternalInfoUpdater); ok && err == nil {
+			c.recordInternalInfo(ctx, uuid, u.InternalInfoUpdates())
+		}
+		return link, err
 	}
 	start := func(p console.Ports) (int, error) {
 		return c.consoles.Start(ctx, uuid, c.cfg.ConsoleListen, p, open)
@@ -224,7 +234,10 @@ func (c *Conductor) serialOf(n *storage.Node) (driver.SerialConsole, error) {
 	if err != nil {
 		return nil, err
 	}
-	if hw.Serial != nil {
+	if sc, ok := hw.Consoles[InterfaceOf(n, "console")]; ok && sc != nil {
+		return sc, nil
+	}
+	if hw.Serial != nil && InterfaceOf(n, "console") != ConsoleRedfishSSH {
 		return hw.Serial, nil
 	}
 	sc, ok := managementFeature[driver.SerialConsole](n, hw)
@@ -367,6 +380,24 @@ func (c *Conductor) restoreConsole(ctx context.Context, uuid string) {
 	})
 	if uerr != nil {
 		c.log.ErrorContext(ctx, "could not record the console restore failure", "node", n.UUID, "err", uerr)
+	}
+}
+
+// recordInternalInfo keeps what a console link learned (the BMC's SSH host
+// key at the first connection) in the node's driver_internal_info.
+func (c *Conductor) recordInternalInfo(ctx context.Context, uuid string, kv map[string]any) {
+	if len(kv) == 0 {
+		return
+	}
+	_, err := c.store.UpdateNode(ctx, uuid, func(cur *storage.Node) (*storage.Event, error) {
+		ensureMaps(cur)
+		for k, v := range kv {
+			cur.DriverInternalInfo[k] = v
+		}
+		return nil, nil
+	})
+	if err != nil {
+		c.log.WarnContext(ctx, "console: record driver_internal_info", "node", uuid, "err", err)
 	}
 }
 

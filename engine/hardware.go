@@ -36,6 +36,9 @@ type HardwareType struct {
 	// Serial, when set, is the serial console of the type's ipmitool-*
 	// console interfaces; otherwise the management driver's, if it has one.
 	Serial driver.SerialConsole
+	// Consoles are serial consoles by console interface name, ahead of
+	// Serial (redfish-ssh: WithSerialConsoles).
+	Consoles map[string]driver.SerialConsole
 
 	// Firmware and RAID hold the firmware and raid interface
 	// implementations that talk to a BMC, by name ("redfish",

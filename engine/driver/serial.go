@@ -6,8 +6,9 @@ import (
 )
 
 // SerialConsole is implemented by drivers that can reach a node's serial
-// port through its BMC (IPMI Serial-over-LAN). The console interfaces
-// ipmitool-socat and ipmitool-shellinabox use it.
+// port through its BMC: IPMI Serial-over-LAN (the console interfaces
+// ipmitool-socat and ipmitool-shellinabox), or the BMC's SSH console
+// (redfish-ssh).
 type SerialConsole interface {
 	// ValidateSerial checks driver_info for the console without touching
 	// the BMC (fault.Invalid, Ironic's wording) and answers the node's
@@ -26,4 +27,11 @@ type SerialLink interface {
 	// Close deactivates the console and ends the BMC session; it bounds
 	// its own wait.
 	Close(ctx context.Context) error
+}
+
+// InternalInfoUpdater is a SerialLink that learned something the conductor
+// keeps in the node's driver_internal_info (the BMC's SSH host key, trusted
+// on first use).
+type InternalInfoUpdater interface {
+	InternalInfoUpdates() map[string]any
 }

@@ -13,7 +13,7 @@ import (
 // RedfishSerial is IPMI Serial-over-LAN for redfish nodes whose BMC also
 // speaks IPMI (most do): the node's driver_info names IPMI credentials
 // (ipmi_username, ipmi_password; ipmi_address defaults to the host of
-// redfish_address, ipmi_port and the other ipmi_* keys as for the ipmi
+// redfish_address, or ilo_address on ilo5, ipmi_port and the other ipmi_* keys as for the ipmi
 // type). Redfish itself offers no serial stream (its SerialConsole only
 // points at IPMI or SSH), so this is how castiron's ipmitool-socat reaches a
 // redfish node's serial port.
@@ -29,6 +29,9 @@ func asIPMI(n driver.Node) (driver.Node, error) {
 	}
 	if driver.IsEmpty(di["ipmi_address"]) {
 		raw, _ := di["redfish_address"].(string)
+		if raw == "" { // the ilo5 type: the iLO's address
+			raw, _ = di["ilo_address"].(string)
+		}
 		if !strings.Contains(raw, "://") {
 			raw = "https://" + raw
 		}

@@ -97,6 +97,12 @@ type Config struct {
 	// goes through MultipartHttpPushUri only.
 	MultipartOnly bool
 
+	// SSHConsoleManagerOnly advertises the SSH serial console (ServeSSH)
+	// only in the Manager's deprecated SerialConsole and NetworkProtocol,
+	// not in the ComputerSystem's SerialConsole (v1_13): a BMC whose
+	// Redfish predates it (iDRAC 9, iLO 5 firmware of their time).
+	SSHConsoleManagerOnly bool
+
 	// TaskDelay is how long firmware update and volume tasks run [2s].
 	TaskDelay time.Duration
 	// Latency is added to every answer.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -244,7 +245,10 @@ func (q *QEMU) args(b Boot, cd, usb string) ([]string, error) {
 	args := []string{"-name", c.Name + ",process=" + c.Name, "-machine", machine, "-accel", c.Accel,
 		"-m", strconv.Itoa(c.MemMB), "-smp", strconv.Itoa(c.CPUs),
 		"-nodefaults", "-display", "none", "-vga", "none", "-no-user-config",
-		"-chardev", "file,id=con0,path=" + c.Console, "-serial", "chardev:con0",
+		// The serial port is a socket the BMC's SSH console connects to
+		// (DialSerial); everything it prints also goes to the Console file.
+		"-chardev", "socket,id=con0,path=" + q.serialPath() + ",server=on,wait=off,logfile=" + c.Console + ",logappend=off",
+		"-serial", "chardev:con0",
 		"-qmp", "unix:" + q.qmpPath() + ",server=on,wait=off",
 		// A guest's own reboot ends the process; the watcher starts it
 		// again with the boot settings in force, as firmware reads them.
@@ -356,6 +360,18 @@ func (q *QEMU) args(b Boot, cd, usb string) ([]string, error) {
 
 func (q *QEMU) qmpPath() string { return filepath.Join(q.cfg.Dir, "qmp.sock") }
 
+func (q *QEMU) serialPath() string { return filepath.Join(q.cfg.Dir, "serial.sock") }
+
+// DialSerial connects to the running VM's serial port (SerialMachine).
+// qemu serves one connection at a time.
+func (q *QEMU) DialSerial(ctx context.Context) (net.Conn, error) {
+	if !q.Running() {
+		return nil, errors.New("redfishsim: the machine is off")
+	}
+	var d net.Dialer
+	return d.DialContext(ctx, "unix", q.serialPath())
+}
+
 // start runs qemu for one boot (q.op held).
 func (q *QEMU) start(ctx context.Context, boot func() Boot) error {
 	q.mu.Lock()
@@ -372,6 +388,7 @@ func (q *QEMU) start(ctx context.Context, boot func() Boot) error {
 		return err
 	}
 	_ = os.Remove(q.qmpPath())
+	_ = os.Remove(q.serialPath())
 	logf, err := os.OpenFile(filepath.Join(q.cfg.Dir, "qemu.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err

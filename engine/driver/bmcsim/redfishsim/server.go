@@ -41,6 +41,7 @@ type Server struct {
 	stats    Stats
 	// downUntil: the BMC is resetting itself until then (resetBMC).
 	downUntil time.Time
+	ssh       sshState // the SSH serial console (sshconsole.go)
 
 	tmpMedia string // MediaDir made by New (removed by Close)
 	srv      *http.Server
@@ -152,6 +153,7 @@ func (s *Server) Close(ctx context.Context) error {
 	if srv != nil {
 		errs = append(errs, srv.Close())
 	}
+	s.closeSSH()
 	if c, ok := s.cfg.Machine.(interface{ Close(context.Context) error }); ok {
 		errs = append(errs, c.Close(ctx))
 	} else if m := s.cfg.Machine; m != nil && m.Running() {
@@ -430,6 +432,9 @@ func (s *Server) route(r *http.Request, p string, segs []string, body []byte) (a
 		}
 		if len(segs) == 2 {
 			return get(r, s.manager)
+		}
+		if len(segs) == 3 && segs[2] == "NetworkProtocol" {
+			return get(r, func() (any, error) { return s.networkProtocol(), nil })
 		}
 		if segs[2] == "VirtualMedia" && s.cfg.VirtualMedia != "system" {
 			return s.routeMedia(r, p, s.ManagerPath()+"/VirtualMedia", segs[3:], body, unlock)

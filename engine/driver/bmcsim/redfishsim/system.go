@@ -189,6 +189,9 @@ func (s *Server) system() map[string]any {
 	if s.cfg.NoStorage {
 		delete(sys, "Storage")
 	}
+	if sc := s.hostSerialConsole(); sc != nil {
+		sys["SerialConsole"] = sc
+	}
 	return sys
 }
 
@@ -209,6 +212,10 @@ func (s *Server) manager() (any, error) {
 	}
 	if s.cfg.VirtualMedia != "system" {
 		m["VirtualMedia"] = s.link(mp + "/VirtualMedia")
+	}
+	m["NetworkProtocol"] = s.link(mp + "/NetworkProtocol")
+	if sc := s.managerSerialConsole(); sc != nil {
+		m["SerialConsole"] = sc
 	}
 	if s.cfg.Flavour == IDRAC {
 		m["Links"].(map[string]any)["Oem"] = map[string]any{"Dell": map[string]any{

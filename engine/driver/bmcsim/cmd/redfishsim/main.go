@@ -5,7 +5,8 @@
 //	redfishsim -listen 127.0.0.1:8000 -flavour idrac
 //	redfishsim -listen 127.0.0.1:8000 -count 100          # ports 8000-8099
 //	redfishsim -listen 127.0.0.1:8000 -qemu -qemu-dir /tmp/vm \
-//	    -disk /tmp/vm/disk0.raw=DISK0 -nic 52:54:00:12:34:56=tap0 -boot-mode Legacy
+//	    -disk /tmp/vm/disk0.raw=DISK0 -nic 52:54:00:12:34:56=tap0 -boot-mode Legacy \
+//	    -ssh 127.0.0.1:2200                                # the VM's serial console over SSH
 //
 // It prints one line per BMC ("redfishsim: <url> system <path>") once every
 // BMC listens, and stops (VM included) on SIGINT or SIGTERM.
@@ -54,6 +55,7 @@ func run() error {
 		noSessions, onceCont  bool
 		sessionTimeout        time.Duration
 		qemuBinary, qemuAccel string
+		sshListen             string
 	)
 	flag.StringVar(&listen, "listen", "127.0.0.1:8000", "address of the (first) BMC")
 	flag.IntVar(&count, "count", 1, "state-only BMCs on consecutive ports (fleet)")
@@ -80,6 +82,8 @@ func run() error {
 	flag.StringVar(&q.Console, "console", "", "serial console file (default: <qemu-dir>/console.log)")
 	flag.Var(&disks, "disk", "PATH[=SERIAL] a raw disk of the VM (repeat; PATH.qcow2 is qcow2)")
 	flag.Var(&nics, "nic", "MAC[=TAP] a NIC of the VM (repeat; no TAP: qemu's restricted user network)")
+	flag.StringVar(&sshListen, "ssh", "", "serve the host serial console over SSH on this address (with -count: consecutive ports)")
+	flag.BoolVar(&cfg.SSHConsoleManagerOnly, "ssh-manager-only", false, "advertise the SSH console only in the Manager's SerialConsole (older Redfish)")
 	flag.BoolVar(&cfg.ControlAPI, "control", false, "serve the control API under /redfishsim (state, faults, sessions, health)")
 	flag.BoolVar(&debug, "debug", false, "log every machine event")
 	flag.Parse()
@@ -145,7 +149,7 @@ func run() error {
 		return err
 	}
 	var servers []*redfishsim.Server
-	var lns []net.Listener
+	var lns, sshLns []net.Listener
 	for i := range count {
 		c := cfg
 		if count > 1 && cfg.UUID != "" {
@@ -166,11 +170,28 @@ func run() error {
 			return err
 		}
 		servers, lns = append(servers, s), append(lns, ln)
+		if sshListen != "" {
+			sln, err := listenNth(sshListen, i)
+			if err != nil {
+				return err
+			}
+			sshLns = append(sshLns, sln)
+		}
 	}
 	var wg sync.WaitGroup
-	errc := make(chan error, len(servers))
+	errc := make(chan error, 2*len(servers))
 	for i, s := range servers {
 		fmt.Printf("redfishsim: http://%s system %s\n", lns[i].Addr(), s.SystemPath())
+		if sshLns != nil {
+			fmt.Printf("redfishsim: ssh %s\n", sshLns[i].Addr())
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := s.ServeSSH(ctx, sshLns[i]); err != nil {
+					errc <- err
+				}
+			}()
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -191,4 +212,20 @@ func run() error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// listenNth listens on addr's port + i (port 0: any).
+func listenNth(addr string, i int) (net.Listener, error) {
+	host, portStr, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil {
+		return nil, err
+	}
+	if port != 0 {
+		port += i
+	}
+	return net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
 }
