@@ -21,27 +21,9 @@ import (
 	"castiron/storage"
 )
 
-// freePortRange is a range of two ports nothing listens on now.
-func freePortRange(t *testing.T) console.Ports {
-	t.Helper()
-	for range 50 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := ln.Addr().(*net.TCPAddr).Port
-		ln.Close()
-		if p >= 65535 {
-			continue
-		}
-		if ln2, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p+1))); err == nil {
-			ln2.Close()
-			return console.Ports{Min: p, Max: p + 1}
-		}
-	}
-	t.Fatal("no two free consecutive ports")
-	return console.Ports{}
-}
+// freePortRange and readFor are enginetest's (shared with the redfish-ssh
+// console's tests).
+func freePortRange(t *testing.T) console.Ports { return enginetest.FreePortRange(t) }
 
 func consoleConductor(t *testing.T, db string, ports console.Ports) (*engine.Conductor, *storage.SQLite) {
 	t.Helper()
@@ -70,31 +52,7 @@ func waitNode(t *testing.T, st storage.Store, uuid string, ok func(n *storage.No
 	}
 }
 
-// readFor reads r until want appears (15s at most).
-func readFor(t *testing.T, r io.Reader, want string) {
-	t.Helper()
-	got := make(chan string, 1)
-	go func() {
-		var b bytes.Buffer
-		buf := make([]byte, 512)
-		for {
-			n, err := r.Read(buf)
-			b.Write(buf[:n])
-			if strings.Contains(b.String(), want) || err != nil {
-				got <- b.String()
-				return
-			}
-		}
-	}()
-	select {
-	case s := <-got:
-		if !strings.Contains(s, want) {
-			t.Fatalf("stream ended without %q: %q", want, s)
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatalf("no %q in 15s", want)
-	}
-}
+func readFor(t *testing.T, r io.Reader, want string) { t.Helper(); enginetest.ReadFor(t, r, want) }
 
 // TestConductorSerialConsole drives ipmitool-socat through the conductor
 // against ipmi_sim: enable, console info, TCP and attached viewers, a

@@ -102,6 +102,9 @@ type Config struct {
 	// not in the ComputerSystem's SerialConsole (v1_13): a BMC whose
 	// Redfish predates it (iDRAC 9, iLO 5 firmware of their time).
 	SSHConsoleManagerOnly bool
+	// SSHPassword is the SSH console's password ["": Password]: a BMC
+	// whose SSH service has accounts of its own.
+	SSHPassword string
 
 	// TaskDelay is how long firmware update and volume tasks run [2s].
 	TaskDelay time.Duration

@@ -89,7 +89,11 @@ func (s *Server) ServeSSH(ctx context.Context, ln net.Listener) error {
 	cfg := &ssh.ServerConfig{
 		PasswordCallback: func(c ssh.ConnMetadata, pw []byte) (*ssh.Permissions, error) {
 			okUser := subtle.ConstantTimeCompare([]byte(c.User()), []byte(s.cfg.User)) == 1
-			okPass := subtle.ConstantTimeCompare(pw, []byte(s.cfg.Password)) == 1
+			want := s.cfg.Password
+			if s.cfg.SSHPassword != "" {
+				want = s.cfg.SSHPassword
+			}
+			okPass := subtle.ConstantTimeCompare(pw, []byte(want)) == 1
 			if okUser && okPass {
 				return nil, nil
 			}
