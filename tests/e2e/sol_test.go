@@ -189,41 +189,13 @@ func TestSerialConsoleSOL(t *testing.T) {
 		t.Fatalf("console_interface: %v", err)
 	}
 
-	cli := func(args ...string) string {
-		t.Helper()
-		full := append([]string{"--os-auth-type", "none", "--os-endpoint", fmt.Sprintf("http://127.0.0.1:%d", CastironPort),
-			"--os-baremetal-api-version", "1.31", "baremetal"}, args...)
-		cmd := l.NS.Command(ctx, "openstack", full...)
-		cmd.Env = append(os.Environ(), "HOME="+l.Dir)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("openstack baremetal %v: %v\n%s", args, err, out)
+	cli := baremetalCLI(ctx, t, l.NS, fmt.Sprintf("http://127.0.0.1:%d", CastironPort), l.Dir)
+	show, enabled := enableConsoleCLI(t, cli, "solvm", func() string {
+		if n, _ := c.GetNode(ctx, node.UUID); n != nil {
+			return n.LastErr()
 		}
-		return string(out)
-	}
-
-	start := time.Now()
-	cli("node", "console", "enable", "solvm")
-	var show struct {
-		Enabled bool           `json:"console_enabled"`
-		Info    map[string]any `json:"console_info"`
-	}
-	for {
-		if err := json.Unmarshal([]byte(cli("node", "console", "show", "solvm", "-f", "json")), &show); err != nil {
-			t.Fatal(err)
-		}
-		if show.Enabled {
-			break
-		}
-		if n, _ := c.GetNode(ctx, node.UUID); n != nil && n.LastErr() != "" {
-			t.Fatalf("console enable failed: %s", n.LastErr())
-		}
-		if time.Since(start) > 30*time.Second {
-			t.Fatal("console not enabled after 30s")
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	enabled := time.Since(start)
+		return ""
+	})
 	url, _ := show.Info["url"].(string)
 	if show.Info["type"] != "socat" || !strings.HasPrefix(url, "tcp://127.0.0.1:100") {
 		t.Fatalf("console show: %+v", show)
@@ -231,20 +203,7 @@ func TestSerialConsoleSOL(t *testing.T) {
 	t.Logf("console show: %v (enabled in %v)", show.Info, enabled.Round(time.Millisecond))
 
 	// socat in the lab's namespace, as an operator would run it.
-	sctx, scancel := context.WithCancel(ctx)
-	defer scancel()
-	socat := l.NS.Command(sctx, "socat", "-", "TCP:"+strings.TrimPrefix(url, "tcp://"))
-	stdin, err := socat.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out lockedBuf
-	socat.Stdout, socat.Stderr = &out, &out
-	if err := socat.Start(); err != nil {
-		t.Fatal(err)
-	}
-	socatDone := make(chan error, 1)
-	go func() { socatDone <- socat.Wait() }()
+	stdin, out, socatDone := socatConsole(ctx, t, l.NS, url)
 
 	// Power on (network boot: iPXE's banner and its Ctrl-B prompt).
 	if o, err := l.Ipmitool(ctx, "chassis", "bootdev", "pxe"); err != nil {
@@ -254,27 +213,27 @@ func TestSerialConsoleSOL(t *testing.T) {
 	if o, err := l.Ipmitool(ctx, "chassis", "power", "on"); err != nil {
 		t.Fatalf("power on: %v: %s", err, o)
 	}
-	firstByte := waitOutput(t, &out, "iPXE", 1, 90*time.Second)
-	waitOutput(t, &out, "Ctrl-B", 1, 60*time.Second)
+	firstByte := waitOutput(t, out, "iPXE", 1, 90*time.Second)
+	waitOutput(t, out, "Ctrl-B", 1, 60*time.Second)
 	// Ctrl-B: iPXE opens its command line; type into it.
 	if _, err := stdin.Write([]byte{0x02}); err != nil {
 		t.Fatal(err)
 	}
-	waitOutput(t, &out, "iPXE>", 1, 30*time.Second)
+	waitOutput(t, out, "iPXE>", 1, 30*time.Second)
 	typed := time.Now()
 	word := "castiron-sol-" + randHex(3)
 	if _, err := io.WriteString(stdin, "echo "+word+"\r"); err != nil {
 		t.Fatal(err)
 	}
 	// Once echoed as typed, once printed by the command.
-	waitOutput(t, &out, word, 2, 30*time.Second)
+	waitOutput(t, out, word, 2, 30*time.Second)
 	echo := time.Since(typed)
 	if _, ok := firstLine(l.Console(), powerOn, "iPXE"); !ok {
 		t.Errorf("the lab's own console log has no iPXE line")
 	}
 
 	// The same session in the web UI's Console tab (headless Chromium).
-	browser := webConsole(t, l, c, node.UUID, &out)
+	browser := webConsole(t, l, c, node.UUID, out)
 
 	// Power off and on: the BMC keeps SOL active while the host is off
 	// (the session stays, socat stays connected) and the next boot shows.
@@ -289,27 +248,107 @@ func TestSerialConsoleSOL(t *testing.T) {
 	if o, err := l.Ipmitool(ctx, "chassis", "power", "on"); err != nil {
 		t.Fatalf("power on: %v: %s", err, o)
 	}
-	secondBoot := waitOutput(t, &out, "Ctrl-B", seen+1, 90*time.Second).Sub(powerOn2)
+	secondBoot := waitOutput(t, out, "Ctrl-B", seen+1, 90*time.Second).Sub(powerOn2)
 
 	// Disable: castiron closes the TCP connection, socat ends.
 	disable := time.Now()
 	cli("node", "console", "disable", "solvm")
-	select {
-	case <-socatDone:
-	case <-time.After(20 * time.Second):
-		t.Fatalf("socat still connected 20s after console disable")
-	}
+	waitSocatClosed(t, socatDone, 20*time.Second)
 	closed := time.Since(disable)
 	if browser != nil {
 		waitPage(t, browser, "the web console closed on disable", `document.getElementById('panel-console')?.dataset.state === 'closed'`)
 	}
-	if err := json.Unmarshal([]byte(cli("node", "console", "show", "solvm", "-f", "json")), &show); err != nil {
-		t.Fatal(err)
-	}
-	if show.Enabled || show.Info != nil {
+	if show = consoleShowCLI(t, cli, "solvm"); show.Enabled || show.Info != nil {
 		t.Fatalf("after disable: %+v", show)
 	}
 	powerOff(ctx, t, l)
 	t.Logf("E2E-TIMING sol enable=%.2fs power_on_to_first_ipxe_byte=%.2fs typed_line_echoed=%.2fs power_cycle_to_ctrlb=%.2fs disable_to_socat_closed=%.2fs",
 		enabled.Seconds(), firstByte.Sub(powerOn).Seconds(), echo.Seconds(), secondBoot.Seconds(), closed.Seconds())
+}
+
+// baremetalCLI runs the stock `openstack baremetal` (no auth) in ns
+// against castiron at endpoint, with HOME at home; a failure fails the
+// test.
+func baremetalCLI(ctx context.Context, t *testing.T, ns *netns, endpoint, home string) func(args ...string) string {
+	return func(args ...string) string {
+		t.Helper()
+		full := append([]string{"--os-auth-type", "none", "--os-endpoint", endpoint,
+			"--os-baremetal-api-version", "1.31", "baremetal"}, args...)
+		cmd := ns.Command(ctx, "openstack", full...)
+		cmd.Env = append(os.Environ(), "HOME="+home)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("openstack baremetal %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+}
+
+// consoleShow is `openstack baremetal node console show -f json`.
+type consoleShow struct {
+	Enabled bool           `json:"console_enabled"`
+	Info    map[string]any `json:"console_info"`
+}
+
+// consoleShowCLI is `node console show -f json`.
+func consoleShowCLI(t *testing.T, cli func(args ...string) string, name string) consoleShow {
+	t.Helper()
+	var show consoleShow
+	if err := json.Unmarshal([]byte(cli("node", "console", "show", name, "-f", "json")), &show); err != nil {
+		t.Fatal(err)
+	}
+	return show
+}
+
+// enableConsoleCLI runs `node console enable` and polls `console show`
+// until the console is enabled (30 s), failing at once when the node's
+// last_error (lastErr) says enabling failed. It returns the last show and
+// how long it took.
+func enableConsoleCLI(t *testing.T, cli func(args ...string) string, name string, lastErr func() string) (consoleShow, time.Duration) {
+	t.Helper()
+	start := time.Now()
+	cli("node", "console", "enable", name)
+	for {
+		show := consoleShowCLI(t, cli, name)
+		if show.Enabled {
+			return show, time.Since(start)
+		}
+		if e := lastErr(); e != "" {
+			t.Fatalf("console enable failed: %s", e)
+		}
+		if time.Since(start) > 30*time.Second {
+			t.Fatal("console not enabled after 30s")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// socatConsole runs `socat - TCP:host:port` in ns, as an operator would,
+// for the console at url (tcp://host:port): what it prints collects in
+// out, stdin types into the console, done gets socat's end.
+func socatConsole(ctx context.Context, t *testing.T, ns *netns, url string) (io.WriteCloser, *lockedBuf, <-chan error) {
+	t.Helper()
+	socat := ns.Command(ctx, "socat", "-", "TCP:"+strings.TrimPrefix(url, "tcp://"))
+	stdin, err := socat.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &lockedBuf{}
+	socat.Stdout, socat.Stderr = out, out
+	if err := socat.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- socat.Wait() }() // ends with socat (killed with ctx)
+	return stdin, out, done
+}
+
+// waitSocatClosed fails the test unless socat ended within d.
+func waitSocatClosed(t *testing.T, done <-chan error, d time.Duration) {
+	t.Helper()
+	select {
+	case <-done:
+	case <-time.After(d):
+		t.Fatalf("socat still connected %v after console disable", d)
+	}
 }

@@ -119,6 +119,22 @@ func newSushyVMediaRig(t *testing.T, bootMode string) *vmediaRig {
 // flavour: sessions, virtual media under the Manager), castiron beside it.
 func newSimVMediaRig(t *testing.T, bootMode string, serveArgs ...string) *vmediaRig {
 	t.Helper()
+	requireSimRig(t, bootMode)
+	rd, im := vmediaPrereqs(t)
+	bin := castironBinary(t)
+	b, _, vmDir := startSimBMC(t, bootMode)
+	r := &vmediaRig{bmc: b, im: im, system: simSystem,
+		cdPath: "/redfish/v1/Managers/BMC/VirtualMedia/CD1", console: filepath.Join(vmDir, "console.log")}
+	r.start(t, bin, rd, serveArgs...)
+	return r
+}
+
+// simSystem is the emulator's (generic flavour) system.
+const simSystem = "/redfish/v1/Systems/437XR1138R2"
+
+// requireSimRig skips without what the emulator rig needs.
+func requireSimRig(t *testing.T, bootMode string) {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		unavailable(t, "needs root (network namespace, tap)")
 	}
@@ -132,8 +148,14 @@ func newSimVMediaRig(t *testing.T, bootMode string, serveArgs ...string) *vmedia
 			unavailable(t, "no OVMF (Debian package ovmf): %v", err)
 		}
 	}
-	rd, im := vmediaPrereqs(t)
-	bin := castironBinary(t)
+}
+
+// startSimBMC makes the emulator rig's namespace (a bridge, the VM's tap)
+// and starts cmd/redfishsim in it driving the qemu VM (generic flavour),
+// with simArgs added; it returns the BMC, the namespace and the VM's
+// directory (console.log: its serial console).
+func startSimBMC(t *testing.T, bootMode string, simArgs ...string) (vmediaBMC, *netns, string) {
+	t.Helper()
 	sim := redfishsimBinary(t)
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -182,10 +204,10 @@ func newSimVMediaRig(t *testing.T, bootMode string, serveArgs ...string) *vmedia
 		t.Fatal(err)
 	}
 	mode := map[string]string{"bios": "Legacy", "uefi": "UEFI"}[bootMode]
-	simd, err = startDaemon("redfishsim", ns.Command(context.Background(), sim,
+	simd, err = startDaemon("redfishsim", ns.Command(context.Background(), sim, append([]string{
 		"-listen", fmt.Sprintf("127.0.0.1:%d", simPort), "-flavour", "generic", "-debug", "-control",
-		"-qemu", "-qemu-dir", vmDir, "-name", "e2e-rfsim-"+randHex(3), "-mem", "1024", "-cpus", "2",
-		"-boot-mode", mode, "-disk", disk+"=RFDISK0", "-nic", simVMMAC+"="+simTap),
+		"-qemu", "-qemu-dir", vmDir, "-name", "e2e-rfsim-" + randHex(3), "-mem", "1024", "-cpus", "2",
+		"-boot-mode", mode, "-disk", disk + "=RFDISK0", "-nic", simVMMAC + "=" + simTap}, simArgs...)...),
 		filepath.Join(dir, "redfishsim.log"))
 	if err != nil {
 		t.Fatal(err)
@@ -195,7 +217,7 @@ func newSimVMediaRig(t *testing.T, bootMode string, serveArgs ...string) *vmedia
 		vmMAC: simVMMAC, disk: disk, http: hc, url: fmt.Sprintf("http://127.0.0.1:%d", simPort)}
 	b.offFunc = func(t *testing.T) (bool, string) {
 		var sys struct{ PowerState string }
-		b.get(t, "/redfish/v1/Systems/437XR1138R2", &sys)
+		b.get(t, simSystem, &sys)
 		return sys.PowerState == "Off", sys.PowerState
 	}
 	deadline := time.Now().Add(20 * time.Second)
@@ -210,10 +232,7 @@ func newSimVMediaRig(t *testing.T, bootMode string, serveArgs ...string) *vmedia
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	r := &vmediaRig{bmc: b, im: im, system: "/redfish/v1/Systems/437XR1138R2",
-		cdPath: "/redfish/v1/Managers/BMC/VirtualMedia/CD1", console: filepath.Join(vmDir, "console.log")}
-	r.start(t, bin, rd, serveArgs...)
-	return r
+	return b, ns, vmDir
 }
 
 // redfishsimBinary builds cmd/redfishsim once per test binary.
@@ -261,7 +280,7 @@ func (b vmediaBMC) get(t *testing.T, path string, v any) {
 }
 
 // start starts castiron in the BMC's namespace (no DHCP) and the console
-// tail.
+// tail; rd is the ramdisk directory ("" for none).
 func (r *vmediaRig) start(t *testing.T, bin, rd string, serveArgs ...string) {
 	t.Helper()
 	r.tail = startConsoleTail(t, r.console)
@@ -272,8 +291,10 @@ func (r *vmediaRig) start(t *testing.T, bin, rd string, serveArgs ...string) {
 		"--listen", fmt.Sprintf("%s:%d", r.bmc.ip, vmediaPort),
 		"--data-dir", dataDir, "--insecure-noauth",
 		"--public-url", url, // no --pxe-interface: no DHCP/TFTP/PXE at all
-		"--ramdisk-dir", rd,
 		"--callback-timeout", "300s",
+	}
+	if rd != "" { // "": a rig that boots no ramdisk
+		args = append(args, "--ramdisk-dir", rd)
 	}
 	args = append(args, serveArgs...)
 	d, err := startDaemon("castiron", exec.Command("ip", args...), logPath)

@@ -360,7 +360,7 @@ func (s *Server) machineConsole(ch io.ReadWriter, m SerialMachine) {
 		if err != nil {
 			select {
 			case <-ctx.Done():
-			case <-time.After(200 * time.Millisecond):
+			case <-time.After(50 * time.Millisecond):
 			}
 			continue
 		}
