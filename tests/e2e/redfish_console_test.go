@@ -4,10 +4,12 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -45,6 +47,12 @@ func TestSerialConsoleRedfishSSH(t *testing.T) {
 	}
 
 	cli := baremetalCLI(ctx, t, ns, r.c.URL, t.TempDir())
+	var drv struct {
+		Console []string `json:"enabled_console_interfaces"`
+	}
+	if err := json.Unmarshal([]byte(cli("driver", "show", "redfish", "-f", "json")), &drv); err != nil || !slices.Contains(drv.Console, "redfish-ssh") {
+		t.Fatalf("driver show redfish: enabled_console_interfaces %v (%v)", drv.Console, err)
+	}
 	cli("node", "manage", "sshvm", "--wait", "60")
 	show, enabled := enableConsoleCLI(t, cli, "sshvm", func() string {
 		if n, _ := r.c.GetNode(ctx, node.UUID); n != nil {
