@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -54,17 +53,7 @@ func TestSerialConsoleRedfishSSH(t *testing.T) {
 		t.Fatalf("driver show redfish: enabled_console_interfaces %v (%v)", drv.Console, err)
 	}
 	cli("node", "manage", "sshvm", "--wait", "60")
-	show, enabled := enableConsoleCLI(t, cli, "sshvm", func() string {
-		if n, _ := r.c.GetNode(ctx, node.UUID); n != nil {
-			return n.LastErr()
-		}
-		return ""
-	})
-	url, _ := show.Info["url"].(string)
-	if show.Info["type"] != "socat" || !strings.HasPrefix(url, "tcp://127.0.0.1:100") {
-		t.Fatalf("console show: %+v", show)
-	}
-	t.Logf("console show: %v (enabled in %v)", show.Info, enabled.Round(time.Millisecond))
+	url, enabled := enableConsoleCLI(ctx, t, cli, r.c, "sshvm", node.UUID)
 	if n, err := r.c.GetNode(ctx, node.UUID); err != nil || !strings.HasPrefix(fmt.Sprint(n.DriverInternalInfo["redfish_console_host_key"]), "ssh-ed25519 ") {
 		t.Fatalf("the BMC's host key is not recorded: %v %v", err, n.DriverInternalInfo)
 	}
@@ -75,20 +64,7 @@ func TestSerialConsoleRedfishSSH(t *testing.T) {
 	cli("node", "boot", "device", "set", "sshvm", "pxe")
 	powerOn := time.Now()
 	cli("node", "power", "on", "sshvm")
-	firstByte := waitOutput(t, out, "iPXE", 1, 90*time.Second)
-	waitOutput(t, out, "Ctrl-B", 1, 60*time.Second)
-	if _, err := stdin.Write([]byte{0x02}); err != nil {
-		t.Fatal(err)
-	}
-	waitOutput(t, out, "iPXE>", 1, 30*time.Second)
-	typed := time.Now()
-	word := "castiron-ssh-" + randHex(3)
-	if _, err := io.WriteString(stdin, "echo "+word+"\r"); err != nil {
-		t.Fatal(err)
-	}
-	// Once echoed as typed, once printed by the command.
-	waitOutput(t, out, word, 2, 30*time.Second)
-	echo := time.Since(typed)
+	firstByte, word, echo := typeIntoIPXE(t, stdin, out, "castiron-ssh-")
 	if log := tailFile(r.console, 200); !strings.Contains(log, word) {
 		t.Errorf("the VM's own console log lacks the typed command:\n%s", log)
 	}
@@ -97,7 +73,7 @@ func TestSerialConsoleRedfishSSH(t *testing.T) {
 	cli("node", "console", "disable", "sshvm")
 	waitSocatClosed(t, socatDone, 20*time.Second)
 	closed := time.Since(disable)
-	if show = consoleShowCLI(t, cli, "sshvm"); show.Enabled || show.Info != nil {
+	if show := consoleShowCLI(t, cli, "sshvm"); show.Enabled || show.Info != nil {
 		t.Fatalf("after disable: %+v", show)
 	}
 	cli("node", "power", "off", "sshvm")

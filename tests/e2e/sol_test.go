@@ -190,17 +190,7 @@ func TestSerialConsoleSOL(t *testing.T) {
 	}
 
 	cli := baremetalCLI(ctx, t, l.NS, fmt.Sprintf("http://127.0.0.1:%d", CastironPort), l.Dir)
-	show, enabled := enableConsoleCLI(t, cli, "solvm", func() string {
-		if n, _ := c.GetNode(ctx, node.UUID); n != nil {
-			return n.LastErr()
-		}
-		return ""
-	})
-	url, _ := show.Info["url"].(string)
-	if show.Info["type"] != "socat" || !strings.HasPrefix(url, "tcp://127.0.0.1:100") {
-		t.Fatalf("console show: %+v", show)
-	}
-	t.Logf("console show: %v (enabled in %v)", show.Info, enabled.Round(time.Millisecond))
+	url, enabled := enableConsoleCLI(ctx, t, cli, c, "solvm", node.UUID)
 
 	// socat in the lab's namespace, as an operator would run it.
 	stdin, out, socatDone := socatConsole(ctx, t, l.NS, url)
@@ -213,21 +203,7 @@ func TestSerialConsoleSOL(t *testing.T) {
 	if o, err := l.Ipmitool(ctx, "chassis", "power", "on"); err != nil {
 		t.Fatalf("power on: %v: %s", err, o)
 	}
-	firstByte := waitOutput(t, out, "iPXE", 1, 90*time.Second)
-	waitOutput(t, out, "Ctrl-B", 1, 60*time.Second)
-	// Ctrl-B: iPXE opens its command line; type into it.
-	if _, err := stdin.Write([]byte{0x02}); err != nil {
-		t.Fatal(err)
-	}
-	waitOutput(t, out, "iPXE>", 1, 30*time.Second)
-	typed := time.Now()
-	word := "castiron-sol-" + randHex(3)
-	if _, err := io.WriteString(stdin, "echo "+word+"\r"); err != nil {
-		t.Fatal(err)
-	}
-	// Once echoed as typed, once printed by the command.
-	waitOutput(t, out, word, 2, 30*time.Second)
-	echo := time.Since(typed)
+	firstByte, _, echo := typeIntoIPXE(t, stdin, out, "castiron-sol-")
 	if _, ok := firstLine(l.Console(), powerOn, "iPXE"); !ok {
 		t.Errorf("the lab's own console log has no iPXE line")
 	}
@@ -258,7 +234,7 @@ func TestSerialConsoleSOL(t *testing.T) {
 	if browser != nil {
 		waitPage(t, browser, "the web console closed on disable", `document.getElementById('panel-console')?.dataset.state === 'closed'`)
 	}
-	if show = consoleShowCLI(t, cli, "solvm"); show.Enabled || show.Info != nil {
+	if show := consoleShowCLI(t, cli, "solvm"); show.Enabled || show.Info != nil {
 		t.Fatalf("after disable: %+v", show)
 	}
 	powerOff(ctx, t, l)
@@ -302,19 +278,26 @@ func consoleShowCLI(t *testing.T, cli func(args ...string) string, name string) 
 
 // enableConsoleCLI runs `node console enable` and polls `console show`
 // until the console is enabled (30 s), failing at once when the node's
-// last_error (lastErr) says enabling failed. It returns the last show and
-// how long it took.
-func enableConsoleCLI(t *testing.T, cli func(args ...string) string, name string, lastErr func() string) (consoleShow, time.Duration) {
+// last_error says enabling failed. The console must be a socat one on
+// 127.0.0.1 (--console-address) in the 10000-10010 range; it returns its
+// URL and how long enabling took.
+func enableConsoleCLI(ctx context.Context, t *testing.T, cli func(args ...string) string, c *Castiron, name, uuid string) (string, time.Duration) {
 	t.Helper()
 	start := time.Now()
 	cli("node", "console", "enable", name)
 	for {
 		show := consoleShowCLI(t, cli, name)
 		if show.Enabled {
-			return show, time.Since(start)
+			took := time.Since(start)
+			url, _ := show.Info["url"].(string)
+			if show.Info["type"] != "socat" || !strings.HasPrefix(url, "tcp://127.0.0.1:100") {
+				t.Fatalf("console show: %+v", show)
+			}
+			t.Logf("console show: %v (enabled in %v)", show.Info, took.Round(time.Millisecond))
+			return url, took
 		}
-		if e := lastErr(); e != "" {
-			t.Fatalf("console enable failed: %s", e)
+		if n, _ := c.GetNode(ctx, uuid); n != nil && n.LastErr() != "" {
+			t.Fatalf("console enable failed: %s", n.LastErr())
 		}
 		if time.Since(start) > 30*time.Second {
 			t.Fatal("console not enabled after 30s")
@@ -351,4 +334,26 @@ func waitSocatClosed(t *testing.T, done <-chan error, d time.Duration) {
 	case <-time.After(d):
 		t.Fatalf("socat still connected %v after console disable", d)
 	}
+}
+
+// typeIntoIPXE waits on a console whose machine was just powered on from
+// the network for iPXE's banner and its Ctrl-B prompt, opens iPXE's
+// command line (Ctrl-B) and types `echo <prefix><random>`, until the word
+// shows twice (echoed as typed, printed by the command). It returns when
+// the first iPXE byte came, the word, and how long the echo took.
+func typeIntoIPXE(t *testing.T, stdin io.Writer, out *lockedBuf, prefix string) (time.Time, string, time.Duration) {
+	t.Helper()
+	firstByte := waitOutput(t, out, "iPXE", 1, 90*time.Second)
+	waitOutput(t, out, "Ctrl-B", 1, 60*time.Second)
+	if _, err := stdin.Write([]byte{0x02}); err != nil {
+		t.Fatal(err)
+	}
+	waitOutput(t, out, "iPXE>", 1, 30*time.Second)
+	typed := time.Now()
+	word := prefix + randHex(3)
+	if _, err := io.WriteString(stdin, "echo "+word+"\r"); err != nil {
+		t.Fatal(err)
+	}
+	waitOutput(t, out, word, 2, 30*time.Second)
+	return firstByte, word, time.Since(typed)
 }
