@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -47,9 +46,9 @@ func TestSerialConsoleRedfishSSH(t *testing.T) {
 
 	cli := baremetalCLI(ctx, t, ns, r.c.URL, t.TempDir())
 	var drv struct {
-		Console []string `json:"enabled_console_interfaces"`
+		Console any `json:"enabled_console_interfaces"` // the CLI prints the list as a string
 	}
-	if err := json.Unmarshal([]byte(cli("driver", "show", "redfish", "-f", "json")), &drv); err != nil || !slices.Contains(drv.Console, "redfish-ssh") {
+	if err := json.Unmarshal([]byte(cli("driver", "show", "redfish", "-f", "json")), &drv); err != nil || !strings.Contains(fmt.Sprint(drv.Console), "redfish-ssh") {
 		t.Fatalf("driver show redfish: enabled_console_interfaces %v (%v)", drv.Console, err)
 	}
 	cli("node", "manage", "sshvm", "--wait", "60")
