@@ -53,14 +53,6 @@ const (
 	consoleEntryCommandKey = "redfish_console_entry_command"
 )
 
-// ConsoleProperties documents the redfish-ssh console's driver_info keys.
-func ConsoleProperties() []driver.Property {
-	return []driver.Property{
-		{Name: ConsoleHostKeyKey, Description: "SSH host key of the BMC's serial console (redfish-ssh), as an authorized_keys line (\"ssh-ed25519 AAAA...\") or its SHA256 fingerprint (\"SHA256:...\"). Without it the first key seen is trusted and recorded in driver_internal_info. Optional."},
-		{Name: consoleEntryCommandKey, Description: "Command that enters the host console on the BMC's SSH CLI (redfish-ssh), replacing what the BMC's Redfish says or the vendor's usual one (Dell \"console com2\", HPE \"vsp\"); \"\" for none. Optional."},
-	}
-}
-
 // SSHConsole is the driver's redfish-ssh serial console.
 func (d *Driver) SSHConsole() driver.SerialConsole { return sshConsole{d} }
 

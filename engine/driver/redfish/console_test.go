@@ -5,6 +5,7 @@ import (
 	"io"
 	"maps"
 	"net"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -206,9 +207,10 @@ func TestSSHConsoleNone(t *testing.T) {
 }
 
 // TestSSHConsoleVendors: iDRAC and iLO, whose SSH service is their CLI:
-// the entry command from the System's SerialConsole (sent as exec), or,
-// when only the Manager advertises the console (older Redfish), the
-// vendor's usual one and the port from NetworkProtocol.
+// the entry command from the System's SerialConsole (sent as exec, or
+// typed on a shell when the BMC refuses exec), or, when only the Manager
+// advertises the console (older Redfish), the vendor's usual one and the
+// port from NetworkProtocol.
 func TestSSHConsoleVendors(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -218,6 +220,8 @@ func TestSSHConsoleVendors(t *testing.T) {
 		{"ilo", redfishsim.Config{Flavour: redfishsim.ILO}},
 		{"idrac-manager-only", redfishsim.Config{Flavour: redfishsim.IDRAC, SSHConsoleManagerOnly: true}},
 		{"ilo-manager-only", redfishsim.Config{Flavour: redfishsim.ILO, SSHConsoleManagerOnly: true}},
+		// exec refused: a shell, and the entry command typed on it.
+		{"idrac-no-exec", redfishsim.Config{Flavour: redfishsim.IDRAC, SSHNoExec: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, n := sshSim(t, tc.cfg)
@@ -235,7 +239,8 @@ func TestSSHConsoleVendors(t *testing.T) {
 
 // TestConductorSSHConsole: redfish-ssh through the real conductor: enable
 // (console_info socat URL, the host key recorded), a TCP client and an
-// attached viewer see the same stream and both type, disable closes both;
+// attached viewer see the same stream and both type, a conductor restart
+// restores the console on the same URL, disable closes the viewers;
 // a BMC without an SSH console leaves console_enabled false with Ironic's
 // "Error enabling the console" in last_error.
 func TestConductorSSHConsole(t *testing.T) {
@@ -245,11 +250,15 @@ func TestConductorSSHConsole(t *testing.T) {
 	if !rf.Enabled("console", engine.ConsoleRedfishSSH) || rf.Default("console") != "no-console" {
 		t.Fatalf("console interfaces %v", rf.Interfaces["console"])
 	}
-	c, st := enginetest.Start(t, engine.Config{Hostname: "ssh-console-test", ConsoleHost: "127.0.0.1", ConsoleListen: "127.0.0.1",
-		ConsolePorts: enginetest.FreePortRange(t),
-		Console:      console.Config{MinBackoff: 100 * time.Millisecond, MaxBackoff: 500 * time.Millisecond}},
-		engine.NewFakeHardware(fake.New()), rf)
-	h := &harness{t: t, c: c, st: st}
+	db, ports := filepath.Join(t.TempDir(), "castiron.db"), enginetest.FreePortRange(t)
+	start := func() *harness {
+		c, st := enginetest.StartAt(t, db, engine.Config{Hostname: "ssh-console-test", ConsoleHost: "127.0.0.1", ConsoleListen: "127.0.0.1",
+			ConsolePorts: ports, Console: console.Config{MinBackoff: 100 * time.Millisecond, MaxBackoff: 500 * time.Millisecond}},
+			engine.NewFakeHardware(fake.New()), rf)
+		return &harness{t: t, c: c, st: st}
+	}
+	h := start()
+	c := h.c
 	ctx := ctxT(t, time.Minute)
 
 	n := &storage.Node{Driver: "redfish", DriverInfo: n0.DriverInfo, ConsoleInterface: engine.ConsoleRedfishSSH}
@@ -300,11 +309,43 @@ func TestConductorSSHConsole(t *testing.T) {
 		t.Errorf("read-only viewer typed: %v", err)
 	}
 
+	// A conductor restart: the console comes back on the same URL, over
+	// the host key recorded at the first connection.
+	if err := c.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	v1.Close()
+	v2.Close()
+	tcp.Close()
+	h = start()
+	c = h.c
+	var v3 io.ReadWriteCloser
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		if _, v3, err = c.AttachConsole(ctx, n.UUID, true); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("console not restored after the restart: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	defer v3.Close()
+	if _, info2, err := c.ConsoleInfo(ctx, n.UUID); err != nil || info2["url"] != url {
+		t.Fatalf("after restart: %v %v, want %s", info2, err, url)
+	}
+	tcp, err = net.Dial("tcp", strings.TrimPrefix(url, "tcp://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tcp.Close()
+	io.WriteString(v3, "after-restart\r")
+	enginetest.ReadFor(t, tcp, "after-restart\r\n")
+
 	if err := c.SetConsole(ctx, n.UUID, false); err != nil {
 		t.Fatal(err)
 	}
 	h.wait(n.UUID, 20*time.Second, func(n *storage.Node) bool { return !n.ConsoleEnabled })
-	for name, r := range map[string]io.Reader{"tcp": tcp, "viewer": v1} {
+	for name, r := range map[string]io.Reader{"tcp": tcp, "viewer": v3} {
 		done := make(chan error, 1)
 		go func() { _, err := io.Copy(io.Discard, r); done <- err }()
 		select {
@@ -320,7 +361,7 @@ func TestConductorSSHConsole(t *testing.T) {
 	if err := c.CreateNode(ctx, bare, true); err != nil {
 		t.Fatal(err)
 	}
-	start := time.Now()
+	began := time.Now()
 	if err := c.SetConsole(ctx, bare.UUID, true); err != nil {
 		t.Fatal(err)
 	}
@@ -329,7 +370,7 @@ func TestConductorSSHConsole(t *testing.T) {
 		!strings.Contains(deref(got.LastError), "offers no serial console over SSH") {
 		t.Fatalf("enable on a BMC without SSH console: enabled %v last_error %q", got.ConsoleEnabled, deref(got.LastError))
 	}
-	t.Logf("refused in %v: %s", time.Since(start).Round(time.Millisecond), deref(got.LastError))
+	t.Logf("refused in %v: %s", time.Since(began).Round(time.Millisecond), deref(got.LastError))
 
 	// redfish-ssh is not enabled on a type without it (Ironic's error).
 	plainRF := &storage.Node{Driver: "fake-hardware", ConsoleInterface: engine.ConsoleRedfishSSH}

@@ -105,6 +105,9 @@ type Config struct {
 	// SSHPassword is the SSH console's password ["": Password]: a BMC
 	// whose SSH service has accounts of its own.
 	SSHPassword string
+	// SSHNoExec refuses SSH exec requests (a BMC CLI that takes commands
+	// only typed on its shell).
+	SSHNoExec bool
 
 	// TaskDelay is how long firmware update and volume tasks run [2s].
 	TaskDelay time.Duration

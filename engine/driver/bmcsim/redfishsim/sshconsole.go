@@ -242,7 +242,7 @@ func (s *Server) sshSession(ch ssh.Channel, reqs <-chan *ssh.Request) {
 			}
 		case req.Type == "exec" && !started:
 			var cmd struct{ Command string }
-			if ssh.Unmarshal(req.Payload, &cmd) != nil {
+			if s.cfg.SSHNoExec || ssh.Unmarshal(req.Payload, &cmd) != nil {
 				_ = req.Reply(false, nil)
 				continue
 			}
