@@ -75,8 +75,8 @@ type sshState struct {
 }
 
 // ServeSSH serves the host serial console over SSH on ln until ctx ends or
-// Close; the Redfish resources advertise it (with ln's port) from now on.
-// The host key is a new Ed25519 key (SSHHostKey).
+// Close; the Redfish resources advertise it (with ln's port) while it
+// runs. The host key is a new Ed25519 key (SSHHostKey).
 func (s *Server) ServeSSH(ctx context.Context, ln net.Listener) error {
 	_, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
@@ -115,7 +115,12 @@ func (s *Server) ServeSSH(ctx context.Context, ln net.Listener) error {
 	s.mu.Unlock()
 	stop := context.AfterFunc(ctx, s.closeSSH)
 	defer stop()
-	defer s.ssh.wg.Wait()
+	defer func() { // the connections end, then the service is no longer advertised
+		s.ssh.wg.Wait()
+		s.mu.Lock()
+		s.ssh.port, s.ssh.ln, s.ssh.started = 0, nil, false
+		s.mu.Unlock()
+	}()
 	for {
 		c, err := ln.Accept()
 		if err != nil {
