@@ -538,6 +538,11 @@ func unrescueTask(ctx context.Context, c *Conductor, n *storage.Node) outcome {
 		if err := c.bootRamdiskInstance(ctx, n); err != nil {
 			return failed(err)
 		}
+		on := driver.PowerOn
+		return outcome{ev: EvDone, mutate: func(n *storage.Node) {
+			delete(n.InstanceInfo, "rescue_password")
+			n.PowerState = &on
+		}}
 	}
 	return outcome{ev: EvDone, mutate: func(n *storage.Node) { delete(n.InstanceInfo, "rescue_password") }}
 }

@@ -252,3 +252,73 @@ func (r *rfRig) get(t *testing.T, path string, v any) {
 		t.Fatalf("GET %s: %d %v", path, res.StatusCode, err)
 	}
 }
+
+// TestRamdiskDeployUEFIHTTP: with boot redfish-https the deploy points the
+// emulator's UEFI HTTP boot at boot_iso, continuously, and powers on;
+// undeploy points the boot back at the disk.
+func TestRamdiskDeployUEFIHTTP(t *testing.T) {
+	r := newRedfishRig(t, redfishsim.Config{BootMode: "UEFI"})
+	ctx := context.Background()
+	const iso = "http://192.0.2.9/live.iso"
+	n := r.node(t, Available, func(n *storage.Node) {
+		n.DeployInterface, n.BootInterface = DeployRamdisk, BootRedfishHTTPS
+		n.InstanceInfo = storage.JSONObject{"boot_iso": iso}
+	})
+	if err := r.c.Provision(ctx, n.UUID, ProvisionRequest{Target: "active"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := settled(t, r.st, n.UUID, time.Now()); State(got.ProvisionState) != Active || got.LastError != nil {
+		t.Fatalf("deploy: %s, last_error %v", got.ProvisionState, deref(got.LastError))
+	}
+	var sys struct {
+		PowerState string
+		Boot       struct{ BootSourceOverrideEnabled, BootSourceOverrideTarget, HttpBootUri string }
+	}
+	r.get(t, r.bmc.SystemPath(), &sys)
+	if sys.PowerState != "On" || sys.Boot.BootSourceOverrideEnabled != "Continuous" || sys.Boot.BootSourceOverrideTarget != "UefiHttp" || sys.Boot.HttpBootUri != iso {
+		t.Fatalf("BMC after the deploy: %+v, want On, Continuous UEFI HTTP boot of %s", sys, iso)
+	}
+	if err := r.c.Provision(ctx, n.UUID, ProvisionRequest{Target: "deleted"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := settled(t, r.st, n.UUID, time.Now()); State(got.ProvisionState) != Available {
+		t.Fatalf("undeploy: %s, last_error %v", got.ProvisionState, deref(got.LastError))
+	}
+	r.get(t, r.bmc.SystemPath(), &sys)
+	if sys.Boot.BootSourceOverrideTarget != "Hdd" {
+		t.Fatalf("BMC boot after undeploy: %+v, want the disk", sys.Boot)
+	}
+}
+
+// TestRamdiskDeployUnrescue: unrescuing a ramdisk-deployed node boots its
+// instance again (Ironic's unrescue calls the boot interface's
+// prepare_instance): active, powered on, the instance at its next boot.
+func TestRamdiskDeployUnrescue(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	mac, _ := net.ParseMAC("52:54:00:b0:01:02")
+	n := h.nodeIn(t, Rescue, func(n *storage.Node) {
+		n.DeployInterface, n.BootInterface, n.RescueInterface = DeployRamdisk, "ipxe", "agent"
+		n.InstanceInfo = storage.JSONObject{"boot_iso": "http://192.0.2.9/live.iso", "rescue_password": "x"}
+		n.PowerState = strp(driver.PowerOff)
+	})
+	if err := h.c.CreatePort(ctx, &storage.Port{NodeUUID: n.UUID, Address: mac.String()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := h.c.BootTarget(ctx, mac); ok {
+		t.Fatal("a rescued node gets a network boot")
+	}
+	if err := h.c.Provision(ctx, n.UUID, ProvisionRequest{Target: "unrescue"}); err != nil {
+		t.Fatal(err)
+	}
+	got := h.waitState(t, n.UUID, Active)
+	if deref(got.PowerState) != driver.PowerOn {
+		t.Fatalf("after unrescue: power %v", deref(got.PowerState))
+	}
+	if _, ok := got.InstanceInfo["rescue_password"]; ok {
+		t.Fatal("rescue_password kept")
+	}
+	if d, ok := h.c.BootTarget(ctx, mac); !ok || d.Instance == nil || d.Instance.ISO != "http://192.0.2.9/live.iso" {
+		t.Fatalf("after unrescue: %+v %v", d, ok)
+	}
+}
