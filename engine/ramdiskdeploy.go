@@ -117,6 +117,12 @@ func (c *Conductor) checkRamdiskDeploy(n *storage.Node, req ProvisionRequest) er
 // interface's prepare_instance (the instance's boot made persistent), power
 // on; the node is active at once: nothing waits for an agent.
 func ramdiskDeployTask(ctx context.Context, c *Conductor, n *storage.Node) outcome {
+	if _, ok := n.InstanceInfo["configdrive"]; ok {
+		// Ironic attaches it as a virtual USB stick for virtual media boot
+		// interfaces; castiron does not yet (Ironic's own warning for the
+		// others).
+		c.log.WarnContext(ctx, "a configuration drive is present in a ramdisk deployment request; castiron ignores it", "node", n.UUID, "boot", n.BootInterface)
+	}
 	if err := c.bootRamdiskInstance(ctx, n); err != nil {
 		return failed(err)
 	}
