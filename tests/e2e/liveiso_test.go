@@ -33,7 +33,7 @@ func TestLiveISOAndCustomDeploy(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 
-	live := buildLiveISO(ctx, t, r)
+	live := buildLiveISO(ctx, t, r.im)
 	r.c.InstallImage(t, live)
 	isoURL := r.c.URL + "/images/" + live.Name
 
@@ -118,7 +118,7 @@ func TestLiveISOAndCustomDeploy(t *testing.T) {
 
 // buildLiveISO makes the live ISO: the test image's kernel and marker
 // initramfs, booted by isolinux with the serial console.
-func buildLiveISO(ctx context.Context, t *testing.T, r *vmediaRig) DeployImage {
+func buildLiveISO(ctx context.Context, t *testing.T, im *DeployImages) DeployImage {
 	t.Helper()
 	loaders, err := iso.FindLoaders(ramdiskDir(t))
 	if err != nil {
@@ -126,7 +126,7 @@ func buildLiveISO(ctx context.Context, t *testing.T, r *vmediaRig) DeployImage {
 	}
 	dst := filepath.Join(t.TempDir(), "e2e-live.iso")
 	res, err := iso.Build(ctx, iso.Spec{
-		Kernel: imageKernelPath(), Initramfs: filepath.Join(r.im.dir, "initrd.gz"),
+		Kernel: imageKernelPath(), Initramfs: filepath.Join(im.dir, "initrd.gz"),
 		Args:    []string{"console=tty0", "console=ttyS0,115200"},
 		Loaders: loaders,
 	}, dst)
@@ -161,4 +161,85 @@ func readAt(t *testing.T, path string, off int64, n int) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestRamdiskDeployIPXE: deploy_interface ramdisk on an ipmi node with
+// boot ipxe, in the lab with castiron's DHCP/iPXE: instance_info kernel
+// and ramdisk (names of images castiron hosts: the test image's kernel
+// and its marker initramfs) with ramdisk_kernel_arguments. The node goes
+// active with no agent, the VM network-boots the instance (castiron's
+// boot server hands the instance's script while the node is deployed) and
+// prints the marker; powered on again it boots it again; rebuilt with a
+// boot_iso, iPXE sanboots the ISO over HTTP; undeploy.
+func TestRamdiskDeployIPXE(t *testing.T) {
+	im := BuildDeployImages(t)
+	kernel := hostedFile(t, "e2e-live-vmlinuz", imageKernelPath())
+	initrd := hostedFile(t, "e2e-live-initrd.gz", filepath.Join(im.dir, "initrd.gz"))
+	r := newDeployRig(t, "ramdisk-ipxe", LabOptions{}, kernel, initrd)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	r.provide(ctx, t, false)
+	if _, err := r.c.PatchNode(ctx, r.node.UUID,
+		PatchOp{Op: "replace", Path: "/deploy_interface", Value: "ramdisk"},
+		PatchOp{Op: "add", Path: "/instance_info/kernel", Value: kernel.Name},
+		PatchOp{Op: "add", Path: "/instance_info/ramdisk", Value: initrd.Name},
+		PatchOp{Op: "add", Path: "/instance_info/ramdisk_kernel_arguments", Value: "console=tty0 console=ttyS0,115200"},
+	); err != nil {
+		t.Fatal(err)
+	}
+	run, err := r.watchDeploy(ctx, t, deployTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(run.States, "wait call-back") {
+		t.Errorf("a ramdisk deploy waited for an agent: states %v", run.States)
+	}
+	t.Logf("E2E-TIMING ramdisk_ipxe_active total=%.2fs", run.Active.Sub(run.Start).Seconds())
+	at := r.waitMarker(ctx, t, run.Start) // and the VM off: the instance's /init powers it off
+	t.Logf("E2E-TIMING ramdisk_ipxe_marker total=%.2fs", at.Sub(run.Start).Seconds())
+
+	start := time.Now()
+	if err := r.c.Do(ctx, "PUT", "/v1/nodes/"+r.node.UUID+"/states/power", map[string]any{"target": "power on"}, nil); err != nil {
+		t.Fatalf("power on: %v", err)
+	}
+	at = r.waitMarker(ctx, t, start)
+	t.Logf("E2E-TIMING ramdisk_ipxe_reboot_marker total=%.2fs", at.Sub(start).Seconds())
+
+	// Rebuild with an ISO instead: iPXE sanboots it over HTTP.
+	live := buildLiveISO(ctx, t, im)
+	r.c.InstallImage(t, live)
+	if _, err := r.c.PatchNode(ctx, r.node.UUID,
+		PatchOp{Op: "remove", Path: "/instance_info/kernel"},
+		PatchOp{Op: "remove", Path: "/instance_info/ramdisk"},
+		PatchOp{Op: "remove", Path: "/instance_info/ramdisk_kernel_arguments"},
+		PatchOp{Op: "add", Path: "/instance_info/boot_iso", Value: live.Name},
+	); err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	if err := r.c.SetProvisionState(ctx, r.node.UUID, "rebuild"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.c.WaitProvisionState(ctx, r.node.UUID, "active", deployTimeout); err != nil {
+		t.Fatal(err)
+	}
+	at = r.waitMarker(ctx, t, start)
+	t.Logf("E2E-TIMING ramdisk_ipxe_sanboot_marker total=%.2fs", at.Sub(start).Seconds())
+
+	if err := r.c.SetProvisionState(ctx, r.node.UUID, "deleted"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.c.WaitProvisionState(ctx, r.node.UUID, "available", cleanTimeout); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// hostedFile describes a file to install under castiron's images.
+func hostedFile(t *testing.T, name, path string) DeployImage {
+	t.Helper()
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return DeployImage{Name: name, Path: path, Size: st.Size()}
 }
