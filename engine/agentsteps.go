@@ -372,6 +372,18 @@ func finishAgentWork(kind string, manualClean bool) work {
 			}
 			return outcome{ev: ev, mutate: mutate}
 		}
+		if ramdiskDeploy(n) {
+			// Ironic's tear_down_service: the boot interface's
+			// prepare_instance again, the instance is the ramdisk.
+			if err := c.bootRamdiskInstance(ctx, n); err != nil {
+				return failed(err)
+			}
+			return outcome{ev: EvDone, mutate: func(n *storage.Node) {
+				mutate(n)
+				on := driver.PowerOn
+				n.PowerState = &on
+			}}
+		}
 		hw, err := c.hardwareOf(n)
 		if err != nil {
 			return failed(err)
@@ -406,6 +418,18 @@ func finishInPlace(ctx context.Context, c *Conductor, n *storage.Node, deploy, m
 		kind = kindOf(State(n.ProvisionState))
 	}
 	c.endRamdisk(ctx, n)
+	if deploy && ramdiskDeploy(n) {
+		// The ramdisk instance again (a reset in place: DisablePowerOff).
+		if err := c.bootRamdiskInstance(ctx, n); err != nil {
+			return failed(err)
+		}
+		return outcome{ev: EvDone, mutate: func(n *storage.Node) {
+			clearSteps(n)
+			wipeToken(n)
+			on := driver.PowerOn
+			n.PowerState = &on
+		}}
+	}
 	hw, err := c.hardwareOf(n)
 	if err != nil {
 		return failed(err)

@@ -78,6 +78,24 @@ func TestMetal3LiveISO(t *testing.T) {
 		t.Errorf("boot device %v, want pxe persistent", bd)
 	}
 	h.expect(http.StatusNotFound, "GET", "/v1/lookup?addresses="+mac, "1.84", nil) // no agent in an active node
+
+	// A service through the agent ends with the instance booted again
+	// (Ironic's tear_down_service: prepare_instance), not the disk.
+	h.expect(http.StatusAccepted, "PUT", "/v1/nodes/"+id+"/states/provision", latest, map[string]any{"target": "service",
+		"service_steps": []any{map[string]any{"interface": "deploy", "step": "erase_devices_metadata"}}})
+	h.waitState(id, "service wait")
+	a := &agent{h: h}
+	a.lookup(mac)
+	in := a.beat(nil)
+	if in.Command != protocol.CmdRunStep {
+		t.Fatalf("service instruction %+v", in)
+	}
+	a.beat(&protocol.StepReport{ID: in.Step.ID, Status: protocol.StepSucceeded})
+	n = h.waitState(id, "active")
+	bd = h.expect(http.StatusOK, "GET", "/v1/nodes/"+id+"/management/boot_device", latest, nil).json(t)
+	if n["power_state"] != "power on" || bd["boot_device"] != "pxe" || bd["persistent"] != true {
+		t.Errorf("after a service: power %v boot device %v, want the instance booted again (pxe persistent)", n["power_state"], bd)
+	}
 	var events []string
 	for _, e := range h.expect(http.StatusOK, "GET", "/v1/nodes/"+id+"/history", latest, nil).json(t)["history"].([]any) {
 		events = append(events, e.(map[string]any)["event"].(string))
