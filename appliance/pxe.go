@@ -84,7 +84,11 @@ type gateAdapter struct{ cond *engine.Conductor }
 
 func (g gateAdapter) Allow(ctx context.Context, mac net.HardwareAddr) (boot.Decision, bool) {
 	d, ok := g.cond.BootTarget(ctx, mac)
-	return boot.Decision{NodeUUID: d.NodeUUID, Purpose: d.Purpose, CPUArch: d.CPUArch}, ok
+	out := boot.Decision{NodeUUID: d.NodeUUID, Purpose: d.Purpose, CPUArch: d.CPUArch}
+	if i := d.Instance; i != nil {
+		out.Instance = &boot.Instance{ISO: i.ISO, Kernel: i.Kernel, Ramdisk: i.Ramdisk, Args: i.Args}
+	}
+	return out, ok
 }
 
 // AllowNode serves a node's virtual media ISO while engine boots its ramdisk.

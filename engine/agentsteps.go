@@ -31,7 +31,9 @@ const agentStepInterface = "deploy"
 // priorities for automated cleaning and whether they may be interrupted.
 // Their arguments are the agent's (not checked here).
 var agentStepTable = []stepDef{
-	{iface: agentStepInterface, name: protocol.StepEraseDevicesMetadata, priority: 99, abortable: true, requiresRamdisk: true, clean: true, service: true, has: agentDeploy},
+	// erase_devices_metadata is also a deploy step (priority 0: only when
+	// asked), as the agent offers it (a custom-agent deploy's user step).
+	{iface: agentStepInterface, name: protocol.StepEraseDevicesMetadata, priority: 99, abortable: true, requiresRamdisk: true, clean: true, service: true, deploy: true, has: agentDeploy},
 	{iface: agentStepInterface, name: protocol.StepEraseDevices, priority: 10, abortable: true, requiresRamdisk: true, clean: true, service: true, has: agentDeploy},
 	{iface: agentStepInterface, name: protocol.StepWriteImage, priority: 80, abortable: true, requiresRamdisk: true, has: agentDeploy},
 }
@@ -123,11 +125,15 @@ func (c *Conductor) deploySteps(ctx context.Context, n *storage.Node) ([]any, er
 	if err != nil {
 		return nil, err
 	}
-	write, err := c.writeImageStep(n)
-	if err != nil {
-		return nil, err
+	plan := extra
+	if !customAgentDeploy(n) {
+		// custom-agent: the user's steps only, no image written.
+		write, err := c.writeImageStep(n)
+		if err != nil {
+			return nil, err
+		}
+		plan = append([]any{write}, extra...)
 	}
-	plan := append([]any{write}, extra...)
 	sort.SliceStable(plan, func(i, j int) bool {
 		return intOf(plan[i].(map[string]any)["priority"]) > intOf(plan[j].(map[string]any)["priority"])
 	})
@@ -366,6 +372,18 @@ func finishAgentWork(kind string, manualClean bool) work {
 			}
 			return outcome{ev: ev, mutate: mutate}
 		}
+		if ramdiskDeploy(n) {
+			// Ironic's tear_down_service: the boot interface's
+			// prepare_instance again, the instance is the ramdisk.
+			if err := c.bootRamdiskInstance(ctx, n); err != nil {
+				return failed(err)
+			}
+			return outcome{ev: EvDone, mutate: func(n *storage.Node) {
+				mutate(n)
+				on := driver.PowerOn
+				n.PowerState = &on
+			}}
+		}
 		hw, err := c.hardwareOf(n)
 		if err != nil {
 			return failed(err)
@@ -400,6 +418,18 @@ func finishInPlace(ctx context.Context, c *Conductor, n *storage.Node, deploy, m
 		kind = kindOf(State(n.ProvisionState))
 	}
 	c.endRamdisk(ctx, n)
+	if deploy && ramdiskDeploy(n) {
+		// The ramdisk instance again (a reset in place: DisablePowerOff).
+		if err := c.bootRamdiskInstance(ctx, n); err != nil {
+			return failed(err)
+		}
+		return outcome{ev: EvDone, mutate: func(n *storage.Node) {
+			clearSteps(n)
+			wipeToken(n)
+			on := driver.PowerOn
+			n.PowerState = &on
+		}}
+	}
 	hw, err := c.hardwareOf(n)
 	if err != nil {
 		return failed(err)

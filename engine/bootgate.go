@@ -36,6 +36,9 @@ type BootDecision struct {
 	// empty when unknown: the ramdisk to serve when the firmware does not
 	// say its architecture.
 	CPUArch string
+	// Instance, for purpose "instance", is what a node deployed with the
+	// ramdisk interface boots in place of castiron's ramdisk.
+	Instance *InstanceBoot
 }
 
 // bootGate caches "is any inspection of a node without ports running", the
@@ -194,10 +197,14 @@ func (c *Conductor) bootTarget(ctx context.Context, mac net.HardwareAddr) (d Boo
 			return BootDecision{NodeUUID: n.UUID, Purpose: "inspect"}, true, true
 		}
 		purpose, ok := bootPurpose[State(n.ProvisionState)]
+		inst, isInstance := c.instanceBootOf(n)
+		if isInstance {
+			purpose, ok = "instance", true
+		}
 		// With several conductors on one network, only the node's owner
 		// answers it (the others stay silent, as for any other machine).
 		arch, _ := n.Properties["cpu_arch"].(string)
-		return BootDecision{NodeUUID: n.UUID, Purpose: purpose, CPUArch: arch}, ok && c.Owns(n), true
+		return BootDecision{NodeUUID: n.UUID, Purpose: purpose, CPUArch: arch, Instance: inst}, ok && c.Owns(n), true
 	case !fault.Is(err, fault.NotFound):
 		c.log.WarnContext(ctx, "boot gate: port lookup failed", "mac", mac.String(), "err", err)
 		return BootDecision{}, false, false

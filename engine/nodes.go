@@ -327,6 +327,14 @@ func (c *Conductor) Validate(ctx context.Context, ident string) (map[string]Inte
 			} else {
 				out[kind] = ok
 			}
+		case kind == "deploy" && ramdiskDeploy(n):
+			if _, err := c.ramdiskInstance(n); err != nil {
+				out[kind] = bad(err.Error())
+			} else {
+				out[kind] = ok
+			}
+		case kind == "deploy" && customAgentDeploy(n):
+			out[kind] = ok // instance_info is the user's steps' business
 		case kind == "deploy" && needsAgent(n, "deploy"):
 			if _, has := n.InstanceInfo["image_source"]; !has {
 				out[kind] = bad("Cannot validate image information for node " + n.UUID + " because one or more parameters are missing from its instance_info. Missing are: ['image_source']")

@@ -230,6 +230,9 @@ func (c *Conductor) checkProvisionArgs(n *storage.Node, ev Event, req ProvisionR
 		if err := checkSteps("deploy", req.DeploySteps, true); err != nil {
 			return err
 		}
+		if err := c.checkRamdiskDeploy(n, req); err != nil {
+			return err
+		}
 		if len(req.DeploySteps) > 0 && needsAgent(n, "deploy") {
 			hw, err := c.hardwareOf(n)
 			if err != nil {
@@ -239,7 +242,7 @@ func (c *Conductor) checkProvisionArgs(n *storage.Node, ev Event, req ProvisionR
 				return fault.New(fault.Invalid, "%s", err.Error())
 			}
 		}
-		if needsAgent(n, "deploy") {
+		if needsAgent(n, "deploy") && !ramdiskDeploy(n) && !customAgentDeploy(n) {
 			if _, ok := n.InstanceInfo["image_source"]; !ok {
 				return fault.New(fault.Invalid, "Cannot validate image information for node %s because one or more parameters are missing from its instance_info and insufficient information is present to boot from a remote volume. Missing are: ['image_source']", n.UUID)
 			}
@@ -475,6 +478,9 @@ func inspectTask(ctx context.Context, c *Conductor, n *storage.Node) outcome {
 }
 
 func deployTask(ctx context.Context, c *Conductor, n *storage.Node) outcome {
+	if ramdiskDeploy(n) {
+		return ramdiskDeployTask(ctx, c, n)
+	}
 	if needsAgent(n, "deploy") {
 		plan, err := c.deploySteps(ctx, n)
 		if err != nil {
@@ -496,6 +502,7 @@ func tearDownTask(ctx context.Context, c *Conductor, n *storage.Node) outcome {
 	if err := powerOff(ctx, c, n); err != nil {
 		return failed(fmt.Errorf("Failed to tear down: %v", err))
 	}
+	c.cleanUpRamdiskInstance(ctx, n)
 	if err := c.cleanUpInstanceSecureBoot(ctx, n); err != nil {
 		return failed(err)
 	}
@@ -526,6 +533,17 @@ func rescueTask(ctx context.Context, c *Conductor, n *storage.Node) outcome {
 }
 
 func unrescueTask(ctx context.Context, c *Conductor, n *storage.Node) outcome {
+	if ramdiskDeploy(n) {
+		// Ironic's unrescue: the boot interface's prepare_instance again.
+		if err := c.bootRamdiskInstance(ctx, n); err != nil {
+			return failed(err)
+		}
+		on := driver.PowerOn
+		return outcome{ev: EvDone, mutate: func(n *storage.Node) {
+			delete(n.InstanceInfo, "rescue_password")
+			n.PowerState = &on
+		}}
+	}
 	return outcome{ev: EvDone, mutate: func(n *storage.Node) { delete(n.InstanceInfo, "rescue_password") }}
 }
 

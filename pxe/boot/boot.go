@@ -23,6 +23,16 @@ type Decision struct {
 	// CPUArch is the node's cpu_arch ("x86_64", "aarch64"); empty when
 	// unknown.
 	CPUArch string
+	// Instance, for purpose "instance", is the user's ramdisk or ISO a
+	// node deployed with the ramdisk deploy interface boots.
+	Instance *Instance
+}
+
+// Instance is a ramdisk instance's network boot: an ISO (iPXE sanboot),
+// or a kernel and ramdisk with their command line; URLs iPXE fetches.
+type Instance struct {
+	ISO, Kernel, Ramdisk string
+	Args                 []string
 }
 
 // Gate decides whom castiron network-boots. A machine it refuses gets no

@@ -63,6 +63,14 @@ func (h *Handler) GRUBConfig(ctx context.Context, mac net.HardwareAddr, local ne
 		h.rec.Record(ctx, ev)
 		return nil, false
 	}
+	if d.Instance != nil {
+		// A ramdisk instance through network GRUB (arm64): not done; the
+		// node gets no config, as for a refusal.
+		ev.NodeUUID, ev.Detail = d.NodeUUID, "grub.cfg refused: a ramdisk instance boot by GRUB is not implemented"
+		h.rec.Record(ctx, ev)
+		h.log.Warn("grub.cfg refused: ramdisk instance boot by GRUB is not implemented", "mac", mac.String(), "node", d.NodeUUID)
+		return nil, false
+	}
 	urls := h.urlsFor(local, "")
 	p := scriptParams{BootURL: urls.Boot, APIURL: urls.API, MAC: mac, Decision: d, ExtraArgs: h.cfg.ExtraKernelArgs,
 		Inspect: h.cfg.InspectionKernelArgs, Trust: h.cfg.TrustArchive != nil, Arch: h.arch(arch, d)}

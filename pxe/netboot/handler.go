@@ -157,7 +157,11 @@ func (h *Handler) serveScript(w http.ResponseWriter, r *http.Request) {
 	}
 	urls := h.urls(r)
 	arch := h.arch(r.URL.Query().Get("arch"), decision)
-	script := renderScript(scriptParams{
+	render := renderScript
+	if decision.Instance != nil {
+		render = renderInstanceScript
+	}
+	script := render(scriptParams{
 		Arch:      arch,
 		BootURL:   urls.Boot,
 		APIURL:    urls.API,

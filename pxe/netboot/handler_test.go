@@ -535,3 +535,26 @@ func mustMAC(t *testing.T, s string) net.HardwareAddr {
 	}
 	return m
 }
+
+// TestInstanceScript: a ramdisk instance's script loads the user's kernel
+// and ramdisk (or sanboots its ISO), never castiron's agent.
+func TestInstanceScript(t *testing.T) {
+	mac, _ := net.ParseMAC(macDeploy)
+	p := scriptParams{MAC: mac, Attempts: 3, RetrySecs: 5, BootURL: "http://10.0.0.1:6385", APIURL: "http://10.0.0.1:6385",
+		Decision: boot.Decision{NodeUUID: uuidB, Purpose: "instance", Instance: &boot.Instance{
+			Kernel: "http://192.0.2.9/k", Ramdisk: "http://192.0.2.9/r", Args: []string{"root=/dev/ram0", "text", "live=1"}}}}
+	s := renderInstanceScript(p)
+	for _, want := range []string{"#!ipxe\n", "kernel --name vmlinuz http://192.0.2.9/k initrd=initramfs root=/dev/ram0 text live=1 || goto failed\n",
+		"initrd --name initramfs http://192.0.2.9/r || goto failed\n", "boot || goto failed\n", "goto retry\n"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("script lacks %q:\n%s", want, s)
+		}
+	}
+	if strings.Contains(s, "ipa-") || strings.Contains(s, "/boot/vmlinuz") {
+		t.Errorf("instance script mentions the agent:\n%s", s)
+	}
+	p.Decision.Instance = &boot.Instance{ISO: "http://192.0.2.9/live.iso"}
+	if s := renderInstanceScript(p); !strings.Contains(s, "sanboot --no-describe http://192.0.2.9/live.iso || goto failed\n") || strings.Contains(s, "kernel ") {
+		t.Errorf("ISO instance script:\n%s", s)
+	}
+}

@@ -204,3 +204,84 @@ func tail(s string, n int) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// TestIPXEInstanceInQEMU: a node deployed with the ramdisk deploy
+// interface gets its instance from the script in the real iPXE ROM: the
+// user's kernel and ramdisk from their own URLs (here this test's server,
+// outside /boot/) with ramdisk_kernel_arguments, not castiron's agent.
+func TestIPXEInstanceInQEMU(t *testing.T) {
+	qemu := requireTool(t, "qemu-system-x86_64")
+	requireFile(t, "/usr/lib/ipxe/qemu/pxe-virtio.rom")
+	requireFile(t, debianKernel)
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "http://10.0.2.2:" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	var mu sync.Mutex
+	fetched := map[string]int{}
+	gate := mapGate{macInspect: {NodeUUID: uuidA, Purpose: "instance", Instance: &boot.Instance{
+		Kernel: base + "/live/vmlinuz", Ramdisk: base + "/live/initrd.img",
+		Args: []string{"root=/dev/ram0", "text", "console=ttyS0", "loglevel=7", "live.marker=castiron-live-1"}}}}
+	mux := http.NewServeMux()
+	mux.Handle("/boot/", New(Config{PublicURL: base, KernelPath: "/nonexistent", InitramfsPath: "/nonexistent", Gate: gate,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
+	mux.HandleFunc("/live/", func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		fetched[r.URL.Path]++
+		mu.Unlock()
+		switch r.URL.Path {
+		case "/live/vmlinuz":
+			http.ServeFile(w, r, debianKernel)
+		case "/live/initrd.img":
+			_, _ = w.Write([]byte("not an archive: the kernel complains after the line this test reads\n"))
+		default:
+			http.NotFound(w, r)
+		}
+	})
+	srv := &http.Server{Handler: mux}
+	go srv.Serve(ln)
+	defer srv.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, qemu,
+		"-accel", "tcg", "-m", "256", "-nographic", "-monitor", "none", "-no-reboot", "-boot", "strict=on",
+		"-netdev", "user,id=n0,bootfile="+base+"/boot/ipxe?mac=${net0/mac}",
+		"-device", "virtio-net-pci,netdev=n0,mac="+macInspect+",bootindex=1")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }() // our own qemu, by PID
+	sc := bufio.NewScanner(out)
+	var console []string
+	line := ""
+	for sc.Scan() {
+		l := strings.TrimRight(sc.Text(), "\r")
+		console = append(console, l)
+		if strings.Contains(l, "Command line:") {
+			line = l
+			break
+		}
+	}
+	if line == "" {
+		t.Fatalf("no kernel command line on the console:\n%s", tail(strings.Join(console, "\n"), 40))
+	}
+	for _, want := range []string{"live.marker=castiron-live-1", "root=/dev/ram0", "initrd=initramfs"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("command line %q lacks %q", line, want)
+		}
+	}
+	if strings.Contains(line, "ipa-api-url") {
+		t.Errorf("the instance got the agent's arguments: %q", line)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if fetched["/live/vmlinuz"] != 1 || fetched["/live/initrd.img"] != 1 {
+		t.Errorf("instance files fetched %v, want the kernel and ramdisk once each", fetched)
+	}
+}

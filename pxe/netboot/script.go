@@ -98,3 +98,37 @@ func renderScript(p scriptParams) string {
 	line("poweroff || exit 1")
 	return b.String()
 }
+
+// renderInstanceScript is the iPXE script of a node deployed with the
+// ramdisk deploy interface (Ironic's ipxe_config.template ramdisk boot):
+// the user's ISO by sanboot, or its kernel and ramdisk from their URLs with
+// instance_info.ramdisk_kernel_arguments; retried as the agent's script.
+func renderInstanceScript(p scriptParams) string {
+	inst := p.Decision.Instance
+	var b strings.Builder
+	line := func(format string, a ...any) { fmt.Fprintf(&b, format+"\n", a...) }
+	line("#!ipxe")
+	line("# castiron ramdisk instance boot of node %s, MAC %s", p.Decision.NodeUUID, p.MAC)
+	line("echo castiron: ramdisk instance boot of node %s", p.Decision.NodeUUID)
+	line("clear castiron-try ||")
+	line(":retry")
+	line("iseq x${castiron-try} x%s && goto giveup ||", strings.Repeat(".", p.Attempts))
+	line("set castiron-try ${castiron-try}.")
+	line("imgfree ||")
+	if inst.ISO != "" {
+		line("sanboot --no-describe %s || goto failed", inst.ISO)
+	} else {
+		args := append([]string{"initrd=" + initrdImageName}, inst.Args...)
+		line("kernel --name %s %s %s || goto failed", kernelImageName, inst.Kernel, strings.Join(args, " "))
+		line("initrd --name %s %s || goto failed", initrdImageName, inst.Ramdisk)
+		line("boot || goto failed")
+	}
+	line(":failed")
+	line("echo castiron: loading the instance failed (try ${castiron-try}), again in %d s", p.RetrySecs)
+	line("sleep %d ||", p.RetrySecs)
+	line("goto retry")
+	line(":giveup")
+	line("echo castiron: giving up after %d tries", p.Attempts)
+	line("poweroff || exit 1")
+	return b.String()
+}
