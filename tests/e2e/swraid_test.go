@@ -1,0 +1,197 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestSoftwareRAID1 is software RAID through the agent raid interface on
+// a VM with two disks: a manual clean with raid.create_configuration
+// builds RAID-1 (metadata 1.0) from target_raid_config, raid_config and
+// the root device come back, automated cleaning leaves the members alone,
+// the deploy writes the image onto the array, the VM boots it from disk;
+// on the host both disk files hold the image and an md superblock, and
+// the VM boots again with only the second disk attached (the boot loader
+// is on every member). Last, raid.delete_configuration removes the array.
+func TestSoftwareRAID1(t *testing.T) {
+	im := deployImagesFor(t)
+	r := newDeployRig(t, "swraid1", LabOptions{Boot: "bios", MemMB: 1024, CPUs: 1, Disks: []DiskSpec{
+		{SizeGiB: 2, Serial: "E2EDISK0"}, {SizeGiB: 2, Serial: "E2EDISK1"},
+	}}, im.Raw)
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
+	defer cancel()
+	uuid := r.node.UUID
+	if _, err := r.c.PatchNode(ctx, uuid, PatchOp{Op: "replace", Path: "/raid_interface", Value: "agent"}); err != nil {
+		t.Fatalf("raid_interface agent: %v", err)
+	}
+	// The API checks Ironic's schema at PUT; the software RAID rules are
+	// the clean step's.
+	bad := map[string]any{"logical_disks": []any{map[string]any{"size_gb": 1, "raid_level": "7", "controller": "software"}}}
+	var apiErr *APIError
+	if err := r.c.Do(ctx, "PUT", "/v1/nodes/"+uuid+"/states/raid", bad, nil); !errors.As(err, &apiErr) || apiErr.Status != 400 {
+		t.Errorf("PUT raid with raid_level 7: want 400, got %v", err)
+	}
+	target := map[string]any{"logical_disks": []any{map[string]any{
+		"size_gb": 1, "raid_level": "1", "controller": "software", "is_root_volume": true, "volume_name": "root",
+	}}}
+	if err := r.c.Do(ctx, "PUT", "/v1/nodes/"+uuid+"/states/raid", target, nil); err != nil {
+		t.Fatalf("PUT raid: %v", err)
+	}
+
+	// Manual clean: create_configuration in the agent.
+	start := time.Now()
+	if err := r.c.Do(ctx, "PUT", "/v1/nodes/"+uuid+"/states/provision", map[string]any{"target": "clean",
+		"clean_steps": []any{map[string]any{"interface": "raid", "step": "create_configuration"}}}, nil); err != nil {
+		t.Fatalf("clean: %v", err)
+	}
+	n, err := r.c.WaitProvisionState(ctx, uuid, "manageable", cleanTimeout)
+	if err != nil {
+		t.Fatalf("clean with raid.create_configuration: %v", err)
+	}
+	t.Logf("E2E-TIMING swraid_create total=%.2fs", time.Since(start).Seconds())
+	raidConfig := n.field("raid_config")
+	lds, _ := raidConfig["logical_disks"].([]any)
+	if len(lds) != 1 || raidConfig["last_updated"] == nil {
+		t.Fatalf("raid_config after create: %v", raidConfig)
+	}
+	ld, _ := lds[0].(map[string]any)
+	if ld["raid_level"] != "1" || ld["controller"] != "software" {
+		t.Errorf("raid_config logical disk: %v", ld)
+	}
+	hint, _ := n.Properties["root_device"].(map[string]any)
+	if hint["name"] != "/dev/md/root" {
+		t.Errorf("properties.root_device after create: %v (want the array, /dev/md/root)", n.Properties["root_device"])
+	}
+	if caps, _ := n.Properties["capabilities"].(string); !strings.Contains(caps, "raid_level:1") {
+		t.Errorf("properties.capabilities: %q, want raid_level:1", caps)
+	}
+	t.Logf("raid_config: %v; root_device: %v", raidConfig, n.Properties["root_device"])
+	r.waitVMOff(ctx, t, "after the RAID clean", 60*time.Second)
+	for i := 0; i < 2; i++ {
+		if err := requireMDMember(r.l.DiskPath(i), "any:root", 1); err != nil {
+			t.Fatalf("disk %d after create_configuration: %v", i, err)
+		}
+	}
+
+	// provide (automated cleaning must leave the RAID members alone), deploy.
+	r.setImage(ctx, t, im.Raw, "")
+	r.provide(ctx, t, true)
+	r.waitVMOff(ctx, t, "after automated cleaning", 60*time.Second)
+	run := r.deployTimed(ctx, t, "deploy_swraid1", true)
+	r.checkDeployRecord(ctx, t, run)
+	n, err = r.c.GetNode(ctx, uuid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	results, _ := n.DriverInternalInfo["agent_step_results"].(map[string]any)
+	if wr, _ := results["deploy.write_image"].(map[string]any); wr["target_disk"] != "/dev/md/root" {
+		t.Errorf("write_image wrote %v, want the RAID root /dev/md/root", wr["target_disk"])
+	}
+	// The VM is off (the image powers it off after its marker).
+	for i := 0; i < 2; i++ {
+		if err := DiskStartsWith(r.l.DiskPath(i), im.Raw.Path); err != nil {
+			t.Errorf("disk %d does not mirror the image: %v", i, err)
+		}
+		if err := requireMDMember(r.l.DiskPath(i), "any:root", 1); err != nil {
+			t.Errorf("disk %d after the deploy: %v", i, err)
+		}
+	}
+
+	// The first disk pulled out: the second boots the image alone.
+	if err := r.l.UseDisks(1); err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	for _, args := range [][]string{{"chassis", "bootdev", "disk"}, {"chassis", "power", "on"}} {
+		if out, err := r.l.Ipmitool(ctx, args...); err != nil {
+			t.Fatalf("ipmitool %v: %v: %s", args, err, out)
+		}
+	}
+	marker := r.waitMarker(ctx, t, start)
+	t.Logf("E2E-TIMING swraid_second_disk_boot marker=%.2fs", marker.Sub(start).Seconds())
+	if ev, ok := firstLine(r.l.VMEvents(), start, "start bootdev="); !ok || !strings.HasSuffix(ev.Text, " disks=E2EDISK1") {
+		t.Errorf("the VM's start with the first disk pulled: %q, want only E2EDISK1 attached", ev.Text)
+	} else {
+		t.Logf("VM start: %s", ev.Text)
+	}
+	if err := r.l.UseDisks(); err != nil {
+		t.Fatal(err)
+	}
+
+	// undeploy (automated cleaning again skips the members), then
+	// delete_configuration in a manual clean.
+	if err := r.c.SetProvisionState(ctx, uuid, "deleted"); err != nil {
+		t.Fatalf("undeploy: %v", err)
+	}
+	if _, err := r.c.WaitProvisionState(ctx, uuid, "available", cleanTimeout); err != nil {
+		t.Fatalf("undeploy: %v", err)
+	}
+	r.waitVMOff(ctx, t, "after undeploy", 60*time.Second)
+	if err := r.c.SetProvisionState(ctx, uuid, "manage"); err != nil {
+		t.Fatalf("manage: %v", err)
+	}
+	if _, err := r.c.WaitProvisionState(ctx, uuid, "manageable", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.c.Do(ctx, "PUT", "/v1/nodes/"+uuid+"/states/provision", map[string]any{"target": "clean",
+		"clean_steps": []any{map[string]any{"interface": "raid", "step": "delete_configuration"}}}, nil); err != nil {
+		t.Fatalf("clean: %v", err)
+	}
+	if n, err = r.c.WaitProvisionState(ctx, uuid, "manageable", cleanTimeout); err != nil {
+		t.Fatalf("clean with raid.delete_configuration: %v", err)
+	}
+	if rc := n.field("raid_config"); len(rc) != 0 {
+		t.Errorf("raid_config after delete_configuration: %v, want {}", rc)
+	}
+	if _, ok := n.Properties["root_device"]; ok {
+		t.Errorf("properties.root_device after delete_configuration: %v, want none", n.Properties["root_device"])
+	}
+	r.waitVMOff(ctx, t, "after the RAID delete", 60*time.Second)
+	for i := 0; i < 2; i++ {
+		if err := requireMDMember(r.l.DiskPath(i), "", 0); err == nil || !strings.Contains(err.Error(), "no md superblock") {
+			t.Errorf("disk %d after delete_configuration: want no md superblock, got %v", i, err)
+		}
+	}
+}
+
+// requireMDMember reads the md 1.0 superblock at the end of a member's
+// disk file (mdadm's placement: 8 KiB before the end, rounded down to
+// 4 KiB) and checks its array name and level: the kernel's struct
+// mdp_superblock_1, magic at 0, set_name at 32 (32 bytes), level at 72.
+func requireMDMember(path, name string, level int32) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	off := ((st.Size()/512 - 16) &^ 7) * 512
+	sb := make([]byte, 256)
+	if _, err := f.ReadAt(sb, off); err != nil {
+		return err
+	}
+	if binary.LittleEndian.Uint32(sb) != 0xa92b4efc {
+		return fmt.Errorf("%s: no md superblock (metadata 1.0) at %d", path, off)
+	}
+	if major := binary.LittleEndian.Uint32(sb[4:]); major != 1 {
+		return fmt.Errorf("%s: md superblock major version %d", path, major)
+	}
+	got := string(bytes.TrimRight(sb[32:64], "\x00"))
+	lvl := int32(binary.LittleEndian.Uint32(sb[72:]))
+	if got != name || lvl != level {
+		return fmt.Errorf("%s: md superblock of array %q level %d, want %q level %d", path, got, lvl, name, level)
+	}
+	return nil
+}
