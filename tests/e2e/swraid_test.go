@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -194,4 +195,112 @@ func requireMDMember(path, name string, level int32) error {
 		return fmt.Errorf("%s: md superblock of array %q level %d, want %q level %d", path, got, lvl, name, level)
 	}
 	return nil
+}
+
+// TestSoftwareRAIDLevels builds the other levels on a VM with six disks,
+// each configuration IPA's usual pair (RAID-1 for the OS, a second array
+// beside it), picked by serial hints; a manual clean deletes the arrays
+// before it creates the next ones. RAID-5 asked on two disks fails the
+// clean with the reason and leaves no lock.
+func TestSoftwareRAIDLevels(t *testing.T) {
+	ramdiskDir(t)
+	var disks []DiskSpec
+	for i := 0; i < 6; i++ {
+		disks = append(disks, DiskSpec{SizeGiB: 2, Serial: fmt.Sprintf("E2EDISK%d", i)})
+	}
+	r := newDeployRig(t, "swraid-levels", LabOptions{Boot: "bios", MemMB: 1024, CPUs: 1, Disks: disks})
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	uuid := r.node.UUID
+	if _, err := r.c.PatchNode(ctx, uuid, PatchOp{Op: "replace", Path: "/raid_interface", Value: "agent"}); err != nil {
+		t.Fatalf("raid_interface agent: %v", err)
+	}
+	serials := func(idx ...int) []any {
+		var out []any
+		for _, i := range idx {
+			out = append(out, map[string]any{"serial": fmt.Sprintf("E2EDISK%d", i)})
+		}
+		return out
+	}
+	pair := func(level string, idx ...int) map[string]any {
+		return map[string]any{"logical_disks": []any{
+			map[string]any{"size_gb": 1, "raid_level": "1", "controller": "software", "is_root_volume": true,
+				"volume_name": "root", "physical_disks": serials(0, 1)},
+			map[string]any{"size_gb": 1, "raid_level": level, "controller": "software",
+				"volume_name": "data", "physical_disks": serials(idx...)},
+		}}
+	}
+	clean := func(cfg map[string]any, steps ...string) (*Node, error) {
+		t.Helper()
+		if err := r.c.Do(ctx, "PUT", "/v1/nodes/"+uuid+"/states/raid", cfg, nil); err != nil {
+			t.Fatalf("PUT raid: %v", err)
+		}
+		var plan []any
+		for _, s := range steps {
+			plan = append(plan, map[string]any{"interface": "raid", "step": s})
+		}
+		start := time.Now()
+		if err := r.c.Do(ctx, "PUT", "/v1/nodes/"+uuid+"/states/provision", map[string]any{"target": "clean", "clean_steps": plan}, nil); err != nil {
+			t.Fatalf("clean: %v", err)
+		}
+		n, err := r.c.WaitProvisionState(ctx, uuid, "manageable", cleanTimeout)
+		r.waitVMOff(ctx, t, "after the clean", 60*time.Second)
+		t.Logf("E2E-TIMING swraid_clean %v total=%.2fs", steps, time.Since(start).Seconds())
+		return n, err
+	}
+
+	// RAID-5 on two disks: the agent refuses before touching a disk.
+	n, err := clean(pair("5", 2, 3), "create_configuration")
+	if err == nil || n == nil || n.ProvisionState != "clean failed" {
+		t.Fatalf("RAID-5 on two disks: want clean failed, got %v", err)
+	}
+	if msg := n.LastErr(); !strings.Contains(msg, "not possible for RAID level 5 with only 2 block devices") {
+		t.Errorf("last_error %q", msg)
+	}
+	var all map[string]any
+	if err := json.Unmarshal(n.Raw, &all); err != nil || all["reservation"] != nil {
+		t.Errorf("node left locked (reservation %v): %v", all["reservation"], err)
+	}
+	t.Logf("RAID-5 on two disks: %s", n.LastErr())
+	for i := 2; i < 4; i++ {
+		if err := requireMDMember(r.l.DiskPath(i), "", 0); err == nil || !strings.Contains(err.Error(), "no md superblock") {
+			t.Errorf("disk %d after the refused RAID-5: %v", i, err)
+		}
+	}
+	if err := r.c.SetProvisionState(ctx, uuid, "manage"); err != nil {
+		t.Fatalf("manage: %v", err)
+	}
+	if _, err := r.c.WaitProvisionState(ctx, uuid, "manageable", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, tc := range []struct {
+		level   string
+		mdLevel int32
+		disks   []int
+	}{
+		{"5", 5, []int{2, 3, 4}},
+		{"1+0", 10, []int{2, 3, 4, 5}},
+		{"0", 0, []int{2, 3}},
+	} {
+		n, err := clean(pair(tc.level, tc.disks...), "delete_configuration", "create_configuration")
+		if err != nil {
+			t.Fatalf("RAID-1 + RAID-%s: %v", tc.level, err)
+		}
+		lds, _ := n.field("raid_config")["logical_disks"].([]any)
+		if len(lds) != 2 {
+			t.Errorf("RAID-1 + RAID-%s: raid_config %v", tc.level, n.field("raid_config"))
+		}
+		for _, i := range []int{0, 1} {
+			if err := requireMDMember(r.l.DiskPath(i), "any:root", 1); err != nil {
+				t.Errorf("RAID-1 + RAID-%s: %v", tc.level, err)
+			}
+		}
+		for _, i := range tc.disks {
+			if err := requireMDMember(r.l.DiskPath(i), "any:data", tc.mdLevel); err != nil {
+				t.Errorf("RAID-1 + RAID-%s: %v", tc.level, err)
+			}
+		}
+		t.Logf("RAID-1 on E2EDISK0-1 + RAID-%s on %v: raid_config %v", tc.level, tc.disks, lds)
+	}
 }
