@@ -178,7 +178,7 @@ func TestHasSuperblock(t *testing.T) {
 	for name, off := range map[string]int64{
 		"1.1": 0, "1.2": 4096,
 		"1.0":  ((size/512 - 16) &^ 7) * 512,
-		"0.90": ((size/512&^127)-128) * 512,
+		"0.90": ((size / 512 &^ 127) - 128) * 512,
 	} {
 		img := make([]byte, size)
 		copy(img[off:], magic)
