@@ -149,15 +149,17 @@ func raidCreated(n *storage.Node, result map[string]any, now time.Time) error {
 		return fmt.Errorf("Agent ramdisk didn't return a proper command result while building RAID on %s. It returned '%s' after command execution.", n.UUID, pyRepr(result))
 	}
 	var rootLD map[string]any
+	roots := 0
 	for _, d := range lds {
 		if m, _ := d.(map[string]any); m != nil {
 			if r, _ := m["is_root_volume"].(bool); r {
-				if rootLD != nil {
-					return fmt.Errorf("Raid config cannot have more than one root volume. %d root volumes were specified", 2)
-				}
+				roots++
 				rootLD = m
 			}
 		}
+	}
+	if roots > 1 {
+		return fmt.Errorf("Raid config cannot have more than one root volume. %d root volumes were specified", roots)
 	}
 	cfg := storage.JSONObject{}
 	maps.Copy(cfg, result)
@@ -174,6 +176,17 @@ func raidCreated(n *storage.Node, result map[string]any, now time.Time) error {
 	}
 	if hint, ok := rootLD["root_device_hint"]; ok {
 		n.Properties["root_device"] = hint
+		// apply_configuration in a deploy: the write_image planned after
+		// it goes to the new root array (IPA: the RAID root volume wins
+		// over root device hints).
+		steps, idx := stepsOf(n)
+		for _, st := range steps[min(idx+1, len(steps)):] {
+			if st["interface"] == agentStepInterface && st["step"] == protocol.StepWriteImage {
+				if args, _ := st["args"].(map[string]any); args != nil {
+					args[protocol.ArgRootDevice] = hint
+				}
+			}
+		}
 	}
 	level := fmt.Sprint(rootLD["raid_level"])
 	caps, _ := n.Properties["capabilities"].(string)

@@ -192,3 +192,46 @@ func TestAgentRAIDStepsOfferedPerInterface(t *testing.T) {
 		t.Error("a no-raid node accepted raid.create_configuration")
 	}
 }
+
+// TestAgentRAIDApplyInDeploy: apply_configuration as a deploy step (before
+// write_image by priority) gets raid_config in its arguments, and the
+// write_image after it goes to the root array it built.
+func TestAgentRAIDApplyInDeploy(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.AgentPowerOffWait = time.Millisecond })
+	ctx := context.Background()
+	n := h.nodeIn(t, Available, func(n *storage.Node) {
+		n.DeployInterface = "direct"
+		n.RAIDInterface = "agent"
+		n.Properties["root_device"] = map[string]any{"serial": "S1"}
+	})
+	if err := h.c.Provision(ctx, n.UUID, ProvisionRequest{Target: "active", DeploySteps: []map[string]any{{
+		"interface": "raid", "step": "apply_configuration", "priority": float64(90), "args": map[string]any{"raid_config": rootRAID1()},
+	}}}); err != nil {
+		t.Fatalf("deploy: %v", err)
+	}
+	h.waitState(t, n.UUID, DeployWait)
+	_, token, err := h.c.AgentLookup(ctx, nil, n.UUID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	instr, err := h.c.AgentHeartbeat(ctx, n.UUID, protocol.Heartbeat{AgentToken: token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if instr.Step == nil || instr.Step.Name != "apply_configuration" || instr.Step.Args[protocol.ArgDeleteExisting] != true || instr.Step.Args[protocol.ArgTargetRAIDConfig] == nil {
+		t.Fatalf("instruction %+v, want apply_configuration with the config and delete_existing true", instr.Step)
+	}
+	result := rootRAID1()
+	result["logical_disks"].([]any)[0].(map[string]any)["root_device_hint"] = map[string]any{"name": "/dev/md/root"}
+	instr, err = h.c.AgentHeartbeat(ctx, n.UUID, protocol.Heartbeat{AgentToken: token,
+		Step: &protocol.StepReport{ID: instr.Step.ID, Status: protocol.StepSucceeded, Result: result}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if instr.Step == nil || instr.Step.Name != protocol.StepWriteImage {
+		t.Fatalf("instruction %+v, want write_image", instr)
+	}
+	if hint, _ := instr.Step.Args[protocol.ArgRootDevice].(map[string]any); hint["name"] != "/dev/md/root" {
+		t.Errorf("write_image root_device %v, want the RAID root", instr.Step.Args[protocol.ArgRootDevice])
+	}
+}
