@@ -34,6 +34,10 @@ func TestSoftwareRAID1(t *testing.T) {
 	if _, err := r.c.PatchNode(ctx, uuid, PatchOp{Op: "replace", Path: "/raid_interface", Value: "agent"}); err != nil {
 		t.Fatalf("raid_interface agent: %v", err)
 	}
+	var drv map[string]any
+	if err := r.c.Do(ctx, "GET", "/v1/drivers/ipmi", nil, &drv); err != nil || !strings.Contains(fmt.Sprint(drv["enabled_raid_interfaces"]), "agent") {
+		t.Errorf("GET /v1/drivers/ipmi: enabled_raid_interfaces %v (%v), want agent among them", drv["enabled_raid_interfaces"], err)
+	}
 	// The API checks Ironic's schema at PUT; the software RAID rules are
 	// the clean step's.
 	bad := map[string]any{"logical_disks": []any{map[string]any{"size_gb": 1, "raid_level": "7", "controller": "software"}}}
@@ -160,6 +164,42 @@ func TestSoftwareRAID1(t *testing.T) {
 	for i := 0; i < 2; i++ {
 		if err := requireMDMember(r.l.DiskPath(i), "", 0); err == nil || !strings.Contains(err.Error(), "no md superblock") {
 			t.Errorf("disk %d after delete_configuration: want no md superblock, got %v", i, err)
+		}
+	}
+
+	// The RAID built by the deploy itself: apply_configuration as a deploy
+	// step before write_image (priority 90 > 80), the image onto its root.
+	r.provide(ctx, t, true)
+	r.waitVMOff(ctx, t, "after automated cleaning", 60*time.Second)
+	target["logical_disks"].([]any)[0].(map[string]any)["volume_name"] = "os"
+	start = time.Now()
+	if err := r.c.Do(ctx, "PUT", "/v1/nodes/"+uuid+"/states/provision", map[string]any{"target": "active",
+		"deploy_steps": []any{map[string]any{"interface": "raid", "step": "apply_configuration", "priority": 90,
+			"args": map[string]any{"raid_config": target}}}}, nil); err != nil {
+		t.Fatalf("deploy with apply_configuration: %v", err)
+	}
+	if _, err := r.c.WaitProvisionState(ctx, uuid, "active", deployTimeout); err != nil {
+		t.Fatalf("deploy with apply_configuration: %v", err)
+	}
+	r.waitMarker(ctx, t, start)
+	t.Logf("E2E-TIMING deploy_swraid1_apply total=%.2fs", time.Since(start).Seconds())
+	n, err = r.c.GetNode(ctx, uuid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	results, _ = n.DriverInternalInfo["agent_step_results"].(map[string]any)
+	if wr, _ := results["deploy.write_image"].(map[string]any); wr["target_disk"] != "/dev/md/os" {
+		t.Errorf("write_image after apply_configuration wrote %v, want /dev/md/os", wr["target_disk"])
+	}
+	if lds, _ := n.field("raid_config")["logical_disks"].([]any); len(lds) != 1 {
+		t.Errorf("raid_config after apply_configuration: %v", n.field("raid_config"))
+	}
+	for i := 0; i < 2; i++ {
+		if err := DiskStartsWith(r.l.DiskPath(i), im.Raw.Path); err != nil {
+			t.Errorf("disk %d does not mirror the image: %v", i, err)
+		}
+		if err := requireMDMember(r.l.DiskPath(i), "any:os", 1); err != nil {
+			t.Errorf("disk %d after apply_configuration: %v", i, err)
 		}
 	}
 }
