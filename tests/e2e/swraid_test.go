@@ -169,6 +169,7 @@ func TestSoftwareRAID1(t *testing.T) {
 
 	// The RAID built by the deploy itself: apply_configuration as a deploy
 	// step before write_image (priority 90 > 80), the image onto its root.
+	r.setImage(ctx, t, im.Raw, "") // undeploy cleared instance_info
 	r.provide(ctx, t, true)
 	r.waitVMOff(ctx, t, "after automated cleaning", 60*time.Second)
 	target["logical_disks"].([]any)[0].(map[string]any)["volume_name"] = "os"
