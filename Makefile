@@ -141,6 +141,8 @@ RAMDISK_KERNEL_CONFIG ?= ramdisk/kernel/vm.config
 RAMDISK_KERNEL_CACHE  ?= build/vmkernel
 AGENT_BIN        ?= build/castiron-agent
 MKINITRAMFS      ?= build/mkinitramfs
+# Debian's mdadm (software RAID), unpacked here by ramdisk/debian/fetch-mdadm.sh
+MDADM_DIR        ?= build/mdadm
 ARCH             ?= amd64
 ramdisk_args      = $(strip $(if $(RAMDISK_COMPRESS),-compress $(RAMDISK_COMPRESS)) $(if $(RAMDISK_KVER),-kver $(RAMDISK_KVER)) \
                     $(if $(RAMDISK_MODULES),-modules '$(RAMDISK_MODULES)') $(RAMDISK_FLAGS))
@@ -156,7 +158,8 @@ ramdisk-amd64: ramdisk-kernel ramdisk-agent ramdisk-mkinitramfs
 		kdir=$$(cat $(RAMDISK_KERNEL_CACHE)/selected); \
 		kargs=(-kver "$$(cat "$$kdir/kver")" -boot-dir "$$kdir/boot" -modules-root "$$kdir/lib/modules"); \
 	fi; \
-	$(MKINITRAMFS) -agent $(AGENT_BIN) -agent-version '$(VERSION)' -out $(RAMDISK_DIR) "$${kargs[@]}" $(ramdisk_args)
+	mdargs=$$(ramdisk/debian/fetch-mdadm.sh $(MDADM_DIR)) || { echo "make ramdisk: no mdadm from Debian: this ramdisk cannot build software RAID" >&2; mdargs=; }; \
+	$(MKINITRAMFS) -agent $(AGENT_BIN) -agent-version '$(VERSION)' -out $(RAMDISK_DIR) "$${kargs[@]}" $$mdargs $(ramdisk_args)
 
 ramdisk-mkinitramfs:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(MKINITRAMFS) ./ramdisk/initramfs/mkinitramfs

@@ -109,12 +109,32 @@ func (c *Conductor) advanceSteps(ctx context.Context, n *storage.Node, rep *prot
 		e.User = "agent"
 		return e
 	}
+	hw, _ := c.hardwareOf(n)
+	// fail ends the flow on a step error found here (the conductor's
+	// part of an agent step), as the agent's own failures do.
+	fail := func(step map[string]any, err error) *storage.Event {
+		msg := stepFailure(kind, n, step, err)
+		e := c.fire(ctx, n, EvFail, noTargetState, &msg)
+		n.Reservation = strp(c.cfg.Hostname)
+		*after, *afterVerb = abortTask(State(n.ProvisionState)), "agent-failed"
+		*instr = agentStop(n, protocol.CmdPowerOff, msg)
+		e.User = "agent"
+		return e
+	}
 	run := func() *storage.Event {
-		if isConductorStep(step) {
+		if isConductorStep(hw, n, step) {
 			return handOff(step)
 		}
 		setCurrentStep(n, step, nil)
-		*instr = protocol.Instruction{Command: protocol.CmdRunStep, Step: protocolStep(step), HeartbeatInterval: c.cfg.AgentHeartbeatInterval.Seconds()}
+		ps := protocolStep(step)
+		if d, ok := lookupStepFor(hw, n, ps.Interface, ps.Name); ok && d.prepare != nil {
+			args, err := d.prepare(n, ps.Args)
+			if err != nil {
+				return fail(step, err)
+			}
+			ps.Args = args
+		}
+		*instr = protocol.Instruction{Command: protocol.CmdRunStep, Step: ps, HeartbeatInterval: c.cfg.AgentHeartbeatInterval.Seconds()}
 		return nil
 	}
 	if rep == nil || rep.ID != id {
@@ -138,6 +158,13 @@ func (c *Conductor) advanceSteps(ctx context.Context, n *storage.Node, rep *prot
 		e.User = "agent"
 		return e
 	case protocol.StepSucceeded:
+		iface, _ := step["interface"].(string)
+		name, _ := step["step"].(string)
+		if d, ok := lookupStepFor(hw, n, iface, name); ok && d.done != nil {
+			if err := d.done(n, rep.Result, c.now()); err != nil {
+				return fail(step, err)
+			}
+		}
 		results, _ := n.DriverInternalInfo[diiStepResults].(map[string]any)
 		if results == nil {
 			results = map[string]any{}

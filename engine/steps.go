@@ -52,6 +52,14 @@ type stepDef struct {
 	// flow marks Ironic's reserved flow steps (power_on, …): the node
 	// shows them as the user gave them.
 	flow bool
+	// prepare (agent steps) is the conductor's part before the agent gets
+	// the step (Ironic's interface method that calls execute_step): it
+	// checks and returns the arguments the agent gets; an error fails the
+	// step without the agent.
+	prepare func(n *storage.Node, args map[string]any) (map[string]any, error)
+	// done (agent steps) is Ironic's post step hook: it takes the agent's
+	// result into the node; an error fails the step.
+	done func(n *storage.Node, result map[string]any, now time.Time) error
 }
 
 // stepTable is every step, one table made of each interface's part
@@ -63,27 +71,43 @@ type stepDef struct {
 // needs a reboot, poll for a BMC task; state survives both), and the part
 // added here.
 func stepTable() []stepDef {
-	return slices.Concat(agentStepTable, flowStepTable, biosStepTable, managementStepTable, fwRAIDStepTable)
+	return slices.Concat(agentStepTable, flowStepTable, biosStepTable, managementStepTable, fwRAIDStepTable, agentRAIDStepTable)
 }
 
-// stepIndex is stepTable by "interface.step", built once at init.
-var stepIndex = func() map[string]stepDef {
-	m := map[string]stepDef{}
+// stepIndex is stepTable by "interface.step", built once at init. A name
+// may have one definition per interface implementation (the redfish and
+// the agent raid interfaces both have raid.create_configuration), each
+// with a has func telling whose it is.
+var stepIndex = func() map[string][]stepDef {
+	m := map[string][]stepDef{}
 	for _, d := range stepTable() {
 		k := d.iface + "." + d.name
-		if _, dup := m[k]; dup {
-			panic("step table: duplicate step " + k)
+		for _, prev := range m[k] {
+			if prev.has == nil || d.has == nil {
+				panic("step table: duplicate step " + k)
+			}
 		}
-		m[k] = d
+		m[k] = append(m[k], d)
 	}
 	return m
 }()
 
 func lookupStep(iface, name string) (stepDef, bool) {
-	if d, ok := stepIndex[iface+"."+name]; ok {
-		return d, true
+	if ds := stepIndex[iface+"."+name]; len(ds) > 0 {
+		return ds[0], true
 	}
 	return flowStep(iface, name)
+}
+
+// lookupStepFor is lookupStep for a node: of the definitions of a name,
+// the node's interface implementation's.
+func lookupStepFor(hw *HardwareType, n *storage.Node, iface, name string) (stepDef, bool) {
+	for _, d := range stepIndex[iface+"."+name] {
+		if hw != nil && (d.has == nil || d.has(hw, n)) {
+			return d, true
+		}
+	}
+	return lookupStep(iface, name)
 }
 
 // offers reports whether d is a step of kind ("clean", "service",
@@ -168,7 +192,7 @@ func validateUserSteps(kind string, hw *HardwareType, n *storage.Node, user []ma
 	for _, s := range user {
 		iface, _ := s["interface"].(string)
 		name, _ := s["step"].(string)
-		d, ok := lookupStep(iface, name)
+		d, ok := lookupStepFor(hw, n, iface, name)
 		if !ok || !d.offers(kind, hw, n) {
 			if (name == "hold" || name == "wait") && kind != "deploy" {
 				errs = append(errs, fmt.Sprintf("%s step %s is not supported by castiron%s", kind, pyRepr(s),
@@ -254,24 +278,11 @@ func intOf(v any) int {
 	return 0
 }
 
-// needsRamdisk reports whether a plan has a step only the agent can run.
-func needsRamdisk(plan []any) bool {
-	for _, s := range plan {
-		m, _ := s.(map[string]any)
-		iface, _ := m["interface"].(string)
-		name, _ := m["step"].(string)
-		if d, ok := lookupStep(iface, name); !ok || d.run == nil {
-			return true
-		}
-	}
-	return false
-}
-
 // isConductorStep reports whether a plan step runs in the conductor.
-func isConductorStep(step map[string]any) bool {
+func isConductorStep(hw *HardwareType, n *storage.Node, step map[string]any) bool {
 	iface, _ := step["interface"].(string)
 	name, _ := step["step"].(string)
-	d, ok := lookupStep(iface, name)
+	d, ok := lookupStepFor(hw, n, iface, name)
 	return ok && d.run != nil
 }
 
@@ -337,7 +348,7 @@ func conductorSteps(kind string, ramdisk bool) work {
 				return finishWithoutRamdisk(kind, n)
 			}
 			step := steps[idx]
-			if !isConductorStep(step) {
+			if !isConductorStep(hw, n, step) {
 				if ramdisk {
 					return backToAgent
 				}
@@ -386,7 +397,7 @@ func currentTarget(n *storage.Node) State {
 func (c *Conductor) runConductorStep(ctx context.Context, kind string, hw *HardwareType, n *storage.Node, step map[string]any, ramdisk bool) (outcome, bool) {
 	iface, _ := step["interface"].(string)
 	name, _ := step["step"].(string)
-	d, _ := lookupStep(iface, name)
+	d, _ := lookupStepFor(hw, n, iface, name)
 	args, _ := step["args"].(map[string]any)
 	state, _ := n.DriverInternalInfo[diiStepState].(map[string]any)
 	if state == nil {

@@ -100,6 +100,8 @@ func agentModules() []string {
 		// the BMC's system interface (KCS/BT/SMIC, SSIF) and /dev/ipmi0, for
 		// reading the BMC's address in-band
 		"ipmi_si", "ipmi_ssif", "ipmi_devintf",
+		// software RAID (the agent raid interface): md and its levels
+		"md_mod", "raid0", "raid1", "raid10", "raid456",
 	}
 }
 

@@ -300,6 +300,21 @@ const (
 	StepBMCUser = "castiron_bmc_user"
 )
 
+// Software RAID steps (interface "raid", Ironic's agent raid interface):
+// create_configuration and apply_configuration build the md arrays of
+// ArgTargetRAIDConfig and return it as the raid_config to store;
+// delete_configuration stops every md array and erases its members'
+// superblocks.
+const (
+	StepRAIDInterface   = "raid"
+	StepRAIDCreate      = "create_configuration"
+	StepRAIDApply       = "apply_configuration"
+	StepRAIDDelete      = "delete_configuration"
+	ArgTargetRAIDConfig = "target_raid_config" // the (filtered) configuration to build
+	ArgDeleteExisting   = "delete_existing"    // create/apply: delete the arrays first
+	ArgNodeUUID         = "node_uuid"          // named in validation errors
+)
+
 // Arguments of StepWriteImage.
 const (
 	ArgImageURL       = "image_url"

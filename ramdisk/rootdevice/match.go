@@ -134,3 +134,14 @@ func matches(d protocol.Disk, hints []parsedHint) (bool, error) {
 	}
 	return true, nil
 }
+
+// Matches reports whether one disk satisfies every hint (the body of
+// IPA's find_devices_by_hints, which software RAID uses for the
+// physical_disks of a logical disk).
+func Matches(d protocol.Disk, hints map[string]any) (bool, error) {
+	parsed, err := parse(hints)
+	if err != nil {
+		return false, err
+	}
+	return matches(d, parsed)
+}

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -135,6 +136,9 @@ type Lab struct {
 	eventsPath    string
 	consolePath   string
 	disks         []string
+	// attached lists the disks the VM gets (indexes into disks); nil: all
+	// (UseDisks)
+	attached []int
 
 	bmc     *daemon
 	console *consoleLogger
@@ -274,7 +278,9 @@ func (l *Lab) writeEnv() error {
 		nics = append(nics, tap+"="+l.MACs[i])
 	}
 	for i, p := range l.disks {
-		disks = append(disks, p+"="+l.Opts.Disks[i].Serial)
+		if l.attached == nil || slices.Contains(l.attached, i) {
+			disks = append(disks, p+"="+l.Opts.Disks[i].Serial)
+		}
 	}
 	vmScript := filepath.Join(filepath.Dir(l.chassisScript), "vm.sh")
 	vars := [][2]string{
@@ -440,6 +446,16 @@ func (l *Lab) VMEvents() []ConsoleLine {
 
 // DiskPath is the raw image file of disk i (for checks after a deploy).
 func (l *Lab) DiskPath(i int) string { return l.disks[i] }
+
+// UseDisks attaches only the disks of these indexes at the VM's next
+// start (a disk pulled out of the machine); no index: all of them again.
+func (l *Lab) UseDisks(idx ...int) error {
+	l.attached = nil
+	if len(idx) > 0 {
+		l.attached = slices.Clone(idx)
+	}
+	return l.writeEnv()
+}
 
 // --- teardown ---
 

@@ -11,6 +11,7 @@ import (
 	"castiron/ramdisk/agent/steps/blockdev"
 	"castiron/ramdisk/agent/steps/partitions"
 	"castiron/ramdisk/protocol"
+	"castiron/ramdisk/swraid"
 )
 
 const mib = 1 << 20
@@ -39,6 +40,13 @@ func (r *runner) eraseDevicesMetadata(ctx context.Context, log *slog.Logger, arg
 			return nil, err
 		}
 		rep.report(protocol.Progress{Done: int64(i), Total: int64(len(devs)), Unit: "disks", Message: "erasing metadata on " + path}, false)
+		// IPA skips software RAID members (_is_linux_raid_member): the
+		// arrays go with raid.delete_configuration, not with cleaning.
+		if member, _ := swraid.IsMember(path); member {
+			log.Info("skipping erasure of RAID member device", "device", path)
+			skipped = append(skipped, path)
+			continue
+		}
 		err := wipePath(ctx, log, path)
 		switch {
 		case errors.Is(err, errReadOnly):
@@ -151,6 +159,12 @@ func (r *runner) eraseDevices(ctx context.Context, log *slog.Logger, args map[st
 		}
 		if d.ReadOnly() {
 			log.Info("skipping read-only device", "device", p)
+			skipped = append(skipped, p)
+			d.Close()
+			continue
+		}
+		if member, _ := swraid.HasSuperblock(d, d.Size()); member {
+			log.Info("skipping erasure of RAID member device", "device", p)
 			skipped = append(skipped, p)
 			d.Close()
 			continue

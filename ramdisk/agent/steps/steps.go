@@ -15,6 +15,7 @@ import (
 
 	"castiron/ramdisk/agent/steps/fetch"
 	"castiron/ramdisk/protocol"
+	"castiron/ramdisk/swraid"
 )
 
 // Run executes one step on this machine's disks, reporting progress as it
@@ -41,6 +42,9 @@ type runner struct {
 	log           *slog.Logger
 	fetch         fetch.Options
 	progressEvery time.Duration
+	// md is the ramdisk's mdadm (software RAID); nil where there is none
+	// (tests, a ramdisk built without it).
+	md *swraid.MD
 }
 
 func newRunner() *runner {
@@ -49,6 +53,7 @@ func newRunner() *runner {
 		log:           log,
 		fetch:         fetch.Options{Log: log},
 		progressEvery: 500 * time.Millisecond,
+		md:            swraid.Find(log),
 	}
 }
 
@@ -63,6 +68,10 @@ func (r *runner) run(ctx context.Context, step protocol.Step, inv *protocol.Inve
 	log.Info("step starting")
 	var res map[string]any
 	var err error
+	if step.Interface == protocol.StepRAIDInterface {
+		res, err = r.raidStep(ctx, log, step.Name, args, inv, rep)
+		return r.finish(log, start, res, err)
+	}
 	switch step.Name {
 	case protocol.StepEraseDevicesMetadata:
 		res, err = r.eraseDevicesMetadata(ctx, log, args, inv, rep)
@@ -73,6 +82,10 @@ func (r *runner) run(ctx context.Context, step protocol.Step, inv *protocol.Inve
 	default:
 		return nil, fmt.Errorf("unknown step %s.%s", step.Interface, step.Name)
 	}
+	return r.finish(log, start, res, err)
+}
+
+func (r *runner) finish(log *slog.Logger, start time.Time, res map[string]any, err error) (map[string]any, error) {
 	if err != nil {
 		log.Warn("step failed", "error", err, "elapsed", time.Since(start))
 		return nil, err

@@ -123,7 +123,11 @@ func (r *runner) writeImage(ctx context.Context, log *slog.Logger, args map[stri
 	if inv == nil {
 		return nil, errors.New("no inventory: the root disk is unknown")
 	}
-	disk, err := rootdevice.Select(inv.Disks, job.hints, rootdevice.MinRootDiskSize)
+	candidates, err := r.rootCandidates(ctx, inv.Disks)
+	if err != nil {
+		return nil, err
+	}
+	disk, err := rootdevice.Select(candidates, job.hints, rootdevice.MinRootDiskSize)
 	if err != nil {
 		return nil, err
 	}

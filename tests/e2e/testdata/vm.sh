@@ -87,9 +87,10 @@ bootable() { [ "$(od -An -tx1 -j510 -N2 "$1" 2>/dev/null | tr -d ' \n')" = 55aa 
 nboot=0
 for disk in $E2E_DISKS; do bootable "${disk%%=*}" && nboot=$((nboot + 1)); done
 other=$((bi + nboot))                   # next index for a disk without a boot signature
-i=0
+i=0 serials=
 for disk in $E2E_DISKS; do
   path=${disk%%=*} serial=${disk#*=}
+  serials=${serials:+$serials,}$serial
   if bootable "$path"; then idx=$bi bi=$((bi + 1)); else idx=$other other=$((other + 1)); fi
   args+=(-drive "file=$path,if=none,id=disk$i,format=raw,cache=unsafe"
          -device "virtio-blk-pci,drive=disk$i,serial=$serial,bootindex=$idx")
@@ -97,5 +98,5 @@ for disk in $E2E_DISKS; do
 done
 
 echo "$bootdev" > "$E2E_RUN/vm-bootdev-at-start"
-echo "$(date +%s.%N) start bootdev=$bootdev boot=$E2E_BOOT" >> "$E2E_EVENTS"
+echo "$(date +%s.%N) start bootdev=$bootdev boot=$E2E_BOOT disks=$serials" >> "$E2E_EVENTS"
 exec "${E2E_QEMU:-qemu-system-x86_64}" "${args[@]}"
