@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"runtime"
 	"runtime/debug"
 	"time"
 )
@@ -38,6 +39,12 @@ func servePprof(ctx context.Context, addr string, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	// The block and mutex profiles are empty unless sampled: one in ten
+	// contended mutexes, and blocking sampled about once per 100 us blocked
+	// (longer waits always). Sampling costs a little on every wait, so only
+	// while profiles are served.
+	runtime.SetMutexProfileFraction(10)
+	runtime.SetBlockProfileRate(int(100 * time.Microsecond))
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)

@@ -114,16 +114,27 @@ func main() {
 		if c.dir == "" {
 			c.dir, _ = os.MkdirTemp("", "castiron-storm.")
 		}
-		r := runStorm(c, storm, c.after)
-		b, _ := json.Marshal(r)
-		fmt.Fprintln(os.Stderr, string(b))
-		if c.jsonl != "" {
-			if f, err := os.OpenFile(c.jsonl, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
-				f.Write(append(b, '\n'))
-				f.Close()
+		// Before and after in turn, so that both see the machine's load of
+		// the same minutes.
+		var rs []stormResult
+		for run := 1; run <= max(storm.runs, 1); run++ {
+			for _, t := range []struct{ name, bin string }{{"before", c.before}, {"after", c.after}} {
+				if t.bin == "" {
+					continue
+				}
+				r := runStorm(c, storm, t.name, run, t.bin)
+				rs = append(rs, r)
+				b, _ := json.Marshal(r)
+				fmt.Fprintln(os.Stderr, string(b))
+				if c.jsonl != "" {
+					if f, err := os.OpenFile(c.jsonl, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
+						f.Write(append(b, '\n'))
+						f.Close()
+					}
+				}
 			}
 		}
-		fmt.Print(stormTable([]stormResult{r}))
+		fmt.Print(stormTable(rs))
 		return
 	}
 	c.targets = strings.Split(targets, ",")

@@ -44,6 +44,15 @@ type stormConfig struct {
 	timeout        time.Duration
 	fetchRamdisk   bool
 	protocols      string
+	// runs is how many storms per binary (before and after in turn when
+	// -before is given, so both see the same machine and load).
+	runs int
+	// pprof, when set, is where castiron's profiles taken during the storm
+	// go (it is started with --pprof-listen) and this process's own CPU
+	// profile; cpuProfile is how long castiron's CPU profile runs from the
+	// storm's start.
+	pprof      string
+	cpuProfile time.Duration
 }
 
 // stormFlags declares the storm's flags (-storm N turns it on).
@@ -54,11 +63,16 @@ func stormFlags() *stormConfig {
 	flag.DurationVar(&s.bootDelay, "storm-boot-delay", time.Second, "storm: simulated firmware time of each power-on (the ramdisk takes half of it more)")
 	flag.IntVar(&s.imageMiB, "storm-image-mib", 1, "storm: size of the image every node downloads from castiron")
 	flag.DurationVar(&s.timeout, "storm-timeout", 30*time.Minute, "storm: give up after")
+	flag.IntVar(&s.runs, "storm-runs", 1, "storm: storms per binary (-before and -after in turn)")
+	flag.StringVar(&s.pprof, "storm-pprof", "", "storm: directory for castiron's CPU, heap, allocs, block, mutex and goroutine profiles taken during the storm (castiron runs with --pprof-listen) and this process's CPU profile")
+	flag.DurationVar(&s.cpuProfile, "storm-cpu-profile", 15*time.Second, "storm: length of castiron's CPU profile from the storm's start (-storm-pprof)")
 	flag.StringVar(&s.protocols, "storm-protocols", "ipmi,redfish", "storm: BMC kinds given to machines in turn (a Redfish BMC costs this process a listener and castiron's connections: 10,000 with half Redfish need more than 20,000 descriptors)")
 	return s
 }
 
 type stormResult struct {
+	Target                           string             `json:"target"`
+	Run                              int                `json:"run"`
 	N                                int                `json:"n"`
 	EnrollS                          float64            `json:"enroll_s"`
 	PhaseS                           map[string]float64 `json:"phase_s"` // storm start to the last node done with each verb
@@ -68,6 +82,12 @@ type stormResult struct {
 	FirstError                       string             `json:"first_error,omitempty"`
 	GetP50, GetP99, ListP50, ListP99 float64
 	GetN, ListN                      int
+	GetP90, GetMax, ListP90, ListMax float64
+	// Server-side: castiron's own request duration histogram (/metrics)
+	// over the storm, GET node and GET list (the list route also counts the
+	// storm's state poller's lists of 1,000), as bucket upper bounds: what
+	// castiron took, without the sampler's own scheduling and decoding.
+	SrvGetP50, SrvGetP99, SrvListP50, SrvListP99 float64
 	SampleErrors                     int     `json:"sample_errors"`
 	Cores                            float64 `json:"cpu_cores"`
 	SimCPUSeconds                    float64 `json:"sim_cpu_s"` // this process: the rack and the clients
@@ -75,12 +95,13 @@ type stormResult struct {
 	RSSPeakMiB, RSSEndMiB            float64
 }
 
-// runStorm runs one storm against bin (castiron) and prints its table.
-func runStorm(c config, s *stormConfig, bin string) stormResult {
+// runStorm runs one storm against bin (castiron, target names it) and
+// returns its figures.
+func runStorm(c config, s *stormConfig, target string, run int, bin string) stormResult {
 	s.latMin, s.latMax, s.base, s.port = c.latMin, c.latMax, c.base, c.port
 	raiseNoFile(uint64(4*s.n + 8192))
-	r := stormResult{N: s.n, PhaseS: map[string]float64{}}
-	dir := filepath.Join(c.dir, fmt.Sprintf("storm-%d", s.n))
+	r := stormResult{Target: target, Run: run, N: s.n, PhaseS: map[string]float64{}}
+	dir := filepath.Join(c.dir, fmt.Sprintf("storm-%s-%d-%d", target, s.n, run))
 	imgDir := filepath.Join(dir, "images")
 	if err := os.MkdirAll(imgDir, 0o755); err != nil {
 		log.Fatal(err)
@@ -95,7 +116,13 @@ func runStorm(c config, s *stormConfig, bin string) stormResult {
 	}
 	addr := freeAddr()
 	url := "http://" + addr
-	srv, err := startCastironArgs(bin, dir, addr, "--netboot-http", "--public-url", url, "--callback-timeout", "30m")
+	args := []string{"--netboot-http", "--public-url", url, "--callback-timeout", "30m"}
+	pprofAddr := ""
+	if s.pprof != "" {
+		pprofAddr = freeAddr()
+		args = append(args, "--pprof-listen", pprofAddr)
+	}
+	srv, err := startCastironArgs(bin, dir, addr, args...)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -157,6 +184,9 @@ func runStorm(c config, s *stormConfig, bin string) stormResult {
 	ts := time.Now()
 	cpu0 := cpuTicks(pids)
 	sim0 := selfCPU()
+	hist0 := scrapeDurations(url)
+	prof := newStormProfiles(s, target, run, pprofAddr)
+	prof.start(pollCtx)
 	verbs := []string{"manage", "inspect", "provide", "active"}
 	var mu sync.Mutex
 	done := map[string]time.Time{}
@@ -194,8 +224,13 @@ func runStorm(c config, s *stormConfig, bin string) stormResult {
 	end := time.Now()
 	cpu1 := cpuTicks(pids)
 	r.SimCPUSeconds = selfCPU() - sim0
+	hist1 := scrapeDurations(url)
+	prof.end() // heap and the others at the storm's end, before the pollers stop
 	stopPoll()
 	bg.Wait()
+	prof.wait()
+	r.SrvGetP50, r.SrvGetP99 = hist1.sub(hist0, "GET", "/nodes/{ident}").quantiles()
+	r.SrvListP50, r.SrvListP99 = hist1.sub(hist0, "GET", "/nodes").quantiles()
 	el := end.Sub(ts).Seconds()
 	for _, v := range verbs {
 		if t, ok := done[v]; ok {
@@ -212,8 +247,8 @@ func runStorm(c config, s *stormConfig, bin string) stormResult {
 	r.Cores = r.CPUSeconds / el
 	r.RSSPeakMiB = rssPeak
 	r.RSSEndMiB = rssMiB(pids)
-	r.GetP50, r.GetP99, r.GetN = lat.pct(&lat.get)
-	r.ListP50, r.ListP99, r.ListN = lat.pct(&lat.list)
+	r.GetP50, r.GetP99, r.GetP90, r.GetMax, r.GetN = lat.pct(&lat.get)
+	r.ListP50, r.ListP99, r.ListP90, r.ListMax, r.ListN = lat.pct(&lat.list)
 	r.SampleErrors = int(lat.errs.Load())
 	return r
 }
@@ -324,18 +359,18 @@ func (l *latencies) sample(ctx context.Context, url string, ids []string) {
 	}
 }
 
-func (l *latencies) pct(ds *[]time.Duration) (p50, p99 float64, n int) {
+func (l *latencies) pct(ds *[]time.Duration) (p50, p99, p90, max float64, n int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	s := slices.Clone(*ds)
 	if len(s) == 0 {
-		return 0, 0, 0
+		return 0, 0, 0, 0, 0
 	}
 	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
 	ms := func(q float64) float64 {
 		return float64(s[min(len(s)-1, int(q*float64(len(s))))].Microseconds()) / 1000
 	}
-	return ms(0.50), ms(0.99), len(s)
+	return ms(0.50), ms(0.99), ms(0.90), ms(1), len(s)
 }
 
 // raiseNoFile lifts this process's descriptor limit (and so castiron's,
@@ -367,12 +402,14 @@ func selfCPU() float64 {
 
 func stormTable(rs []stormResult) string {
 	var b strings.Builder
-	b.WriteString("\n| N | enroll | manageable | inspected | available | last active | active / failed | GET node p50/p99 | list100 p50/p99 | samples | CPU cores (s) | RSS peak / end | simulator CPU |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("\n| castiron | run | N | enroll | manageable | inspected | available | last active | active / failed | GET node p50/p90/p99/max | list100 p50/p90/p99/max | castiron's own GET node / list p50, p99 (buckets) | samples | CPU cores (s) | RSS peak / end | simulator CPU |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rs {
-		fmt.Fprintf(&b, "| %d | %.1f s | %.1f s | %.1f s | %.1f s | %.1f s | %d / %d | %.1f / %.1f ms | %.1f / %.1f ms | %d+%d (%d errors) | %.2f (%.0f s) | %.0f / %.0f MiB | %.0f s |\n",
-			r.N, r.EnrollS, r.PhaseS["manage"], r.PhaseS["inspect"], r.PhaseS["provide"], r.LastActiveS, r.Active, r.Failed,
-			r.GetP50, r.GetP99, r.ListP50, r.ListP99, r.GetN, r.ListN, r.SampleErrors, r.Cores, r.CPUSeconds, r.RSSPeakMiB, r.RSSEndMiB, r.SimCPUSeconds)
+		fmt.Fprintf(&b, "| %s | %d | %d | %.1f s | %.1f s | %.1f s | %.1f s | %.1f s | %d / %d | %.1f / %.1f / %.1f / %.0f ms | %.1f / %.1f / %.1f / %.0f ms | <=%g, <=%g / <=%g, <=%g ms | %d+%d (%d errors) | %.2f (%.0f s) | %.0f / %.0f MiB | %.0f s |\n",
+			r.Target, r.Run, r.N, r.EnrollS, r.PhaseS["manage"], r.PhaseS["inspect"], r.PhaseS["provide"], r.LastActiveS, r.Active, r.Failed,
+			r.GetP50, r.GetP90, r.GetP99, r.GetMax, r.ListP50, r.ListP90, r.ListP99, r.ListMax,
+			r.SrvGetP50, r.SrvGetP99, r.SrvListP50, r.SrvListP99,
+			r.GetN, r.ListN, r.SampleErrors, r.Cores, r.CPUSeconds, r.RSSPeakMiB, r.RSSEndMiB, r.SimCPUSeconds)
 		if r.FirstError != "" {
 			fmt.Fprintf(&b, "\nfirst failure at N=%d: %s\n", r.N, r.FirstError)
 		}
