@@ -88,11 +88,11 @@ type stormResult struct {
 	// storm's state poller's lists of 1,000), as bucket upper bounds: what
 	// castiron took, without the sampler's own scheduling and decoding.
 	SrvGetP50, SrvGetP99, SrvListP50, SrvListP99 float64
-	SampleErrors                     int     `json:"sample_errors"`
-	Cores                            float64 `json:"cpu_cores"`
-	SimCPUSeconds                    float64 `json:"sim_cpu_s"` // this process: the rack and the clients
-	CPUSeconds                       float64 `json:"cpu_s"`
-	RSSPeakMiB, RSSEndMiB            float64
+	SampleErrors                                 int     `json:"sample_errors"`
+	Cores                                        float64 `json:"cpu_cores"`
+	SimCPUSeconds                                float64 `json:"sim_cpu_s"` // this process: the rack and the clients
+	CPUSeconds                                   float64 `json:"cpu_s"`
+	RSSPeakMiB, RSSEndMiB                        float64
 }
 
 // runStorm runs one storm against bin (castiron, target names it) and
