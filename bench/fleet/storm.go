@@ -53,6 +53,10 @@ type stormConfig struct {
 	// storm's start.
 	pprof      string
 	cpuProfile time.Duration
+	// trace, when not 0, is the length of an execution trace of castiron
+	// (scheduling latency: go tool trace -pprof=sched) taken traceAt after
+	// the storm's start.
+	trace, traceAt time.Duration
 }
 
 // stormFlags declares the storm's flags (-storm N turns it on).
@@ -66,6 +70,8 @@ func stormFlags() *stormConfig {
 	flag.IntVar(&s.runs, "storm-runs", 1, "storm: storms per binary (-before and -after in turn)")
 	flag.StringVar(&s.pprof, "storm-pprof", "", "storm: directory for castiron's CPU, heap, allocs, block, mutex and goroutine profiles taken during the storm (castiron runs with --pprof-listen) and this process's CPU profile")
 	flag.DurationVar(&s.cpuProfile, "storm-cpu-profile", 15*time.Second, "storm: length of castiron's CPU profile from the storm's start (-storm-pprof)")
+	flag.DurationVar(&s.trace, "storm-trace", 0, "storm: length of an execution trace of castiron (-storm-pprof; 0: none)")
+	flag.DurationVar(&s.traceAt, "storm-trace-at", 5*time.Second, "storm: when the execution trace starts, from the storm's start")
 	flag.StringVar(&s.protocols, "storm-protocols", "ipmi,redfish", "storm: BMC kinds given to machines in turn (a Redfish BMC costs this process a listener and castiron's connections: 10,000 with half Redfish need more than 20,000 descriptors)")
 	return s
 }
@@ -206,7 +212,7 @@ func runStorm(c config, s *stormConfig, target string, run int, bin string) stor
 					err = cl.Do(ctx, "PUT", "/v1/nodes/"+id+"/states/provision", map[string]any{"target": v}, nil, http.StatusAccepted)
 				}
 				if err == nil {
-					err = st.wait(ctx, id, rack.Stable[v])
+					err = st.wait(ctx, id, rack.Stable[v], time.Now())
 				}
 				if err != nil {
 					if failed.Add(1) == 1 {
@@ -258,6 +264,9 @@ func runStorm(c config, s *stormConfig, target string, run int, bin string) stor
 type states struct {
 	mu sync.Mutex
 	m  map[string]rack.Node
+	// passStart is when the last complete pass over the fleet started: a
+	// state it read may be older than that, never newer.
+	passStart time.Time
 }
 
 func newStates() *states { return &states{m: map[string]rack.Node{}} }
@@ -265,6 +274,8 @@ func newStates() *states { return &states{m: map[string]rack.Node{}} }
 func (s *states) poll(ctx context.Context, cl *rack.Client) {
 	for ctx.Err() == nil {
 		marker := ""
+		start := time.Now()
+		complete := false
 		for {
 			var page struct {
 				Nodes []rack.Node `json:"nodes"`
@@ -282,9 +293,15 @@ func (s *states) poll(ctx context.Context, cl *rack.Client) {
 			}
 			s.mu.Unlock()
 			if len(page.Nodes) < 1000 {
+				complete = true
 				break
 			}
 			marker = page.Nodes[len(page.Nodes)-1].UUID
+		}
+		if complete {
+			s.mu.Lock()
+			s.passStart = start
+			s.mu.Unlock()
 		}
 		select {
 		case <-ctx.Done():
@@ -293,16 +310,18 @@ func (s *states) poll(ctx context.Context, cl *rack.Client) {
 	}
 }
 
-// wait: the poller saw the node in want (after the verb was accepted, so
-// an old state of the node does not count: the poller's next full pass is
-// awaited first); a failure state is an error.
-func (s *states) wait(ctx context.Context, id, want string) error {
-	time.Sleep(600 * time.Millisecond)
+// wait: the poller saw the node in want in a pass that started after
+// the verb was accepted (at since), so an old state of the node does not
+// count (a fixed wait for the next pass did not suffice: at 1,000 nodes a
+// pass could take longer and a node still "manageable" from before its
+// inspection was taken as inspected); a failure state is an error.
+func (s *states) wait(ctx context.Context, id, want string, since time.Time) error {
 	for {
 		s.mu.Lock()
-		n := s.m[id]
+		n, current := s.m[id], s.passStart.After(since)
 		s.mu.Unlock()
 		switch {
+		case !current:
 		case n.ProvisionState == want:
 			return nil
 		case strings.HasSuffix(n.ProvisionState, "failed"):

@@ -18,6 +18,8 @@
 #        PPROF=            directory for castiron's profiles taken during
 #                          each storm (--pprof-listen) and the bench's own
 #        CPU_PROFILE=15s   length of castiron's CPU profile from the start
+#        TRACE=0           length of an execution trace of castiron (PPROF)
+#        TRACE_AT=5s       its start, from the storm's
 #        OUT=bench/results where storm-<date>.md and .jsonl go
 # Run it under the machine's heavy-work lock (flock) on a shared machine.
 set -euo pipefail
@@ -33,6 +35,8 @@ BEFORE_REF="${BEFORE_REF:-}"
 RUNS="${RUNS:-1}"
 PPROF="${PPROF:-}"
 CPU_PROFILE="${CPU_PROFILE:-15s}"
+TRACE="${TRACE:-0}"
+TRACE_AT="${TRACE_AT:-5s}"
 OUT="${OUT:-$ROOT/bench/results}"
 TMP="$(mktemp -d /tmp/castiron-storm.XXXXXX)"
 trap 'rm -rf "$TMP/bin" "$TMP/src"' EXIT
@@ -49,7 +53,7 @@ if [ -n "$BEFORE_REF" ]; then
     BEFORE_ARGS=(-before "$TMP/bin/castiron-before")
 fi
 PPROF_ARGS=()
-[ -n "$PPROF" ] && PPROF_ARGS=(-storm-pprof "$PPROF" -storm-cpu-profile "$CPU_PROFILE")
+[ -n "$PPROF" ] && PPROF_ARGS=(-storm-pprof "$PPROF" -storm-cpu-profile "$CPU_PROFILE" -storm-trace "$TRACE" -storm-trace-at "$TRACE_AT")
 
 STAMP="$(date -u +%Y-%m-%dT%H%M)-n$N"
 MD="$OUT/storm-$STAMP.md"

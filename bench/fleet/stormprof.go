@@ -27,6 +27,7 @@ import (
 type stormProfiles struct {
 	dir, prefix, addr string
 	cpu               time.Duration
+	trace, traceAt    time.Duration
 	wg                sync.WaitGroup
 	self              *os.File
 }
@@ -38,7 +39,8 @@ func newStormProfiles(s *stormConfig, target string, run int, addr string) *stor
 	if err := os.MkdirAll(s.pprof, 0o755); err != nil {
 		log.Fatal(err)
 	}
-	return &stormProfiles{dir: s.pprof, prefix: fmt.Sprintf("%s-n%d-%d-", target, s.n, run), addr: addr, cpu: s.cpuProfile}
+	return &stormProfiles{dir: s.pprof, prefix: fmt.Sprintf("%s-n%d-%d-", target, s.n, run), addr: addr, cpu: s.cpuProfile,
+		trace: s.trace, traceAt: s.traceAt}
 }
 
 // start begins castiron's CPU profile (it runs p.cpu, or until ctx ends)
@@ -48,6 +50,16 @@ func (p *stormProfiles) start(ctx context.Context) {
 		return
 	}
 	p.wg.Go(func() { p.fetch(ctx, fmt.Sprintf("profile?seconds=%d", int(p.cpu.Seconds())), "cpu.pprof") })
+	if p.trace > 0 {
+		p.wg.Go(func() {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(p.traceAt):
+			}
+			p.fetch(ctx, fmt.Sprintf("trace?seconds=%g", p.trace.Seconds()), "trace.out")
+		})
+	}
 	f, err := os.Create(filepath.Join(p.dir, p.prefix+"bench-cpu.pprof"))
 	if err == nil && pprof.StartCPUProfile(f) == nil {
 		p.self = f
