@@ -19,6 +19,7 @@ import (
 	"castiron/httpapi/identity"
 	"castiron/httpapi/policy"
 	"castiron/pxe/boot"
+	"castiron/storage"
 )
 
 // MaxBodyBytes caps request bodies (Ironic has no such cap; an appliance
@@ -175,6 +176,13 @@ func (a *API) versionedAuth(minMinor int, auth bool, h handlerFunc) http.Handler
 	})
 }
 
+// foregroundRead reports whether r is an operator's read, whose queries
+// get readers of their own (storage.Foreground): not the agents' lookup,
+// which comes by the thousand in a power-on storm.
+func foregroundRead(r *http.Request) bool {
+	return (r.Method == http.MethodGet || r.Method == http.MethodHead) && strings.TrimRight(r.URL.Path, "/") != "/v1/lookup"
+}
+
 // ServeHTTP recovers panics into a logged 500 and turns the mux's plain-text
 // 404/405 into Ironic's JSON.
 func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -182,7 +190,11 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rec := &statusRecorder{ResponseWriter: w}
 	r = withRequestIDs(rec, r)
 	who := &caller{}
-	r = r.WithContext(context.WithValue(r.Context(), callerKey{}, who))
+	ctx := context.WithValue(r.Context(), callerKey{}, who)
+	if foregroundRead(r) {
+		ctx = storage.Foreground(ctx)
+	}
+	r = r.WithContext(ctx)
 	route := ""
 	defer func() {
 		if p := recover(); p != nil {

@@ -20,6 +20,32 @@ type pool struct {
 
 	mu    sync.Mutex
 	stmts map[string]*sql.Stmt
+
+	// foreground, when set, is a pool of its own on the same database for
+	// the reads of ctx marked Foreground (SQLite's readers; nil elsewhere).
+	foreground *pool
+}
+
+type foregroundKey struct{}
+
+// Foreground marks ctx as an operator's read (an API GET): outside a
+// transaction its reads run on connections kept for such reads, instead
+// of queueing for a reader behind the conductor's tasks and the agents.
+// In a 1,000-node storm those kept the 4 shared readers busy with dozens
+// of reads waiting (each holding its connection while it decodes a node's
+// JSON columns, and while the machine's saturated cores run others), and
+// a GET node waited up to 250 ms for one (issue 28's storm profile). The
+// reads and their results are the same on either pool.
+func Foreground(ctx context.Context) context.Context {
+	return context.WithValue(ctx, foregroundKey{}, true)
+}
+
+// forCtx is the pool the reads of ctx run on.
+func (p *pool) forCtx(ctx context.Context) *pool {
+	if p.foreground != nil && ctx.Value(foregroundKey{}) != nil {
+		return p.foreground
+	}
+	return p
 }
 
 func newPool(db *sql.DB, d *dialect) *pool {
@@ -74,6 +100,9 @@ func (p *pool) close() error {
 		delete(p.stmts, q)
 	}
 	p.mu.Unlock()
+	if p.foreground != nil {
+		errs = append(errs, p.foreground.close())
+	}
 	return errors.Join(append(errs, p.db.Close())...)
 }
 
@@ -124,6 +153,9 @@ type conn interface {
 // dialect's placeholders.
 func (r runner) prepared(ctx context.Context, query string) (_ context.Context, st *sql.Stmt, c conn, bound string) {
 	ctx = r.txCtx(ctx)
+	if r.tx == nil {
+		r.p = r.p.forCtx(ctx)
+	}
 	if st := r.stmt(ctx, query); st != nil {
 		return ctx, st, nil, ""
 	}

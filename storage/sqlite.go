@@ -48,6 +48,9 @@ var _ Store = (*DB)(nil)
 
 const (
 	readerConns = 4
+	// foregroundConns serve the reads of operators' requests (Foreground),
+	// apart from the readerConns the conductor's tasks and agents share.
+	foregroundConns = 2
 	// Each pragma is set per connection by the driver when it opens one.
 	//
 	// synchronous(FULL): in WAL mode SQLite then syncs the WAL at every
@@ -95,25 +98,23 @@ func Open(ctx context.Context, path string) (*DB, error) {
 		return nil, fmt.Errorf("storage: optimize: %w", err)
 	}
 
-	r, err := sql.Open("sqlite", path+"?"+readerDSN)
+	r, err := openReaders(ctx, path, readerConns)
 	if err != nil {
 		w.Close()
-		return nil, fmt.Errorf("storage: open readers: %w", err)
+		return nil, err
 	}
-	r.SetMaxOpenConns(readerConns)
-	// Keep readers open: opening a connection re-runs the pragmas.
-	r.SetMaxIdleConns(readerConns)
-	r.SetConnMaxLifetime(0)
-	r.SetConnMaxIdleTime(0)
-	if err := r.PingContext(ctx); err != nil {
+	fg, err := openReaders(ctx, path, foregroundConns)
+	if err != nil {
 		w.Close()
 		r.Close()
-		return nil, fmt.Errorf("storage: open readers: %w", err)
+		return nil, err
 	}
+	rp := newPool(r, sqliteDialect)
+	rp.foreground = newPool(fg, sqliteDialect)
 
 	s := &DB{
 		w:     newPool(w, sqliteDialect),
-		r:     newPool(r, sqliteDialect),
+		r:     rp,
 		nodes: newNodeSQL(),
 		ports: newPortSQL(),
 		conds: newConductorSQL(),
@@ -134,6 +135,24 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	}
 	s.commits = startCommitter(s.w)
 	return s, nil
+}
+
+// openReaders opens a pool of n query_only connections to path.
+func openReaders(ctx context.Context, path string, n int) (*sql.DB, error) {
+	r, err := sql.Open("sqlite", path+"?"+readerDSN)
+	if err != nil {
+		return nil, fmt.Errorf("storage: open readers: %w", err)
+	}
+	r.SetMaxOpenConns(n)
+	// Keep readers open: opening a connection re-runs the pragmas.
+	r.SetMaxIdleConns(n)
+	r.SetConnMaxLifetime(0)
+	r.SetConnMaxIdleTime(0)
+	if err := r.PingContext(ctx); err != nil {
+		r.Close()
+		return nil, fmt.Errorf("storage: open readers: %w", err)
+	}
+	return r, nil
 }
 
 // Close closes both pools, on SQLite first letting it refresh its planner
