@@ -106,7 +106,13 @@ func main() {
 	flag.BoolVar(&c.verbs, "verbs", false, "after the window, power every node on and off through the API and time it (verbs.go)")
 	flag.DurationVar(&c.verbDeadline, "verb-deadline", 10*time.Minute, "longest wait for one verb over the whole fleet")
 	storm := stormFlags()
+	sampleURL := flag.String("storm-sample", "", "internal: be the storm's API sampler process on castiron at this URL")
+	sampleIDs := flag.String("storm-sample-ids", "", "internal: the sampler's node uuids, one a line")
 	flag.Parse()
+	if *sampleURL != "" {
+		runSampler(*sampleURL, *sampleIDs)
+		return
+	}
 	if c.port == 0 {
 		c.port = map[string]int{"ipmi": 6623, "redfish": 8000}[c.bmc]
 	}

@@ -174,7 +174,7 @@ func runStorm(c config, s *stormConfig, target string, run int, bin string) stor
 	var bg sync.WaitGroup
 	bg.Go(func() { st.poll(pollCtx, cl) })
 	lat := &latencies{}
-	bg.Go(func() { lat.sample(pollCtx, url, ids) })
+	stopSampler := startSampler(dir, url, ids, lat)
 	var rssMu sync.Mutex
 	var rssPeak float64
 	bg.Go(func() {
@@ -233,6 +233,7 @@ func runStorm(c config, s *stormConfig, target string, run int, bin string) stor
 	hist1 := scrapeDurations(url)
 	prof.end() // heap and the others at the storm's end, before the pollers stop
 	stopPoll()
+	stopSampler()
 	bg.Wait()
 	prof.wait()
 	r.SrvGetP50, r.SrvGetP99 = hist1.sub(hist0, "GET", "/nodes/{ident}").quantiles()

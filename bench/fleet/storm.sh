@@ -63,7 +63,7 @@ MD="$OUT/storm-$STAMP.md"
     [ -n "$BEFORE_REF" ] && echo "castiron before = \`$BEFORE_REF\` ($(git rev-parse --short "$BEFORE_REF")), storms before and after in turn, $RUNS each."
     echo "castiron = $(git rev-parse --abbrev-ref HEAD) ($(git rev-parse --short HEAD)$(git diff --quiet || echo ', dirty')); N=$N, BMCs $PROTOCOLS in turn, boot delay $BOOT_DELAY, BMC failure rate $FAILURE_RATE, BMCs 20-50 ms, boot phase off."
     echo "Machine: $(nproc) cores; load average at start: $(cut -d' ' -f1-3 /proc/loadavg)."
-    echo "castiron's CPU and RSS are its own process's; the simulated rack, agents and API samplers run in the bench process on the same cores (its CPU in the last column), so the latencies include that contention."
+    echo "castiron's CPU and RSS are its own process's; the simulated rack and agents run in the bench process on the same cores (its CPU in the last column), the API sampler in a process of its own (as an operator's client; before 15:50 on 2026-11-28 it ran inside the bench process and queued behind the rack's goroutines), so the latencies include that contention."
 } > "$MD"
 "$TMP/bin/fleet" -storm "$N" -after "$TMP/bin/castiron" "${BEFORE_ARGS[@]}" "${PPROF_ARGS[@]}" -storm-runs "$RUNS" -storm-boot-delay "$BOOT_DELAY" \
     -storm-failure-rate "$FAILURE_RATE" -storm-timeout "$STORM_TIMEOUT" -storm-protocols "$PROTOCOLS" -base 127.50.0.1 -dir "$TMP" -jsonl "$OUT/storm-$STAMP.jsonl" | tee -a "$MD"

@@ -7,13 +7,16 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log"
 	"math"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime/pprof"
 	"sort"
@@ -187,4 +190,74 @@ func (b bucketCounts) quantiles() (p50, p99 float64) {
 		return math.Inf(1)
 	}
 	return at(0.5), at(0.99)
+}
+
+// The API sampler runs in a process of its own, as an operator's client
+// does: inside this one its goroutine queued behind the simulated rack's
+// thousands (Go's scheduler has no priorities), which added the rack's
+// scheduling delays to castiron's latencies.
+
+// samplerOut is what the sampler process reports on its stdout.
+type samplerOut struct {
+	Get, List []time.Duration
+	Errors    int64
+}
+
+// runSampler is the sampler process (-storm-sample URL): it samples until
+// its stdin closes, then reports.
+func runSampler(url, idsFile string) {
+	b, err := os.ReadFile(idsFile)
+	if err != nil {
+		log.Fatal(err)
+	}
+	ids := strings.Fields(string(b))
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		cancel()
+	}()
+	l := &latencies{}
+	l.sample(ctx, url, ids)
+	out := samplerOut{Get: l.get, List: l.list, Errors: l.errs.Load()}
+	if err := json.NewEncoder(os.Stdout).Encode(out); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// startSampler starts the sampler process on castiron at url; stop ends
+// it and fills l.
+func startSampler(dir, url string, ids []string, l *latencies) (stop func()) {
+	idsFile := filepath.Join(dir, "sample-ids")
+	if err := os.WriteFile(idsFile, []byte(strings.Join(ids, "\n")), 0o644); err != nil {
+		log.Fatal(err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		log.Fatal(err)
+	}
+	cmd := exec.Command(self, "-storm-sample", url, "-storm-sample-ids", idsFile)
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		log.Fatal(err)
+	}
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	if err := cmd.Start(); err != nil {
+		log.Fatal(err)
+	}
+	return func() {
+		in.Close()
+		if err := cmd.Wait(); err != nil {
+			log.Printf("storm: sampler: %v", err)
+			return
+		}
+		var o samplerOut
+		if err := json.Unmarshal(out.Bytes(), &o); err != nil {
+			log.Printf("storm: sampler: %v", err)
+			return
+		}
+		l.get, l.list = o.Get, o.List
+		l.errs.Store(o.Errors)
+	}
 }
