@@ -52,7 +52,18 @@ func (p *stormProfiles) start(ctx context.Context) {
 	if p == nil {
 		return
 	}
-	p.wg.Go(func() { p.fetch(ctx, fmt.Sprintf("profile?seconds=%d", int(p.cpu.Seconds())), "cpu.pprof") })
+	p.wg.Go(func() {
+		p.fetch(ctx, fmt.Sprintf("profile?seconds=%d", int(p.cpu.Seconds())), "cpu.pprof")
+		if ctx.Err() != nil {
+			return
+		}
+		// Mid-storm, where RSS peaks: the heap, and the runtime's own
+		// account of its memory (stacks, heap spans, released; the text
+		// form's MemStats at its end), and the goroutines.
+		p.fetch(ctx, "heap", "heap-mid.pprof")
+		p.fetch(ctx, "heap?debug=1", "heap-mid.txt")
+		p.fetch(ctx, "goroutine", "goroutine-mid.pprof")
+	})
 	if p.trace > 0 {
 		p.wg.Go(func() {
 			select {
