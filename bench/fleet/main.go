@@ -322,6 +322,12 @@ func startCastiron(bin, dir string, extra ...string) (*server, error) {
 
 // startCastironArgs runs castiron serve on addr with extra flags.
 func startCastironArgs(bin, dir, addr string, extra ...string) (*server, error) {
+	return startCastironEnv(bin, dir, addr, nil, extra...)
+}
+
+// startCastironEnv is startCastironArgs with env added to castiron's
+// environment.
+func startCastironEnv(bin, dir, addr string, env []string, extra ...string) (*server, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -331,6 +337,9 @@ func startCastironArgs(bin, dir, addr string, extra ...string) (*server, error) 
 	}
 	cmd := exec.Command(bin, append([]string{"serve", "--listen", addr, "--data-dir", dir, "--log-level", "warn"}, extra...)...)
 	cmd.Stdout, cmd.Stderr = logf, logf
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}

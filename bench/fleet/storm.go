@@ -57,6 +57,9 @@ type stormConfig struct {
 	// (scheduling latency: go tool trace -pprof=sched) taken traceAt after
 	// the storm's start.
 	trace, traceAt time.Duration
+	// env is added to castiron's environment, per target ("before",
+	// "after"): e.g. GOGC for the same binary run twice.
+	env map[string][]string
 }
 
 // stormFlags declares the storm's flags (-storm N turns it on).
@@ -70,6 +73,16 @@ func stormFlags() *stormConfig {
 	flag.IntVar(&s.runs, "storm-runs", 1, "storm: storms per binary (-before and -after in turn)")
 	flag.StringVar(&s.pprof, "storm-pprof", "", "storm: directory for castiron's CPU, heap, allocs, block, mutex and goroutine profiles taken during the storm (castiron runs with --pprof-listen) and this process's CPU profile")
 	flag.DurationVar(&s.cpuProfile, "storm-cpu-profile", 15*time.Second, "storm: length of castiron's CPU profile from the storm's start (-storm-pprof)")
+	s.env = map[string][]string{}
+	for _, t := range []string{"before", "after"} {
+		flag.Func("storm-env-"+t, "storm: NAME=value added to the environment of castiron "+t+" (repeatable)", func(v string) error {
+			if !strings.Contains(v, "=") {
+				return fmt.Errorf("want NAME=value, got %q", v)
+			}
+			s.env[t] = append(s.env[t], v)
+			return nil
+		})
+	}
 	flag.DurationVar(&s.trace, "storm-trace", 0, "storm: length of an execution trace of castiron (-storm-pprof; 0: none)")
 	flag.DurationVar(&s.traceAt, "storm-trace-at", 5*time.Second, "storm: when the execution trace starts, from the storm's start")
 	flag.StringVar(&s.protocols, "storm-protocols", "ipmi,redfish", "storm: BMC kinds given to machines in turn (a Redfish BMC costs this process a listener and castiron's connections: 10,000 with half Redfish need more than 20,000 descriptors)")
@@ -128,7 +141,7 @@ func runStorm(c config, s *stormConfig, target string, run int, bin string) stor
 		pprofAddr = freeAddr()
 		args = append(args, "--pprof-listen", pprofAddr)
 	}
-	srv, err := startCastironArgs(bin, dir, addr, args...)
+	srv, err := startCastironEnv(bin, dir, addr, s.env[target], args...)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -20,6 +20,8 @@
 #        CPU_PROFILE=15s   length of castiron's CPU profile from the start
 #        TRACE=0           length of an execution trace of castiron (PPROF)
 #        TRACE_AT=5s       its start, from the storm's
+#        BEFORE_ENV= AFTER_ENV=  NAME=value words added to castiron's
+#                          environment (BEFORE_BIN=after: the same binary)
 #        OUT=bench/results where storm-<date>.md and .jsonl go
 # Run it under the machine's heavy-work lock (flock) on a shared machine.
 set -euo pipefail
@@ -52,6 +54,11 @@ if [ -n "$BEFORE_REF" ]; then
     (cd "$TMP/src" && CGO_ENABLED=0 go build -trimpath -o "$TMP/bin/castiron-before" .)
     BEFORE_ARGS=(-before "$TMP/bin/castiron-before")
 fi
+if [ "${BEFORE_BIN:-}" = after ]; then
+    BEFORE_ARGS=(-before "$TMP/bin/castiron")
+fi
+for e in ${BEFORE_ENV:-}; do BEFORE_ARGS+=(-storm-env-before "$e"); done
+for e in ${AFTER_ENV:-}; do BEFORE_ARGS+=(-storm-env-after "$e"); done
 PPROF_ARGS=()
 [ -n "$PPROF" ] && PPROF_ARGS=(-storm-pprof "$PPROF" -storm-cpu-profile "$CPU_PROFILE" -storm-trace "$TRACE" -storm-trace-at "$TRACE_AT")
 
@@ -61,6 +68,8 @@ MD="$OUT/storm-$STAMP.md"
     echo "# bench/fleet storm $STAMP"
     echo
     [ -n "$BEFORE_REF" ] && echo "castiron before = \`$BEFORE_REF\` ($(git rev-parse --short "$BEFORE_REF")), storms before and after in turn, $RUNS each."
+    [ "${BEFORE_BIN:-}" = after ] && echo "castiron before = this tree's binary too, storms before and after in turn, $RUNS each."
+    [ -n "${BEFORE_ENV:-}${AFTER_ENV:-}" ] && echo "Environment: before ${BEFORE_ENV:-(none added)}, after ${AFTER_ENV:-(none added)}."
     echo "castiron = $(git rev-parse --abbrev-ref HEAD) ($(git rev-parse --short HEAD)$(git diff --quiet || echo ', dirty')); N=$N, BMCs $PROTOCOLS in turn, boot delay $BOOT_DELAY, BMC failure rate $FAILURE_RATE, BMCs 20-50 ms, boot phase off."
     echo "Machine: $(nproc) cores; load average at start: $(cut -d' ' -f1-3 /proc/loadavg)."
     echo "castiron's CPU and RSS are its own process's; the simulated rack and agents run in the bench process on the same cores (its CPU in the last column), the API sampler in a process of its own (as an operator's client; before 15:50 on 2026-11-28 it ran inside the bench process and queued behind the rack's goroutines), so the latencies include that contention."
