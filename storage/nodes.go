@@ -323,13 +323,14 @@ func escapeLike(s string) string {
 func (s *DB) UpdateNode(ctx context.Context, ident string, fn NodeUpdate) (*Node, error) {
 	var out *Node
 	err := s.writeTx(ctx, func(r runner) error {
-		n, err := s.getNode(ctx, r, ident)
+		query, _, key := s.nodes.identColumn(ident)
+		n, stored, err := s.nodes.getStored(ctx, r, &NotFoundError{Table: "nodes", Key: ident}, query, key)
 		if err != nil {
 			return err
 		}
 		var ev *Event
 		since := n.ProvisionUpdatedAt
-		if err := s.nodes.rewrite(ctx, r, n, func(n *Node) (err error) { ev, err = fn(n); return err }); err != nil {
+		if err := s.nodes.rewriteStored(ctx, r, n, stored, func(n *Node) (err error) { ev, err = fn(n); return err }); err != nil {
 			return err
 		}
 		if ev != nil {

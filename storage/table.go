@@ -147,9 +147,14 @@ func (t *table[T]) insertArgs(v *T) []any {
 
 // values encodes the columns UPDATE may write, in column order.
 func (t *table[T]) values(v *T) ([]driver.Value, error) {
+	return t.valuesBut(v, nil)
+}
+
+// valuesBut is values without the columns skip has a value for (left nil).
+func (t *table[T]) valuesBut(v *T, skip []driver.Value) ([]driver.Value, error) {
 	vals := make([]driver.Value, len(t.cols))
 	for i, c := range t.cols {
-		if c.fixed {
+		if c.fixed || (skip != nil && skip[i] != nil) {
 			continue
 		}
 		val, err := c.ref(v).Value()
@@ -202,6 +207,52 @@ func (t *table[T]) getOne(ctx context.Context, r runner, notFound error, query s
 		return nil, fmt.Errorf("storage: read %s: %w", t.name, err)
 	}
 	return v, nil
+}
+
+// storedText is a JSON column's codec that also keeps the text it was
+// read from (getStored).
+type storedText struct {
+	codec
+	text *driver.Value
+}
+
+func (c storedText) Scan(src any) error {
+	switch v := src.(type) {
+	case string:
+		*c.text = v
+	case []byte:
+		*c.text = string(v)
+	}
+	return c.codec.Scan(src)
+}
+
+// getStored is getOne that also returns, on SQLite, the stored text of
+// the row's JSON columns (by column index; nil for the others and on
+// PostgreSQL, whose jsonb is not kept as written), for rewriteStored.
+func (t *table[T]) getStored(ctx context.Context, r runner, notFound error, query string, args ...any) (*T, []driver.Value, error) {
+	v := new(T)
+	if r.tx != nil {
+		query += r.p.d.forUpdate()
+	}
+	dest := t.scanDest(v)
+	var stored []driver.Value
+	if !r.p.d.postgres {
+		stored = make([]driver.Value, len(t.cols))
+		off := len(dest) - len(t.cols) // the id column comes first
+		for i, c := range t.cols {
+			if c.unsortable { // the JSON documents
+				dest[off+i] = storedText{codec: dest[off+i].(codec), text: &stored[i]}
+			}
+		}
+	}
+	err := r.queryRow(ctx, query, args...).Scan(dest...)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil, notFound
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("storage: read %s: %w", t.name, err)
+	}
+	return v, stored, nil
 }
 
 // projection returns the select list and scan destinations for the named
