@@ -324,6 +324,10 @@ func (s *states) poll(ctx context.Context, cl *rack.Client) {
 	}
 }
 
+// stableStates are where a verb starts from and, when it fails early,
+// returns to.
+var stableStates = map[string]bool{"enroll": true, "manageable": true, "available": true, "active": true}
+
 // wait: the poller saw the node in want in a pass that started after
 // the verb was accepted (at since), so an old state of the node does not
 // count (a fixed wait for the next pass did not suffice: at 1,000 nodes a
@@ -340,6 +344,10 @@ func (s *states) wait(ctx context.Context, id, want string, since time.Time) err
 			return nil
 		case strings.HasSuffix(n.ProvisionState, "failed"):
 			return fmt.Errorf("node %s is %s: %s", n.Name, n.ProvisionState, n.LastError)
+		case n.LastError != "" && stableStates[n.ProvisionState]:
+			// Back where it started, with the reason (a manage whose BMC
+			// check failed returns to enroll): waiting would never end.
+			return fmt.Errorf("node %s is %s, not %s: %s", n.Name, n.ProvisionState, want, n.LastError)
 		}
 		select {
 		case <-ctx.Done():
