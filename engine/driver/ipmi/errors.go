@@ -90,15 +90,31 @@ var authFragments = []string{
 // noAnswer is go-ipmi's wording for an exchange that got no answer.
 const noAnswer = "no matching IPMI response"
 
+// rakp4Mismatch is go-ipmi's wording for a RAKP 4 whose integrity check
+// value is not the one the client derived. The password is right by then
+// (RAKP 2, keyed with it, matched, and the BMC took RAKP 3): the two ends
+// derived different session keys. go-ipmi takes the first datagram as the
+// answer to each session setup message, so an answer that came late, after
+// the request was sent again, shifts every answer after it by one: the
+// answer read as RAKP 4 is the repeat's RAKP 2.
+const rakp4Mismatch = "RAKP4 integrity check value does not match"
+
+// shiftedAnswers reports a session setup that failed on an answer out of
+// step (rakp4Mismatch), which a new session (a fresh socket) does not have.
+func shiftedAnswers(err error) bool {
+	return strings.Contains(err.Error(), rakp4Mismatch)
+}
+
 // isAuthFailure reports whether a Connect error means the BMC refused the
 // credentials (as opposed to the network or the cipher suite failing).
 func isAuthFailure(err error) bool {
 	s := err.Error()
-	if strings.Contains(s, noAnswer) {
+	if strings.Contains(s, noAnswer) || strings.Contains(s, rakp4Mismatch) {
 		// A lost answer (Set Session Privilege Level's, say, on a lossy
 		// link) is the network's failure: calling it a refused login
 		// sent operators to their credentials and stopped the power
-		// wait's retries.
+		// wait's retries. A RAKP 4 out of step comes after the password
+		// was found right (rakp4Mismatch).
 		return false
 	}
 	for _, f := range authFragments {

@@ -118,21 +118,29 @@ func (d *Driver) probe(ctx context.Context, inf *info, key suiteKey) (*client.Cl
 // timeout bounds each UDP exchange, retries re-sends after a timeout; ctx
 // bounds everything.
 func (d *Driver) dial(ctx context.Context, inf *info, suite int, timeout time.Duration, retries int) (*client.Client, error) {
-	c, err := client.NewClient(inf.address, inf.port, inf.username, inf.password)
-	if err != nil {
-		return nil, err
-	}
-	c.WithTimeout(timeout).WithRetry(retries).WithMaxPrivilegeLevel(inf.priv)
-	if suite < 0 {
-		c.WithInterface(client.InterfaceLan)
-	} else {
-		c.WithCipherSuiteID(types.CipherSuiteID(suite))
-	}
-	if err := c.Connect(ctx); err != nil {
+	for try := 0; ; try++ {
+		c, err := client.NewClient(inf.address, inf.port, inf.username, inf.password)
+		if err != nil {
+			return nil, err
+		}
+		c.WithTimeout(timeout).WithRetry(retries).WithMaxPrivilegeLevel(inf.priv)
+		if suite < 0 {
+			c.WithInterface(client.InterfaceLan)
+		} else {
+			c.WithCipherSuiteID(types.CipherSuiteID(suite))
+		}
+		err = c.Connect(ctx)
+		if err == nil {
+			return c, nil
+		}
 		closeSocket(c)
-		return nil, err
+		if try > 0 || !shiftedAnswers(err) || ctxErr(ctx) != nil {
+			return nil, err
+		}
+		// A fresh socket holds no late answer.
+		d.log.DebugContext(ctx, "ipmi: session setup answers out of step, opening a new session",
+			"node", inf.uuid, "bmc", inf.target(), "error", oneLine(err))
 	}
-	return c, nil
 }
 
 // closeSocket frees the UDP socket of a client whose Connect failed. There is

@@ -122,6 +122,14 @@ func (b *BMC) SetDropRate(p float64) { b.conn.drop.Store(math.Float64bits(min(ma
 // back to it): a BMC slower than its client's timeout.
 func (b *BMC) SetSlow(d time.Duration) { b.conn.slow.Store(int64(d)) }
 
+// LateAnswer makes the BMC's n-th answer from now (1: the next) go out d
+// later than the others: a client that timed out and sent its request
+// again meanwhile gets two answers to it, the late one first.
+func (b *BMC) LateAnswer(n int, d time.Duration) {
+	b.conn.lateBy.Store(int64(d))
+	b.conn.lateAt.Store(int64(n))
+}
+
 // PowerEvent is a power change the BMC carried out on its machine.
 type PowerEvent int
 
@@ -366,6 +374,8 @@ type lossyConn struct {
 	dead     atomic.Bool
 	dieAfter atomic.Int64 // packets left + 1 before dead (0: off)
 	slow     atomic.Int64 // extra delay of every answer (time.Duration)
+	lateAt   atomic.Int64 // answers left + 1 before the late one (0: off)
+	lateBy   atomic.Int64 // its extra delay (time.Duration)
 
 	received, dropped, answered atomic.Uint64
 	inFlight, maxInFlight       atomic.Int64
@@ -399,6 +409,9 @@ func (c *lossyConn) WriteTo(data []byte, addr net.Addr) (int, error) {
 	d := c.min + time.Duration(c.slow.Load())
 	if c.max > c.min {
 		d += rand.N(c.max - c.min + 1)
+	}
+	if c.lateAt.Load() > 0 && c.lateAt.Add(-1) == 0 {
+		d += time.Duration(c.lateBy.Load())
 	}
 	c.answered.Add(1)
 	if d <= 0 {
