@@ -316,6 +316,16 @@ func freeAddr() string {
 	return l.Addr().String()
 }
 
+// freeAddrOn is a free TCP port on host.
+func freeAddrOn(host string) string {
+	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
 func startCastiron(bin, dir string, extra ...string) (*server, error) {
 	return startCastironArgs(bin, dir, freeAddr(), append([]string{"--power-sync-interval", "1s"}, extra...)...)
 }

@@ -30,6 +30,7 @@ import (
 	"syscall"
 	"time"
 
+	"castiron/bench/fleet/pxeboot"
 	"castiron/engine/driver/bmcsim/rack"
 )
 
@@ -60,6 +61,14 @@ type stormConfig struct {
 	// env is added to castiron's environment, per target ("before",
 	// "after"): e.g. GOGC for the same binary run twice.
 	env map[string][]string
+	// boot is "http" (the machines ask castiron for their iPXE script over
+	// HTTP, --netboot-http) or "pxe": castiron on a provisioning network
+	// (--pxe-interface pxeIf, pxeAddr, in the namespace this process runs
+	// in) and every machine's firmware doing DHCP, TFTP and iPXE's DHCP
+	// from the namespace pxeNetns (interface pxeClientIf) before the
+	// script, kernel and initramfs (kernelMiB, initrdMiB) over HTTP.
+	boot, pxeIf, pxeAddr, pxeRange, pxeNetns, pxeClientIf string
+	kernelMiB, initrdMiB                                  int
 }
 
 // stormFlags declares the storm's flags (-storm N turns it on).
@@ -85,6 +94,14 @@ func stormFlags() *stormConfig {
 	}
 	flag.DurationVar(&s.trace, "storm-trace", 0, "storm: length of an execution trace of castiron (-storm-pprof; 0: none)")
 	flag.DurationVar(&s.traceAt, "storm-trace-at", 5*time.Second, "storm: when the execution trace starts, from the storm's start")
+	flag.StringVar(&s.boot, "storm-boot", "http", "storm: boot phase, http (iPXE script over HTTP only) or pxe (DHCP, TFTP, HTTP from -storm-pxe-netns)")
+	flag.StringVar(&s.pxeIf, "storm-pxe-interface", "", "storm, -storm-boot pxe: castiron's --pxe-interface (in this process's namespace)")
+	flag.StringVar(&s.pxeAddr, "storm-pxe-addr", "", "storm, -storm-boot pxe: castiron's address on that interface (its API listens there)")
+	flag.StringVar(&s.pxeRange, "storm-dhcp-range", "", "storm, -storm-boot pxe: castiron's --dhcp-range")
+	flag.StringVar(&s.pxeNetns, "storm-pxe-netns", "", "storm, -storm-boot pxe: network namespace of the machines' firmware")
+	flag.StringVar(&s.pxeClientIf, "storm-pxe-client-interface", "", "storm, -storm-boot pxe: the firmware's interface in that namespace")
+	flag.IntVar(&s.kernelMiB, "storm-kernel-mib", 4, "storm, -storm-boot pxe: size of the kernel every boot downloads")
+	flag.IntVar(&s.initrdMiB, "storm-initrd-mib", 12, "storm, -storm-boot pxe: size of the initramfs every boot downloads")
 	flag.StringVar(&s.protocols, "storm-protocols", "ipmi,redfish", "storm: BMC kinds given to machines in turn (a Redfish BMC costs this process a listener and castiron's connections: 10,000 with half Redfish need more than 20,000 descriptors)")
 	return s
 }
@@ -112,6 +129,8 @@ type stormResult struct {
 	SimCPUSeconds                                float64 `json:"sim_cpu_s"` // this process: the rack and the clients
 	CPUSeconds                                   float64 `json:"cpu_s"`
 	RSSPeakMiB, RSSEndMiB                        float64
+	Boot                                         string           `json:"boot"`
+	PXE                                          *pxeboot.Summary `json:"pxe,omitempty"`
 }
 
 // runStorm runs one storm against bin (castiron, target names it) and
@@ -133,9 +152,33 @@ func runStorm(c config, s *stormConfig, target string, run int, bin string) stor
 	if err := os.WriteFile(filepath.Join(imgDir, "storm.img"), img, 0o644); err != nil {
 		log.Fatal(err)
 	}
+	r.Boot = s.boot
 	addr := freeAddr()
 	url := "http://" + addr
 	args := []string{"--netboot-http", "--public-url", url, "--callback-timeout", "30m"}
+	var pxe *pxeboot.Client
+	if s.boot == "pxe" {
+		addr = freeAddrOn(s.pxeAddr)
+		url = "http://" + addr
+		rd := filepath.Join(dir, "ramdisk")
+		if err := os.MkdirAll(rd, 0o755); err != nil {
+			log.Fatal(err)
+		}
+		for name, mib := range map[string]int{"vmlinuz": s.kernelMiB, "initramfs": s.initrdMiB} {
+			if err := os.WriteFile(filepath.Join(rd, name), make([]byte, mib<<20), 0o644); err != nil {
+				log.Fatal(err)
+			}
+		}
+		args = []string{"--pxe-interface", s.pxeIf, "--public-url", url, "--ramdisk-dir", rd, "--callback-timeout", "30m"}
+		if s.pxeRange != "" {
+			args = append(args, "--dhcp-range", s.pxeRange)
+		}
+		var err error
+		if pxe, err = pxeboot.New(pxeboot.Config{Netns: s.pxeNetns, Interface: s.pxeClientIf}); err != nil {
+			log.Fatal(err)
+		}
+		defer pxe.Close()
+	}
 	pprofAddr := ""
 	if s.pprof != "" {
 		pprofAddr = freeAddr()
@@ -148,9 +191,20 @@ func runStorm(c config, s *stormConfig, target string, run int, bin string) stor
 	defer srv.stop()
 	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
 	defer cancel()
-	log.Printf("storm N=%d: starting the rack", s.n)
-	rk, err := rack.Start(ctx, rack.Config{N: s.n, Protocols: strings.Split(s.protocols, ","), BootURL: url, BootDelay: s.bootDelay, RamdiskDelay: s.bootDelay / 2,
-		LatencyMin: s.latMin, LatencyMax: s.latMax, FailureRate: s.failure, FetchRamdisk: s.fetchRamdisk,
+	log.Printf("storm N=%d: starting the rack (boot %s)", s.n, s.boot)
+	var netboot func(context.Context, *rack.Machine) (string, *http.Client, error)
+	if pxe != nil {
+		netboot = func(ctx context.Context, m *rack.Machine) (string, *http.Client, error) {
+			mac, err := net.ParseMAC(m.MACs[0])
+			if err != nil {
+				return "", nil, err
+			}
+			u, err := pxe.Boot(ctx, pxeboot.Machine{MAC: mac, UEFI: m.Hardware.BootMode != "bios"})
+			return u, pxe.HTTP, err
+		}
+	}
+	rk, err := rack.Start(ctx, rack.Config{Netboot: netboot, N: s.n, Protocols: strings.Split(s.protocols, ","), BootURL: url, BootDelay: s.bootDelay, RamdiskDelay: s.bootDelay / 2,
+		LatencyMin: s.latMin, LatencyMax: s.latMax, FailureRate: s.failure, FetchRamdisk: s.fetchRamdisk || pxe != nil,
 		IPMIDistinct: true, IPMIBase: net.ParseIP(s.base), IPMIPort: s.port})
 	if err != nil {
 		log.Fatal(err)
@@ -201,6 +255,9 @@ func runStorm(c config, s *stormConfig, target string, run int, bin string) stor
 	})
 
 	ts := time.Now()
+	if pxe != nil {
+		pxe.Stats.Reset()
+	}
 	cpu0 := cpuTicks(pids)
 	sim0 := selfCPU()
 	hist0 := scrapeDurations(url)
@@ -270,6 +327,10 @@ func runStorm(c config, s *stormConfig, target string, run int, bin string) stor
 	r.GetP50, r.GetP99, r.GetP90, r.GetMax, r.GetN = lat.pct(&lat.get)
 	r.ListP50, r.ListP99, r.ListP90, r.ListMax, r.ListN = lat.pct(&lat.list)
 	r.SampleErrors = int(lat.errs.Load())
+	if pxe != nil {
+		sum := pxe.Stats.Summary()
+		r.PXE = &sum
+	}
 	return r
 }
 
@@ -454,6 +515,26 @@ func stormTable(rs []stormResult) string {
 		if r.FirstError != "" {
 			fmt.Fprintf(&b, "\nfirst failure at N=%d: %s\n", r.N, r.FirstError)
 		}
+	}
+	var pxe bool
+	for _, r := range rs {
+		pxe = pxe || r.PXE != nil
+	}
+	if !pxe {
+		return b.String()
+	}
+	b.WriteString("\nBoot phase over castiron's provisioning network (DHCP, TFTP, HTTP from the machines' namespace); rates: mean over the seconds with that traffic / busiest second.\n\n")
+	b.WriteString("| castiron | run | N | DORAs (errors) | DORA/s mean / peak | DORA p50 / p99 / max | TFTP transfers (errors) | TFTP/s mean / peak | TFTP MB (MB/s mean / peak) | HTTP requests (errors) | HTTP MB | HTTP MB/s mean / peak |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range rs {
+		p := r.PXE
+		if p == nil {
+			continue
+		}
+		fmt.Fprintf(&b, "| %s | %d | %d | %d (%d) | %.0f / %.0f | %.1f / %.1f / %.0f ms | %d (%d) | %.0f / %.0f | %.0f (%.1f / %.1f) | %d (%d) | %.0f | %.0f / %.0f |\n",
+			r.Target, r.Run, r.N, p.DORAs, p.DORAErrors, p.DORAPerSMean, p.DORAPerSPeak, p.DORAP50, p.DORAP99, p.DORAMax,
+			p.TFTPs, p.TFTPErrors, p.TFTPPerSMean, p.TFTPPerSPeak, p.TFTPMB, p.TFTPMBpsMean, p.TFTPMBpsPeak,
+			p.HTTPRequests, p.HTTPErrors, p.HTTPMB, p.HTTPMBpsMean, p.HTTPMBpsPeak)
 	}
 	return b.String()
 }

@@ -239,9 +239,15 @@ func (m *Machine) netboot(ctx context.Context) ([]string, error) {
 	mac := m.MACs[0]
 	m.printf("iPXE initialising devices... net0: %s using %s", mac, m.Hardware.NICs[0].Name)
 	m.printf("Configuring (net0 %s)...... ok", mac)
-	url := cfg.BootURL + "/boot/ipxe?mac=" + mac
+	url, hc := cfg.BootURL+"/boot/ipxe?mac="+mac, m.rack.http
+	if cfg.Netboot != nil {
+		var err error
+		if url, hc, err = cfg.Netboot(ctx, m); err != nil {
+			return nil, err
+		}
+	}
 	m.printf("http://%s... ", strings.TrimPrefix(url, "http://"))
-	body, err := m.get(ctx, url, 64<<10)
+	body, err := m.get(ctx, hc, url, 64<<10)
 	if err != nil {
 		return nil, err
 	}
@@ -281,7 +287,7 @@ func (m *Machine) netboot(ctx context.Context) ([]string, error) {
 			if u == "" {
 				continue
 			}
-			n, err := m.download(ctx, u)
+			n, err := m.download(ctx, hc, u)
 			if err != nil {
 				return nil, err
 			}
@@ -302,12 +308,12 @@ func stripIPXE(args []string) []string {
 	return args
 }
 
-func (m *Machine) get(ctx context.Context, url string, limit int64) ([]byte, error) {
+func (m *Machine) get(ctx context.Context, hc *http.Client, url string, limit int64) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := m.rack.http.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		return nil, err
 	}
@@ -319,12 +325,12 @@ func (m *Machine) get(ctx context.Context, url string, limit int64) ([]byte, err
 	return body, err
 }
 
-func (m *Machine) download(ctx context.Context, url string) (int64, error) {
+func (m *Machine) download(ctx context.Context, hc *http.Client, url string) (int64, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return 0, err
 	}
-	resp, err := m.rack.http.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		return 0, err
 	}

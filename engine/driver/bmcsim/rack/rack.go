@@ -49,6 +49,11 @@ type Config struct {
 	// FetchRamdisk downloads the kernel and initramfs the script names
 	// (the boot phase of a storm); off, only the script is asked for.
 	FetchRamdisk bool
+	// Netboot, when set, is the firmware's network boot before iPXE's
+	// script (DHCP and TFTP from a namespace: bench/fleet/pxeboot): it
+	// returns the script's URL and the HTTP client iPXE fetches it, the
+	// kernel and the initramfs with. Unset, the script is asked of BootURL.
+	Netboot func(ctx context.Context, m *Machine) (scriptURL string, hc *http.Client, err error)
 	// LatencyMin/LatencyMax delay every BMC answer by a uniform random
 	// time in between (real BMCs: 20-50 ms) [0].
 	LatencyMin, LatencyMax time.Duration
@@ -99,8 +104,8 @@ func Start(ctx context.Context, cfg Config) (*Rack, error) {
 	if len(cfg.Protocols) == 0 {
 		cfg.Protocols = []string{"ipmi", "redfish"}
 	}
-	if cfg.BootURL == "" {
-		return nil, errors.New("rack: BootURL is required")
+	if cfg.BootURL == "" && cfg.Netboot == nil {
+		return nil, errors.New("rack: BootURL or Netboot is required")
 	}
 	if cfg.BootDelay == 0 {
 		cfg.BootDelay = time.Second
