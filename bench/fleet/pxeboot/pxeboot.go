@@ -248,7 +248,7 @@ func (c *Client) Boot(ctx context.Context, m Machine) (string, error) {
 	if server == nil || server.IsUnspecified() {
 		server = ack.ServerIdentifier()
 	}
-	if err := c.tftp(net.JoinHostPort(server.String(), "69"), file); err != nil {
+	if err := c.tftp(ctx, net.JoinHostPort(server.String(), "69"), file); err != nil {
 		return "", fmt.Errorf("TFTP %s from %s: %w", file, server, err)
 	}
 	ipxe := append(slices.Clone(pxe), dhcpv4.WithOption(dhcpv4.OptGeneric(dhcpv4.OptionUserClassInformation, []byte("iPXE"))))
@@ -279,7 +279,9 @@ func (c *Client) dora(ctx context.Context, mac net.HardwareAddr, mods []dhcpv4.M
 	defer cl.Close()
 	lease, err := cl.Request(ctx, mods...)
 	if err != nil {
-		c.Stats.doraErr.Add(1)
+		if ctx.Err() == nil { // not the machine powered off mid-boot
+			c.Stats.doraErr.Add(1)
+		}
 		return nil, err
 	}
 	c.Stats.dora(time.Since(t))
@@ -288,7 +290,7 @@ func (c *Client) dora(ctx context.Context, mac net.HardwareAddr, mods []dhcpv4.M
 
 // tftp fetches file as iPXE's loader is fetched (blksize 1432, tsize) and
 // discards it.
-func (c *Client) tftp(addr, file string) error {
+func (c *Client) tftp(ctx context.Context, addr, file string) error {
 	tc, err := tftp.NewClient(addr)
 	if err != nil {
 		return err
@@ -310,7 +312,9 @@ func (c *Client) tftp(addr, file string) error {
 			return nil
 		}
 	}
-	c.Stats.tftpErr.Add(1)
+	if ctx.Err() == nil {
+		c.Stats.tftpErr.Add(1)
+	}
 	return err
 }
 
@@ -416,7 +420,9 @@ type counting struct {
 func (c *counting) RoundTrip(r *http.Request) (*http.Response, error) {
 	resp, err := c.rt.RoundTrip(r)
 	if err != nil {
-		c.stats.httpErr.Add(1)
+		if r.Context().Err() == nil {
+			c.stats.httpErr.Add(1)
+		}
 		return nil, err
 	}
 	c.stats.httpReq.Add(1)
@@ -438,7 +444,8 @@ func (b *countBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// Stats are what the boots did: DORAs and their latency (DISCOVER to ACK,
+// Stats are what the boots did (a step cut short by the machine's power
+// going off is not an error): DORAs and their latency (DISCOVER to ACK,
 // retries included), TFTP transfers and bytes, HTTP requests and bytes, in
 // per-second buckets from Start for rates.
 type Stats struct {
