@@ -169,7 +169,9 @@ func runStorm(c config, s *stormConfig, target string, run int, bin string) stor
 				log.Fatal(err)
 			}
 		}
-		args = []string{"--pxe-interface", s.pxeIf, "--public-url", url, "--ramdisk-dir", rd, "--callback-timeout", "30m"}
+		// --insecure-noauth: the API listens on the provisioning network
+		// of the namespaces storm.sh created, nobody else on it.
+		args = []string{"--pxe-interface", s.pxeIf, "--public-url", url, "--ramdisk-dir", rd, "--callback-timeout", "30m", "--insecure-noauth"}
 		if s.pxeRange != "" {
 			args = append(args, "--dhcp-range", s.pxeRange)
 		}

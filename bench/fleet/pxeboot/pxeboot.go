@@ -123,7 +123,7 @@ func New(cfg Config) (*Client, error) {
 		c.Close()
 		return nil, fmt.Errorf("pxeboot: DHCP socket on %s in %q: %w", cfg.Interface, cfg.Netns, err)
 	}
-	c.demux = newDemux(c.raw)
+	c.demux = newDemux(c.raw, c.stop)
 	c.wg.Go(c.demux.loop)
 	c.HTTP = &http.Client{Transport: &counting{stats: c.Stats, rt: &http.Transport{
 		Proxy: nil, DialContext: c.dial, MaxConnsPerHost: cfg.MaxConns, MaxIdleConnsPerHost: cfg.MaxConns,
@@ -322,12 +322,13 @@ func (c *Client) tftp(ctx context.Context, addr, file string) error {
 // machine whose chaddr they carry (nclient4's client reads only its own).
 type demux struct {
 	raw  net.PacketConn
+	stop <-chan struct{} // closed when the raw socket is
 	mu   sync.Mutex
 	subs map[string]*subConn
 }
 
-func newDemux(raw net.PacketConn) *demux {
-	return &demux{raw: raw, subs: map[string]*subConn{}}
+func newDemux(raw net.PacketConn, stop <-chan struct{}) *demux {
+	return &demux{raw: raw, stop: stop, subs: map[string]*subConn{}}
 }
 
 func (d *demux) loop() {
@@ -335,9 +336,17 @@ func (d *demux) loop() {
 	for {
 		n, addr, err := d.raw.ReadFrom(buf)
 		if err != nil {
+			// The raw conn's error for its closed socket is not
+			// net.ErrClosed: the client's stop says it is closing.
+			select {
+			case <-d.stop:
+				return
+			default:
+			}
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
+			time.Sleep(10 * time.Millisecond) // no spinning on a lasting error
 			continue
 		}
 		// BOOTP: hlen at byte 2, chaddr from byte 28.

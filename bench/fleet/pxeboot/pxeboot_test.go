@@ -76,17 +76,19 @@ func TestBootAgainstCastiron(t *testing.T) {
 	}
 	cmd := exec.Command("ip", "netns", "exec", srvNS, bin, "serve", "--listen", "10.254.77.1:6385",
 		"--data-dir", filepath.Join(dir, "data"), "--pxe-interface", srvIf, "--pxe-discovery",
-		"--dhcp-range", "10.254.77.100,10.254.77.200", "--public-url", url, "--ramdisk-dir", rd)
+		"--dhcp-range", "10.254.77.100,10.254.77.200", "--public-url", url, "--ramdisk-dir", rd,
+		"--insecure-noauth") // a namespace of the test's, nobody else on it
 	cmd.Env = castironserve.Env()
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
 	t.Cleanup(func() { // ip netns exec execs castiron: this PID is castiron's
 		cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
+		done := exited
 		select {
 		case <-done:
 		case <-time.After(10 * time.Second):
@@ -115,10 +117,13 @@ func TestBootAgainstCastiron(t *testing.T) {
 				break
 			}
 		}
-		if ctx.Err() != nil {
+		select {
+		case <-exited:
+			t.Fatalf("castiron exited: %v", cmd.ProcessState)
+		case <-ctx.Done():
 			t.Fatalf("castiron did not answer GET /v1: %v", err)
+		case <-time.After(200 * time.Millisecond):
 		}
-		time.Sleep(200 * time.Millisecond)
 	}
 	time.Sleep(time.Second) // DHCP and TFTP listen after the API (readiness is not this test's subject)
 	c.Stats.Reset()
