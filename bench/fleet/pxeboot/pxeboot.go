@@ -47,8 +47,8 @@ type Config struct {
 	// Interface is the clients' interface in Netns, on castiron's
 	// provisioning network.
 	Interface string
-	// DHCPTimeout is the wait for one DHCP answer before a retry [2s];
-	// DHCPRetries the tries of each message [4].
+	// DHCPTimeout is the wait for one DHCP answer before a retry [4s, a
+	// PXE ROM's first]; DHCPRetries the tries of each message [4].
 	DHCPTimeout time.Duration
 	DHCPRetries int
 	// TFTPTimeout is pin/tftp's per-packet timeout [2s].
@@ -78,7 +78,7 @@ const nsThreads = 8
 // threads.
 func New(cfg Config) (*Client, error) {
 	if cfg.DHCPTimeout <= 0 {
-		cfg.DHCPTimeout = 2 * time.Second
+		cfg.DHCPTimeout = 4 * time.Second
 	}
 	if cfg.DHCPRetries <= 0 {
 		cfg.DHCPRetries = 4
@@ -115,6 +115,16 @@ func New(cfg Config) (*Client, error) {
 		pc, err := packet.Listen(ifc, packet.Datagram, unix.ETH_P_IP, &packet.Config{Filter: prog})
 		if err != nil {
 			return err
+		}
+		// One socket takes every machine's replies: with the default
+		// receive queue (~200 KiB) a power-on storm's burst of OFFERs
+		// overflowed it and most DORAs waited for a retry.
+		if rc, err := pc.SyscallConn(); err == nil {
+			rc.Control(func(fd uintptr) {
+				if unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 32<<20) != nil {
+					unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF, 32<<20)
+				}
+			})
 		}
 		c.raw = nclient4.NewBroadcastUDPConn(pc, &net.UDPAddr{Port: nclient4.ClientPort})
 		return nil
