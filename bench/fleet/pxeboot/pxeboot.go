@@ -47,8 +47,9 @@ type Config struct {
 	// Interface is the clients' interface in Netns, on castiron's
 	// provisioning network.
 	Interface string
-	// DHCPTimeout is the wait for one DHCP answer before a retry [4s, a
-	// PXE ROM's first]; DHCPRetries the tries of each message [4].
+	// DHCPTimeout is the wait for one DHCP answer at the first try [4s,
+	// a PXE ROM's first], doubled at each next one; DHCPRetries the tries
+	// of an exchange [4: 4+8+16+32 s, a PXE ROM's minute].
 	DHCPTimeout time.Duration
 	DHCPRetries int
 	// TFTPTimeout is pin/tftp's per-packet timeout [2s].
@@ -276,18 +277,22 @@ func (c *Client) Boot(ctx context.Context, m Machine) (string, error) {
 	return script, nil
 }
 
-// dora is DISCOVER, OFFER, REQUEST, ACK for mac through the shared socket.
+// dora is DISCOVER, OFFER, REQUEST, ACK for mac through the shared socket,
+// retried as a PXE ROM retries (the PXE specification's schedule: 4, 8, 16
+// and 32 s, about a minute in all): DHCPTimeout doubles at each of the
+// DHCPRetries tries.
 func (c *Client) dora(ctx context.Context, mac net.HardwareAddr, mods []dhcpv4.Modifier) (*dhcpv4.DHCPv4, error) {
-	sub := c.demux.sub(mac)
 	t := time.Now()
-	cl, err := nclient4.NewWithConn(sub, mac, nclient4.WithTimeout(c.cfg.DHCPTimeout), nclient4.WithRetry(c.cfg.DHCPRetries))
-	if err != nil {
-		sub.Close()
-		c.Stats.doraErr.Add(1)
-		return nil, err
+	var lease *nclient4.Lease
+	var err error
+	wait := c.cfg.DHCPTimeout
+	for try := 0; try < c.cfg.DHCPRetries; try++ {
+		lease, err = c.doraOnce(ctx, mac, mods, wait)
+		if err == nil || ctx.Err() != nil {
+			break
+		}
+		wait *= 2
 	}
-	defer cl.Close()
-	lease, err := cl.Request(ctx, mods...)
 	if err != nil {
 		if ctx.Err() == nil { // not the machine powered off mid-boot
 			c.Stats.doraErr.Add(1)
@@ -296,6 +301,19 @@ func (c *Client) dora(ctx context.Context, mac net.HardwareAddr, mods []dhcpv4.M
 	}
 	c.Stats.dora(time.Since(t))
 	return lease.ACK, nil
+}
+
+// doraOnce is one exchange, each message sent once and waited for up to
+// wait.
+func (c *Client) doraOnce(ctx context.Context, mac net.HardwareAddr, mods []dhcpv4.Modifier, wait time.Duration) (*nclient4.Lease, error) {
+	sub := c.demux.sub(mac)
+	cl, err := nclient4.NewWithConn(sub, mac, nclient4.WithTimeout(wait), nclient4.WithRetry(1))
+	if err != nil {
+		sub.Close()
+		return nil, err
+	}
+	defer cl.Close()
+	return cl.Request(ctx, mods...)
 }
 
 // tftp fetches file as iPXE's loader is fetched (blksize 1432, tsize) and
