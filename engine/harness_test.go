@@ -18,7 +18,7 @@ type harness struct {
 	store *storage.SQLite
 }
 
-func newHarness(t *testing.T, opts ...func(*Config)) *harness {
+func newHarness(t testing.TB, opts ...func(*Config)) *harness {
 	t.Helper()
 	ctx := context.Background()
 	st, err := storage.Open(ctx, filepath.Join(t.TempDir(), "castiron.db"))
@@ -49,7 +49,7 @@ func newHarness(t *testing.T, opts ...func(*Config)) *harness {
 
 // nodeIn creates a fake-hardware node and puts it straight into state st
 // (bypassing the machine, as only a test may), applying extra changes.
-func (h *harness) nodeIn(t *testing.T, st State, extra func(*storage.Node)) *storage.Node {
+func (h *harness) nodeIn(t testing.TB, st State, extra func(*storage.Node)) *storage.Node {
 	t.Helper()
 	ctx := context.Background()
 	n := &storage.Node{Driver: "fake-hardware"}
@@ -76,7 +76,7 @@ func (h *harness) nodeIn(t *testing.T, st State, extra func(*storage.Node)) *sto
 }
 
 // waitIdle waits until no task holds the node.
-func (h *harness) waitIdle(t *testing.T, uuid string) *storage.Node {
+func (h *harness) waitIdle(t testing.TB, uuid string) *storage.Node {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -95,7 +95,7 @@ func (h *harness) waitIdle(t *testing.T, uuid string) *storage.Node {
 }
 
 // waitState waits until the node is idle in state want.
-func (h *harness) waitState(t *testing.T, uuid string, want State) *storage.Node {
+func (h *harness) waitState(t testing.TB, uuid string, want State) *storage.Node {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {

@@ -19,21 +19,19 @@ import (
 func (c *Conductor) AgentHeartbeat(ctx context.Context, ident string, hb protocol.Heartbeat) (_ protocol.Instruction, err error) {
 	defer func() { c.obs.AgentCall("heartbeat", resultLabel(err)) }()
 	wait := protocol.Instruction{Command: protocol.CmdWait, HeartbeatInterval: c.cfg.AgentHeartbeatInterval.Seconds()}
-	n, err := c.store.GetNode(ctx, ident)
-	if err != nil {
-		return wait, err
-	}
-	if !tokenValid(n, hb.AgentToken) {
-		c.log.WarnContext(ctx, "agent heartbeat with a wrong token", "node", n.UUID, "state", n.ProvisionState)
-		return wait, fault.New(fault.Invalid, "Invalid or missing agent token received.")
-	}
 	var instr protocol.Instruction
 	var after work
 	var afterVerb string
 	var then func(ctx context.Context, n *storage.Node)
-	updated, err := c.store.UpdateNode(ctx, n.UUID, func(cur *storage.Node) (*storage.Event, error) {
-		instr, after, afterVerb, then = wait, nil, "", nil
+	// The token is checked on the node as the write reads it, with no read
+	// of its own before: that read decoded the whole node a second time
+	// for every heartbeat (issue 28's storm profile: allocation and GC). A
+	// wrong token writes nothing (fn's error rolls the write back).
+	var refused *storage.Node
+	updated, err := c.store.UpdateNode(ctx, ident, func(cur *storage.Node) (*storage.Event, error) {
+		instr, after, afterVerb, then, refused = wait, nil, "", nil, nil
 		if !tokenValid(cur, hb.AgentToken) {
+			refused = cur
 			return nil, fault.New(fault.Invalid, "Invalid or missing agent token received.")
 		}
 		now := c.now()
@@ -66,6 +64,9 @@ func (c *Conductor) AgentHeartbeat(ctx context.Context, ident string, hb protoco
 			return nil, nil
 		}
 	})
+	if refused != nil {
+		c.log.WarnContext(ctx, "agent heartbeat with a wrong token", "node", refused.UUID, "state", refused.ProvisionState)
+	}
 	if err != nil {
 		return wait, err
 	}

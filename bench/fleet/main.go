@@ -120,22 +120,32 @@ func main() {
 		if c.dir == "" {
 			c.dir, _ = os.MkdirTemp("", "castiron-storm.")
 		}
-		// Before and after in turn, so that both see the machine's load of
-		// the same minutes.
+		// Before and after (and unpinned and pinned) in turn, so that all
+		// see the machine's load of the same minutes.
+		storm.home = homeCPUs()
+		pins := []pinning{{castiron: storm.castironCPUs, bench: storm.benchCPUs}}
+		if storm.pinTurns {
+			if pins[0] == (pinning{}) {
+				log.Fatal("-storm-pin-turns needs -storm-castiron-cpus or -storm-bench-cpus")
+			}
+			pins = []pinning{{}, pins[0]}
+		}
 		var rs []stormResult
 		for run := 1; run <= max(storm.runs, 1); run++ {
 			for _, t := range []struct{ name, bin string }{{"before", c.before}, {"after", c.after}} {
-				if t.bin == "" {
-					continue
-				}
-				r := runStorm(c, storm, t.name, run, t.bin)
-				rs = append(rs, r)
-				b, _ := json.Marshal(r)
-				fmt.Fprintln(os.Stderr, string(b))
-				if c.jsonl != "" {
-					if f, err := os.OpenFile(c.jsonl, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
-						f.Write(append(b, '\n'))
-						f.Close()
+				for _, pin := range pins {
+					if t.bin == "" {
+						continue
+					}
+					r := runStorm(c, storm, t.name, run, t.bin, pin)
+					rs = append(rs, r)
+					b, _ := json.Marshal(r)
+					fmt.Fprintln(os.Stderr, string(b))
+					if c.jsonl != "" {
+						if f, err := os.OpenFile(c.jsonl, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
+							f.Write(append(b, '\n'))
+							f.Close()
+						}
 					}
 				}
 			}
@@ -332,12 +342,12 @@ func startCastiron(bin, dir string, extra ...string) (*server, error) {
 
 // startCastironArgs runs castiron serve on addr with extra flags.
 func startCastironArgs(bin, dir, addr string, extra ...string) (*server, error) {
-	return startCastironEnv(bin, dir, addr, nil, extra...)
+	return startCastironEnv(bin, "", dir, addr, nil, extra...)
 }
 
 // startCastironEnv is startCastironArgs with env added to castiron's
-// environment.
-func startCastironEnv(bin, dir, addr string, env []string, extra ...string) (*server, error) {
+// environment, on cpus (taskset -c; "": any).
+func startCastironEnv(bin, cpus, dir, addr string, env []string, extra ...string) (*server, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -345,7 +355,7 @@ func startCastironEnv(bin, dir, addr string, env []string, extra ...string) (*se
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, append([]string{"serve", "--listen", addr, "--data-dir", dir, "--log-level", "warn"}, extra...)...)
+	cmd := commandOn(cpus, bin, append([]string{"serve", "--listen", addr, "--data-dir", dir, "--log-level", "warn"}, extra...)...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if env != nil {
 		cmd.Env = append(os.Environ(), env...)

@@ -30,6 +30,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"castiron/bench/fleet/pxeboot"
 	"castiron/engine/driver/bmcsim/rack"
 )
@@ -69,6 +71,12 @@ type stormConfig struct {
 	// script, kernel and initramfs (kernelMiB, initrdMiB) over HTTP.
 	boot, pxeIf, pxeAddr, pxeRange, pxeNetns, pxeClientIf string
 	kernelMiB, initrdMiB                                  int
+	// castironCPUs and benchCPUs pin castiron and this process (with the
+	// sampler) to CPUs of their own (stormpin.go); pinTurns runs every
+	// storm unpinned, then pinned. home is this process's CPUs at start.
+	castironCPUs, benchCPUs string
+	pinTurns                bool
+	home                    unix.CPUSet
 }
 
 // stormFlags declares the storm's flags (-storm N turns it on).
@@ -102,6 +110,9 @@ func stormFlags() *stormConfig {
 	flag.StringVar(&s.pxeClientIf, "storm-pxe-client-interface", "", "storm, -storm-boot pxe: the firmware's interface in that namespace")
 	flag.IntVar(&s.kernelMiB, "storm-kernel-mib", 4, "storm, -storm-boot pxe: size of the kernel every boot downloads")
 	flag.IntVar(&s.initrdMiB, "storm-initrd-mib", 12, "storm, -storm-boot pxe: size of the initramfs every boot downloads")
+	flag.StringVar(&s.castironCPUs, "storm-castiron-cpus", "", "storm: CPUs castiron runs on (taskset -c list; empty: any)")
+	flag.StringVar(&s.benchCPUs, "storm-bench-cpus", "", "storm: CPUs this process (the rack, agents, the storm's client) and the API sampler run on (empty: any)")
+	flag.BoolVar(&s.pinTurns, "storm-pin-turns", false, "storm: every storm unpinned, then pinned (-storm-castiron-cpus, -storm-bench-cpus), in turn")
 	flag.StringVar(&s.protocols, "storm-protocols", "ipmi,redfish", "storm: BMC kinds given to machines in turn (a Redfish BMC costs this process a listener and castiron's connections: 10,000 with half Redfish need more than 20,000 descriptors)")
 	return s
 }
@@ -109,6 +120,7 @@ func stormFlags() *stormConfig {
 type stormResult struct {
 	Target                           string             `json:"target"`
 	Run                              int                `json:"run"`
+	Pinning                          string             `json:"pinning"`
 	N                                int                `json:"n"`
 	EnrollS                          float64            `json:"enroll_s"`
 	PhaseS                           map[string]float64 `json:"phase_s"` // storm start to the last node done with each verb
@@ -131,15 +143,30 @@ type stormResult struct {
 	RSSPeakMiB, RSSEndMiB                        float64
 	Boot                                         string           `json:"boot"`
 	PXE                                          *pxeboot.Summary `json:"pxe,omitempty"`
+	// SamplerCPUSeconds is the API sampler process's CPU; CPUBusy is every
+	// CPU's busy time over the storm in cores (all processes on the
+	// machine: the rest is other work); RunqWaitS is the time castiron's
+	// threads waited runnable for a CPU (the OS's run queue, not Go's).
+	SamplerCPUSeconds float64   `json:"sampler_cpu_s"`
+	CPUBusy           []float64 `json:"cpu_busy_cores"`
+	RunqWaitS         float64   `json:"castiron_runq_wait_s"`
+	StormS            float64   `json:"storm_s"`
 }
 
 // runStorm runs one storm against bin (castiron, target names it) and
 // returns its figures.
-func runStorm(c config, s *stormConfig, target string, run int, bin string) stormResult {
+func runStorm(c config, s *stormConfig, target string, run int, bin string, pin pinning) stormResult {
 	s.latMin, s.latMax, s.base, s.port = c.latMin, c.latMax, c.base, c.port
 	raiseNoFile(uint64(4*s.n + 8192))
-	r := stormResult{Target: target, Run: run, N: s.n, PhaseS: map[string]float64{}}
-	dir := filepath.Join(c.dir, fmt.Sprintf("storm-%s-%d-%d", target, s.n, run))
+	pinSelf(pin.bench, s.home)
+	r := stormResult{Target: target, Run: run, N: s.n, PhaseS: map[string]float64{}, Pinning: pin.String()}
+	// A storm of its own: its data directory and profiles apart from the
+	// other pinning's of the same run.
+	label := target
+	if pin != (pinning{}) {
+		label += "-pinned"
+	}
+	dir := filepath.Join(c.dir, fmt.Sprintf("storm-%s-%d-%d", label, s.n, run))
 	imgDir := filepath.Join(dir, "images")
 	if err := os.MkdirAll(imgDir, 0o755); err != nil {
 		log.Fatal(err)
@@ -186,7 +213,7 @@ func runStorm(c config, s *stormConfig, target string, run int, bin string) stor
 		pprofAddr = freeAddr()
 		args = append(args, "--pprof-listen", pprofAddr)
 	}
-	srv, err := startCastironEnv(bin, dir, addr, s.env[target], args...)
+	srv, err := startCastironEnv(bin, pin.castiron, dir, addr, s.env[target], args...)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -243,7 +270,7 @@ func runStorm(c config, s *stormConfig, target string, run int, bin string) stor
 	var bg sync.WaitGroup
 	bg.Go(func() { st.poll(pollCtx, cl) })
 	lat := &latencies{}
-	stopSampler := startSampler(dir, url, ids, lat)
+	stopSampler := startSampler(dir, url, ids, lat, pin.bench)
 	var rssMu sync.Mutex
 	var rssPeak float64
 	bg.Go(func() {
@@ -262,8 +289,10 @@ func runStorm(c config, s *stormConfig, target string, run int, bin string) stor
 	}
 	cpu0 := cpuTicks(pids)
 	sim0 := selfCPU()
+	busy0 := cpuBusy()
+	runq0 := runqWaitNs(pids)
 	hist0 := scrapeDurations(url)
-	prof := newStormProfiles(s, target, run, pprofAddr)
+	prof := newStormProfiles(s, label, run, pprofAddr)
 	prof.start(pollCtx)
 	verbs := []string{"manage", "inspect", "provide", "active"}
 	var mu sync.Mutex
@@ -302,6 +331,8 @@ func runStorm(c config, s *stormConfig, target string, run int, bin string) stor
 	end := time.Now()
 	cpu1 := cpuTicks(pids)
 	r.SimCPUSeconds = selfCPU() - sim0
+	busy1 := cpuBusy()
+	r.RunqWaitS = float64(runqWaitNs(pids)-runq0) / 1e9
 	hist1 := scrapeDurations(url)
 	prof.end() // heap and the others at the storm's end, before the pollers stop
 	stopPoll()
@@ -311,6 +342,11 @@ func runStorm(c config, s *stormConfig, target string, run int, bin string) stor
 	r.SrvGetP50, r.SrvGetP99 = hist1.sub(hist0, "GET", "/nodes/{ident}").quantiles()
 	r.SrvListP50, r.SrvListP99 = hist1.sub(hist0, "GET", "/nodes").quantiles()
 	el := end.Sub(ts).Seconds()
+	r.StormS = el
+	for i := range min(len(busy0), len(busy1)) {
+		r.CPUBusy = append(r.CPUBusy, float64(busy1[i]-busy0[i])/100/el)
+	}
+	r.SamplerCPUSeconds = lat.cpuS
 	for _, v := range verbs {
 		if t, ok := done[v]; ok {
 			r.PhaseS[v] = t.Sub(ts).Seconds()
@@ -426,6 +462,7 @@ type latencies struct {
 	mu        sync.Mutex
 	get, list []time.Duration
 	errs      atomic.Int64
+	cpuS      float64 // the sampler process's CPU seconds
 }
 
 func (l *latencies) sample(ctx context.Context, url string, ids []string) {
@@ -510,13 +547,31 @@ func stormTable(rs []stormResult) string {
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rs {
 		fmt.Fprintf(&b, "| %s | %d | %d | %.1f s | %.1f s | %.1f s | %.1f s | %.1f s | %d / %d | %.1f / %.1f / %.1f / %.0f ms | %.1f / %.1f / %.1f / %.0f ms | <=%g, <=%g / <=%g, <=%g ms | %d+%d (%d errors) | %.2f (%.0f s) | %.0f / %.0f MiB | %.0f s |\n",
-			r.Target, r.Run, r.N, r.EnrollS, r.PhaseS["manage"], r.PhaseS["inspect"], r.PhaseS["provide"], r.LastActiveS, r.Active, r.Failed,
+			r.Target+" ("+r.Pinning+")", r.Run, r.N, r.EnrollS, r.PhaseS["manage"], r.PhaseS["inspect"], r.PhaseS["provide"], r.LastActiveS, r.Active, r.Failed,
 			r.GetP50, r.GetP90, r.GetP99, r.GetMax, r.ListP50, r.ListP90, r.ListP99, r.ListMax,
 			r.SrvGetP50, r.SrvGetP99, r.SrvListP50, r.SrvListP99,
 			r.GetN, r.ListN, r.SampleErrors, r.Cores, r.CPUSeconds, r.RSSPeakMiB, r.RSSEndMiB, r.SimCPUSeconds)
 		if r.FirstError != "" {
 			fmt.Fprintf(&b, "\nfirst failure at N=%d: %s\n", r.N, r.FirstError)
 		}
+	}
+	b.WriteString("\nWhere the CPU went during each storm (cores: CPU seconds over the storm's seconds): castiron's own, the time its threads waited runnable for a CPU (OS run queue), the bench (rack, agents, the storm's client), the API sampler, every CPU's busy time (all processes on the machine), and the rest of the machine's (other work: other helpers, the OS).\n\n")
+	b.WriteString("| castiron | run | storm | castiron cores | castiron run-queue wait (s per s) | bench cores | sampler cores | busy per CPU (cores) | other work (cores) |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range rs {
+		if r.StormS == 0 {
+			continue
+		}
+		var busy, total float64
+		var per []string
+		for _, c := range r.CPUBusy {
+			per = append(per, fmt.Sprintf("%.2f", c))
+			total += c
+		}
+		busy = total - r.Cores - r.SimCPUSeconds/r.StormS - r.SamplerCPUSeconds/r.StormS
+		fmt.Fprintf(&b, "| %s (%s) | %d | %.1f s | %.2f | %.2f | %.2f | %.2f | %s | %.2f |\n",
+			r.Target, r.Pinning, r.Run, r.StormS, r.Cores, r.RunqWaitS/r.StormS, r.SimCPUSeconds/r.StormS, r.SamplerCPUSeconds/r.StormS,
+			strings.Join(per, " / "), busy)
 	}
 	var pxe bool
 	for _, r := range rs {

@@ -31,6 +31,11 @@
 #        KERNEL_MIB=4 INITRD_MIB=12  BOOT=pxe: sizes of the kernel and
 #                          initramfs every boot downloads
 #        PXE_NET=10.253    BOOT=pxe: the /16 of the provisioning network
+#        CASTIRON_CPUS= BENCH_CPUS=  pin castiron and the bench (rack,
+#                          agents, client, API sampler) to CPUs of their
+#                          own (taskset -c lists, e.g. 0 and 1); other
+#                          processes on the machine are not moved
+#        PIN_TURNS=0       1: every storm unpinned, then pinned, in turn
 #        OUT=bench/results where storm-<date>.md and .jsonl go
 # Run it under the machine's heavy-work lock (flock) on a shared machine.
 set -euo pipefail
@@ -48,6 +53,9 @@ PPROF="${PPROF:-}"
 CPU_PROFILE="${CPU_PROFILE:-15s}"
 TRACE="${TRACE:-0}"
 TRACE_AT="${TRACE_AT:-5s}"
+CASTIRON_CPUS="${CASTIRON_CPUS:-}"
+BENCH_CPUS="${BENCH_CPUS:-}"
+PIN_TURNS="${PIN_TURNS:-0}"
 OUT="${OUT:-$ROOT/bench/results}"
 BOOT="${BOOT:-http}"
 KERNEL_MIB="${KERNEL_MIB:-4}"
@@ -94,6 +102,8 @@ for e in ${BEFORE_ENV:-}; do BEFORE_ARGS+=(-storm-env-before "$e"); done
 for e in ${AFTER_ENV:-}; do BEFORE_ARGS+=(-storm-env-after "$e"); done
 PPROF_ARGS=()
 [ -n "$PPROF" ] && PPROF_ARGS=(-storm-pprof "$PPROF" -storm-cpu-profile "$CPU_PROFILE" -storm-trace "$TRACE" -storm-trace-at "$TRACE_AT")
+PIN_ARGS=(-storm-castiron-cpus "$CASTIRON_CPUS" -storm-bench-cpus "$BENCH_CPUS")
+[ "$PIN_TURNS" = 1 ] && PIN_ARGS+=(-storm-pin-turns)
 
 RUN=()
 BOOT_ARGS=(-storm-boot "$BOOT")
@@ -132,9 +142,12 @@ MD="$OUT/storm-$STAMP.md"
     [ -n "${BEFORE_ENV:-}${AFTER_ENV:-}" ] && echo "Environment: before ${BEFORE_ENV:-(none added)}, after ${AFTER_ENV:-(none added)}."
     echo "castiron = $(git rev-parse --abbrev-ref HEAD) ($(git rev-parse --short HEAD)$(git diff --quiet || echo ', dirty')); N=$N, BMCs $PROTOCOLS in turn, boot delay $BOOT_DELAY, BMC failure rate $FAILURE_RATE, BMCs 20-50 ms, $BOOT_DESC."
     echo "Machine: $(nproc) cores; load average at start: $(cut -d' ' -f1-3 /proc/loadavg)."
-    echo "castiron's CPU and RSS are its own process's; the simulated rack and agents run in the bench process on the same cores (its CPU in the last column), the API sampler in a process of its own (as an operator's client; before 15:50 on 2026-11-28 it ran inside the bench process and queued behind the rack's goroutines), so the latencies include that contention."
+    if [ -n "$CASTIRON_CPUS$BENCH_CPUS" ]; then
+        echo "Pinned: castiron on CPUs ${CASTIRON_CPUS:-all} (GOMAXPROCS follows), the bench and the API sampler on CPUs ${BENCH_CPUS:-all}$([ "$PIN_TURNS" = 1 ] && echo ', every storm unpinned then pinned, in turn'); other processes on the machine (other work) run anywhere."
+    fi
+    echo "castiron's CPU and RSS are its own process's; the simulated rack and agents run in the bench process on the same cores unless pinned (its CPU in the last column), the API sampler in a process of its own (as an operator's client; before 15:50 on 2026-11-28 it ran inside the bench process and queued behind the rack's goroutines), so the latencies include that contention."
 } > "$MD"
-"${RUN[@]}" "$TMP/bin/fleet" "${BOOT_ARGS[@]}" -storm "$N" -after "$TMP/bin/castiron" "${BEFORE_ARGS[@]}" "${PPROF_ARGS[@]}" -storm-runs "$RUNS" -storm-boot-delay "$BOOT_DELAY" \
+"${RUN[@]}" "$TMP/bin/fleet" "${BOOT_ARGS[@]}" -storm "$N" -after "$TMP/bin/castiron" "${BEFORE_ARGS[@]}" "${PPROF_ARGS[@]}" "${PIN_ARGS[@]}" -storm-runs "$RUNS" -storm-boot-delay "$BOOT_DELAY" \
     -storm-failure-rate "$FAILURE_RATE" -storm-timeout "$STORM_TIMEOUT" -storm-protocols "$PROTOCOLS" -base 127.50.0.1 -dir "$TMP" -jsonl "$OUT/storm-$STAMP.jsonl" >"$TMP/table.out" &
 FLEET_PID=$!
 wait "$FLEET_PID"

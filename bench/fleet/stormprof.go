@@ -16,7 +16,6 @@ import (
 	"math"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime/pprof"
 	"sort"
@@ -237,7 +236,7 @@ func runSampler(url, idsFile string) {
 
 // startSampler starts the sampler process on castiron at url; stop ends
 // it and fills l.
-func startSampler(dir, url string, ids []string, l *latencies) (stop func()) {
+func startSampler(dir, url string, ids []string, l *latencies, cpus string) (stop func()) {
 	idsFile := filepath.Join(dir, "sample-ids")
 	if err := os.WriteFile(idsFile, []byte(strings.Join(ids, "\n")), 0o644); err != nil {
 		log.Fatal(err)
@@ -246,7 +245,7 @@ func startSampler(dir, url string, ids []string, l *latencies) (stop func()) {
 	if err != nil {
 		log.Fatal(err)
 	}
-	cmd := exec.Command(self, "-storm-sample", url, "-storm-sample-ids", idsFile)
+	cmd := commandOn(cpus, self, "-storm-sample", url, "-storm-sample-ids", idsFile)
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -270,5 +269,6 @@ func startSampler(dir, url string, ids []string, l *latencies) (stop func()) {
 		}
 		l.get, l.list = o.Get, o.List
 		l.errs.Store(o.Errors)
+		l.cpuS = (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
 	}
 }
