@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
@@ -235,6 +236,7 @@ func (a *app) run(ctx context.Context) error {
 		return fmt.Errorf("start conductor: %w", err)
 	}
 	setMemoryLimit(a.cfg.memoryLimitMiB, a.log)
+	ensureProcs(os.Getenv, a.log)
 	if a.cfg.pprofListen != "" {
 		pctx, stop := context.WithCancel(ctx)
 		defer stop()
