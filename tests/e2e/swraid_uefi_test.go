@@ -1,0 +1,312 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestSoftwareRAID1UEFI is TestSoftwareRAID1 on a UEFI machine (OVMF,
+// fresh NVRAM at every power on, as the lab runs it): a manual clean with
+// raid.create_configuration builds RAID-1 (md metadata 1.0, whole disks)
+// over two disks, the deploy writes a GPT image with an EFI system
+// partition (the Secure Boot test image: shim, GRUB, kernel and the
+// marker initramfs on the ESP) onto /dev/md/root, and OVMF boots it from
+// disk, then again with only the second disk attached.
+//
+// The layout it checks on the host, what OVMF sees on a member: the
+// image's protective MBR and primary GPT at the start; the primary's
+// AlternateLBA points at the image's last sector, where the image's own
+// backup GPT is, far before the end of the member disk (which holds md's
+// superblock, not a GPT). EDK2's partition driver reads the backup where
+// the primary says it is, not at the disk's last block, finds it valid
+// and writes nothing; the test checks the members still hold the image
+// byte for byte and identical data areas after each firmware boot, so
+// neither OVMF, shim nor GRUB wrote to the ESP of the member they booted
+// from.
+func TestSoftwareRAID1UEFI(t *testing.T) {
+	im := deployImagesFor(t)
+	img := im.SecureBoot(t)
+	r := newDeployRig(t, "swraid1-uefi", LabOptions{Boot: "uefi", MemMB: 1024, CPUs: 1, Disks: []DiskSpec{
+		{SizeGiB: 2, Serial: "E2EDISK0"}, {SizeGiB: 2, Serial: "E2EDISK1"},
+	}}, img)
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
+	defer cancel()
+	uuid := r.node.UUID
+	if _, err := r.c.PatchNode(ctx, uuid, PatchOp{Op: "replace", Path: "/raid_interface", Value: "agent"}); err != nil {
+		t.Fatalf("raid_interface agent: %v", err)
+	}
+	target := map[string]any{"logical_disks": []any{map[string]any{
+		"size_gb": 1, "raid_level": "1", "controller": "software", "is_root_volume": true, "volume_name": "root",
+	}}}
+	if err := r.c.Do(ctx, "PUT", "/v1/nodes/"+uuid+"/states/raid", target, nil); err != nil {
+		t.Fatalf("PUT raid: %v", err)
+	}
+
+	start := time.Now()
+	if err := r.c.Do(ctx, "PUT", "/v1/nodes/"+uuid+"/states/provision", map[string]any{"target": "clean",
+		"clean_steps": []any{map[string]any{"interface": "raid", "step": "create_configuration"}}}, nil); err != nil {
+		t.Fatalf("clean: %v", err)
+	}
+	n, err := r.c.WaitProvisionState(ctx, uuid, "manageable", cleanTimeout)
+	if err != nil {
+		t.Fatalf("clean with raid.create_configuration: %v", err)
+	}
+	t.Logf("E2E-TIMING swraid_uefi_create total=%.2fs", time.Since(start).Seconds())
+	if hint, _ := n.Properties["root_device"].(map[string]any); hint["name"] != "/dev/md/root" {
+		t.Errorf("properties.root_device after create: %v (want /dev/md/root)", n.Properties["root_device"])
+	}
+	// The RAID capability joins the node's boot mode, which must stay.
+	if caps, _ := n.Properties["capabilities"].(string); !strings.Contains(caps, "boot_mode:uefi") || !strings.Contains(caps, "raid_level:1") {
+		t.Errorf("properties.capabilities %q: want boot_mode:uefi and raid_level:1", caps)
+	}
+	r.waitVMOff(ctx, t, "after the RAID clean", 60*time.Second)
+	for i := 0; i < 2; i++ {
+		if err := requireMDMember(r.l.DiskPath(i), "any:root", 1); err != nil {
+			t.Fatalf("disk %d after create_configuration: %v", i, err)
+		}
+	}
+
+	r.setImage(ctx, t, img, "")
+	r.provide(ctx, t, false) // automated cleaning around RAID: TestSoftwareRAID1
+	run := r.deployTimed(ctx, t, "deploy_swraid1_uefi", true)
+	r.checkDeployRecord(ctx, t, run)
+	logFirmwareBoot(t, r.l, run.Start)
+	n, err = r.c.GetNode(ctx, uuid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	results, _ := n.DriverInternalInfo["agent_step_results"].(map[string]any)
+	if wr, _ := results["deploy.write_image"].(map[string]any); wr["target_disk"] != "/dev/md/root" {
+		t.Errorf("write_image wrote %v, want the RAID root /dev/md/root", wr["target_disk"])
+	}
+	checkUEFIMembers(t, r.l, img, "after the deploy and its boot from disk")
+
+	// The first disk pulled out: OVMF boots the second member alone.
+	if err := r.l.UseDisks(1); err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	for _, args := range [][]string{{"chassis", "bootdev", "disk"}, {"chassis", "power", "on"}} {
+		if out, err := r.l.Ipmitool(ctx, args...); err != nil {
+			t.Fatalf("ipmitool %v: %v: %s", args, err, out)
+		}
+	}
+	marker := r.waitMarker(ctx, t, start)
+	t.Logf("E2E-TIMING swraid_uefi_second_disk_boot marker=%.2fs", marker.Sub(start).Seconds())
+	if ev, ok := firstLine(r.l.VMEvents(), start, "start bootdev="); !ok || !strings.HasSuffix(ev.Text, " boot=uefi disks=E2EDISK1") {
+		t.Errorf("the VM's start with the first disk pulled: %q, want UEFI with only E2EDISK1 attached", ev.Text)
+	}
+	logFirmwareBoot(t, r.l, start)
+	if err := r.l.UseDisks(); err != nil {
+		t.Fatal(err)
+	}
+	checkUEFIMembers(t, r.l, img, "after the second disk booted alone")
+}
+
+// logFirmwareBoot logs what OVMF said on the console about the boot
+// option it started (BdsDxe names the device path: the virtio disk, not
+// the network) and what the image's kernel said of the member's GPT.
+func logFirmwareBoot(t *testing.T, l *Lab, since time.Time) {
+	t.Helper()
+	var bds, gpt []string
+	for _, line := range l.Console() {
+		switch {
+		case line.At.Before(since):
+		case strings.Contains(line.Text, "BdsDxe:"):
+			bds = append(bds, strings.TrimSpace(line.Text))
+		case strings.Contains(line.Text, "GPT:"):
+			gpt = append(gpt, strings.TrimSpace(line.Text))
+		}
+	}
+	t.Logf("OVMF boot manager since %s: %q; the kernel on the GPT: %q", since.Format("15:04:05"), bds, gpt)
+}
+
+// checkUEFIMembers checks both RAID-1 members on the host: each holds the
+// image byte for byte from sector 0 and an md 1.0 superblock of
+// any:root at its end; the image's GPT is what the firmware accepts on a
+// member (primary valid, its backup valid where AlternateLBA says, which
+// is the image's end and not the member's); the two members' md data
+// areas are identical (so nothing wrote to one member's ESP behind md).
+func checkUEFIMembers(t *testing.T, l *Lab, img DeployImage, when string) {
+	t.Helper()
+	for i := 0; i < 2; i++ {
+		disk := l.DiskPath(i)
+		if err := DiskStartsWith(disk, img.Path); err != nil {
+			t.Errorf("%s: disk %d does not hold the image: %v", when, i, err)
+		}
+		if err := requireMDMember(disk, "any:root", 1); err != nil {
+			t.Errorf("%s: disk %d: %v", when, i, err)
+		}
+		g, err := readMemberGPT(disk)
+		if err != nil {
+			t.Errorf("%s: disk %d: %v", when, i, err)
+			continue
+		}
+		if want := uint64(img.Size/512 - 1); g.alternateLBA != want || g.alternateLBA >= g.diskLastLBA {
+			t.Errorf("%s: disk %d: primary GPT AlternateLBA %d, want the image's last sector %d (the disk's is %d)",
+				when, i, g.alternateLBA, want, g.diskLastLBA)
+		}
+		if i == 0 {
+			t.Logf("%s: member GPT: primary at LBA 1 valid, AlternateLBA %d (the image's last sector) with a valid backup there; "+
+				"the member's last LBA is %d; ESP %d-%d", when, g.alternateLBA, g.diskLastLBA, g.espStart, g.espEnd)
+		}
+	}
+	if err := sameMDData(l.DiskPath(0), l.DiskPath(1)); err != nil {
+		t.Errorf("%s: %v", when, err)
+	}
+}
+
+// memberGPT is what the firmware reads from a member disk.
+type memberGPT struct {
+	alternateLBA, diskLastLBA uint64
+	espStart, espEnd          uint64
+}
+
+// readMemberGPT checks a member's GPT the way EDK2's partition driver does
+// (PartitionInstallGptChildHandles, PartitionValidGptTable): a protective
+// MBR entry (type 0xEE from LBA 1), a primary header at LBA 1 with its
+// signature, header CRC, MyLBA and partition array CRC, then the backup
+// header at the primary's AlternateLBA with the same checks and MyLBA equal
+// to that LBA. Hand-written (the UEFI specification's fields, a few lines)
+// because go-diskfs's gpt.Read validates the primary only (its fallback
+// looks at the disk's last sector), not the backup where AlternateLBA
+// points, which is the firmware's check that matters on a member.
+func readMemberGPT(path string) (memberGPT, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return memberGPT{}, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return memberGPT{}, err
+	}
+	g := memberGPT{diskLastLBA: uint64(st.Size()/512 - 1)}
+	mbr := make([]byte, 512)
+	if _, err := f.ReadAt(mbr, 0); err != nil {
+		return g, err
+	}
+	protective := false
+	for i := 0; i < 4; i++ {
+		e := mbr[446+16*i:]
+		if e[4] == 0xee && binary.LittleEndian.Uint32(e[8:]) == 1 {
+			protective = true
+		}
+	}
+	if !protective || mbr[510] != 0x55 || mbr[511] != 0xaa {
+		return g, fmt.Errorf("%s: no protective MBR", path)
+	}
+	header := func(lba uint64) ([]byte, []byte, error) {
+		h := make([]byte, 512)
+		if _, err := f.ReadAt(h, int64(lba)*512); err != nil {
+			return nil, nil, err
+		}
+		if string(h[:8]) != "EFI PART" {
+			return nil, nil, fmt.Errorf("no GPT header at LBA %d", lba)
+		}
+		size := binary.LittleEndian.Uint32(h[12:])
+		if size < 92 || size > 512 {
+			return nil, nil, fmt.Errorf("GPT header at LBA %d: size %d", lba, size)
+		}
+		sum := binary.LittleEndian.Uint32(h[16:])
+		c := bytes.Clone(h[:size])
+		clear(c[16:20])
+		if crc32.ChecksumIEEE(c) != sum {
+			return nil, nil, fmt.Errorf("GPT header at LBA %d: bad CRC", lba)
+		}
+		if my := binary.LittleEndian.Uint64(h[24:]); my != lba {
+			return nil, nil, fmt.Errorf("GPT header at LBA %d says MyLBA %d", lba, my)
+		}
+		entriesLBA := binary.LittleEndian.Uint64(h[72:])
+		count, esize := binary.LittleEndian.Uint32(h[80:]), binary.LittleEndian.Uint32(h[84:])
+		if esize < 128 || count == 0 || count*esize > 1<<20 {
+			return nil, nil, fmt.Errorf("GPT header at LBA %d: %d entries of %d bytes", lba, count, esize)
+		}
+		entries := make([]byte, count*esize)
+		if _, err := f.ReadAt(entries, int64(entriesLBA)*512); err != nil && err != io.EOF {
+			return nil, nil, err
+		}
+		if crc32.ChecksumIEEE(entries) != binary.LittleEndian.Uint32(h[88:]) {
+			return nil, nil, fmt.Errorf("GPT header at LBA %d: bad partition array CRC", lba)
+		}
+		return h, entries, nil
+	}
+	primary, entries, err := header(1)
+	if err != nil {
+		return g, fmt.Errorf("%s: primary: %w", path, err)
+	}
+	g.alternateLBA = binary.LittleEndian.Uint64(primary[32:])
+	if _, _, err := header(g.alternateLBA); err != nil {
+		return g, fmt.Errorf("%s: backup at the primary's AlternateLBA: %w", path, err)
+	}
+	// The EFI system partition: type C12A7328-F81F-11D2-BA4B-00A0C93EC93B
+	// (mixed-endian on disk).
+	esp := []byte{0x28, 0x73, 0x2a, 0xc1, 0x1f, 0xf8, 0xd2, 0x11, 0xba, 0x4b, 0x00, 0xa0, 0xc9, 0x3e, 0xc9, 0x3b}
+	esize := binary.LittleEndian.Uint32(primary[84:])
+	for off := 0; off+int(esize) <= len(entries); off += int(esize) {
+		if bytes.Equal(entries[off:off+16], esp) {
+			g.espStart = binary.LittleEndian.Uint64(entries[off+32:])
+			g.espEnd = binary.LittleEndian.Uint64(entries[off+40:])
+			break
+		}
+	}
+	if g.espStart == 0 {
+		return g, fmt.Errorf("%s: no EFI system partition in the GPT", path)
+	}
+	return g, nil
+}
+
+// sameMDData compares two RAID-1 members over md's data area (md 1.0:
+// from sector 0, the component size the superblock records at byte 80).
+func sameMDData(a, b string) error {
+	fa, err := os.Open(a)
+	if err != nil {
+		return err
+	}
+	defer fa.Close()
+	fb, err := os.Open(b)
+	if err != nil {
+		return err
+	}
+	defer fb.Close()
+	st, err := fa.Stat()
+	if err != nil {
+		return err
+	}
+	sb := make([]byte, 256)
+	if _, err := fa.ReadAt(sb, ((st.Size()/512-16)&^7)*512); err != nil {
+		return err
+	}
+	size := int64(binary.LittleEndian.Uint64(sb[80:])) * 512
+	if size <= 0 || size > st.Size() {
+		return fmt.Errorf("%s: md superblock component size %d", a, size)
+	}
+	ba, bb := make([]byte, 4<<20), make([]byte, 4<<20)
+	for off := int64(0); off < size; off += int64(len(ba)) {
+		n := min(int64(len(ba)), size-off)
+		if _, err := fa.ReadAt(ba[:n], off); err != nil {
+			return err
+		}
+		if _, err := fb.ReadAt(bb[:n], off); err != nil {
+			return err
+		}
+		if !bytes.Equal(ba[:n], bb[:n]) {
+			i := 0
+			for ba[i] == bb[i] {
+				i++
+			}
+			return fmt.Errorf("the RAID-1 members differ at byte %d of md's data area (%d bytes)", off+int64(i), size)
+		}
+	}
+	return nil
+}
