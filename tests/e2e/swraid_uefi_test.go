@@ -10,9 +10,11 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf16"
 )
 
 // TestSoftwareRAID1UEFI is TestSoftwareRAID1 on a UEFI machine (OVMF,
@@ -32,7 +34,9 @@ import (
 // and writes nothing; the test checks the members still hold the image
 // byte for byte and identical data areas after each firmware boot, so
 // neither OVMF, shim nor GRUB wrote to the ESP of the member they booted
-// from.
+// from. Last, a deploy with a config drive: the agent moves the backup GPT
+// to the end of /dev/md/root (still before md's superblock) and adds
+// config-2 there, and OVMF boots that layout too.
 func TestSoftwareRAID1UEFI(t *testing.T) {
 	im := deployImagesFor(t)
 	img := im.SecureBoot(t)
@@ -89,7 +93,7 @@ func TestSoftwareRAID1UEFI(t *testing.T) {
 	if wr, _ := results["deploy.write_image"].(map[string]any); wr["target_disk"] != "/dev/md/root" {
 		t.Errorf("write_image wrote %v, want the RAID root /dev/md/root", wr["target_disk"])
 	}
-	checkUEFIMembers(t, r.l, img, "after the deploy and its boot from disk")
+	checkUEFIMembers(t, r.l, img, false, "after the deploy and its boot from disk")
 
 	// The first disk pulled out: OVMF boots the second member alone.
 	if err := r.l.UseDisks(1); err != nil {
@@ -110,7 +114,32 @@ func TestSoftwareRAID1UEFI(t *testing.T) {
 	if err := r.l.UseDisks(); err != nil {
 		t.Fatal(err)
 	}
-	checkUEFIMembers(t, r.l, img, "after the second disk booted alone")
+	checkUEFIMembers(t, r.l, img, false, "after the second disk booted alone")
+
+	// Again with a config drive, as metal3 always sends one: the agent
+	// moves the image's backup GPT to the end of /dev/md/root (inside md's
+	// data area, before the superblock) and adds config-2 there; the
+	// members' primary GPT then points at it and OVMF still boots them.
+	if err := r.c.SetProvisionState(ctx, uuid, "deleted"); err != nil {
+		t.Fatalf("undeploy: %v", err)
+	}
+	if _, err := r.c.WaitProvisionState(ctx, uuid, "available", cleanTimeout); err != nil {
+		t.Fatalf("undeploy: %v", err)
+	}
+	r.waitVMOff(ctx, t, "after undeploy", 60*time.Second)
+	r.setImage(ctx, t, img, "") // undeploy cleared instance_info
+	start = time.Now()
+	if err := r.c.Do(ctx, "PUT", "/v1/nodes/"+uuid+"/states/provision", map[string]any{"target": "active",
+		"configdrive": map[string]any{"meta_data": map[string]any{"hostname": "swraid-uefi"}}}, nil); err != nil {
+		t.Fatalf("deploy with a config drive: %v", err)
+	}
+	if _, err := r.c.WaitProvisionState(ctx, uuid, "active", deployTimeout); err != nil {
+		t.Fatalf("deploy with a config drive: %v", err)
+	}
+	marker = r.waitMarker(ctx, t, start)
+	t.Logf("E2E-TIMING deploy_swraid1_uefi_configdrive marker=%.2fs", marker.Sub(start).Seconds())
+	logFirmwareBoot(t, r.l, start)
+	checkUEFIMembers(t, r.l, img, true, "after the deploy with a config drive")
 }
 
 // logFirmwareBoot logs what OVMF said on the console about the boot
@@ -131,34 +160,48 @@ func logFirmwareBoot(t *testing.T, l *Lab, since time.Time) {
 	t.Logf("OVMF boot manager since %s: %q; the kernel on the GPT: %q", since.Format("15:04:05"), bds, gpt)
 }
 
-// checkUEFIMembers checks both RAID-1 members on the host: each holds the
-// image byte for byte from sector 0 and an md 1.0 superblock of
-// any:root at its end; the image's GPT is what the firmware accepts on a
-// member (primary valid, its backup valid where AlternateLBA says, which
-// is the image's end and not the member's); the two members' md data
-// areas are identical (so nothing wrote to one member's ESP behind md).
-func checkUEFIMembers(t *testing.T, l *Lab, img DeployImage, when string) {
+// checkUEFIMembers checks both RAID-1 members on the host: each holds an
+// md 1.0 superblock of any:root at its end and the image from sector 0
+// (byte for byte; with a config drive, the image's ESP at the same
+// place); the GPT is what the firmware accepts on a member (primary valid,
+// its backup valid where AlternateLBA says: the image's last sector, or
+// with a config drive the last sector of /dev/md/root, never the member's,
+// which is md's); the members' md data areas are identical (nothing wrote
+// to one member's ESP behind md's back).
+func checkUEFIMembers(t *testing.T, l *Lab, img DeployImage, configDrive bool, when string) {
 	t.Helper()
 	for i := 0; i < 2; i++ {
 		disk := l.DiskPath(i)
-		if err := DiskStartsWith(disk, img.Path); err != nil {
-			t.Errorf("%s: disk %d does not hold the image: %v", when, i, err)
-		}
-		if err := requireMDMember(disk, "any:root", 1); err != nil {
+		md, err := requireMDMemberSize(disk, "any:root", 1)
+		if err != nil {
 			t.Errorf("%s: disk %d: %v", when, i, err)
+			continue
 		}
 		g, err := readMemberGPT(disk)
 		if err != nil {
 			t.Errorf("%s: disk %d: %v", when, i, err)
 			continue
 		}
-		if want := uint64(img.Size/512 - 1); g.alternateLBA != want || g.alternateLBA >= g.diskLastLBA {
-			t.Errorf("%s: disk %d: primary GPT AlternateLBA %d, want the image's last sector %d (the disk's is %d)",
+		want := uint64(img.Size/512 - 1)
+		if configDrive {
+			want = uint64(md/512 - 1)
+			if err := sameBytes(disk, img.Path, int64(g.espStart)*512, int64(g.espEnd+1)*512); err != nil {
+				t.Errorf("%s: disk %d: the ESP: %v", when, i, err)
+			}
+			if !slices.Contains(g.names, "config-2") {
+				t.Errorf("%s: disk %d: GPT partitions %q, want config-2 among them", when, i, g.names)
+			}
+		} else if err := DiskStartsWith(disk, img.Path); err != nil {
+			t.Errorf("%s: disk %d does not hold the image: %v", when, i, err)
+		}
+		if g.alternateLBA != want || g.alternateLBA >= g.diskLastLBA {
+			t.Errorf("%s: disk %d: primary GPT AlternateLBA %d, want %d (the member's last LBA is %d)",
 				when, i, g.alternateLBA, want, g.diskLastLBA)
 		}
 		if i == 0 {
-			t.Logf("%s: member GPT: primary at LBA 1 valid, AlternateLBA %d (the image's last sector) with a valid backup there; "+
-				"the member's last LBA is %d; ESP %d-%d", when, g.alternateLBA, g.diskLastLBA, g.espStart, g.espEnd)
+			t.Logf("%s: member GPT: primary at LBA 1 valid, AlternateLBA %d with a valid backup there "+
+				"(the image ends at LBA %d, /dev/md/root at %d, the member at %d); partitions %q, ESP %d-%d",
+				when, g.alternateLBA, img.Size/512-1, md/512-1, g.diskLastLBA, g.names, g.espStart, g.espEnd)
 		}
 	}
 	if err := sameMDData(l.DiskPath(0), l.DiskPath(1)); err != nil {
@@ -166,10 +209,38 @@ func checkUEFIMembers(t *testing.T, l *Lab, img DeployImage, when string) {
 	}
 }
 
+// requireMDMemberSize is requireMDMember that also returns the bytes of
+// the member md uses for data (the array's size for RAID-1; md 1.0:
+// from sector 0, the component size the superblock keeps at byte 80).
+func requireMDMemberSize(path, name string, level int32) (int64, error) {
+	if err := requireMDMember(path, name, level); err != nil {
+		return 0, err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	sb := make([]byte, 256)
+	if _, err := f.ReadAt(sb, ((st.Size()/512-16)&^7)*512); err != nil {
+		return 0, err
+	}
+	size := int64(binary.LittleEndian.Uint64(sb[80:])) * 512
+	if size <= 0 || size > st.Size() {
+		return 0, fmt.Errorf("%s: md superblock component size %d", path, size)
+	}
+	return size, nil
+}
+
 // memberGPT is what the firmware reads from a member disk.
 type memberGPT struct {
 	alternateLBA, diskLastLBA uint64
 	espStart, espEnd          uint64
+	names                     []string // of the partitions in use
 }
 
 // readMemberGPT checks a member's GPT the way EDK2's partition driver does
@@ -254,10 +325,22 @@ func readMemberGPT(path string) (memberGPT, error) {
 	esp := []byte{0x28, 0x73, 0x2a, 0xc1, 0x1f, 0xf8, 0xd2, 0x11, 0xba, 0x4b, 0x00, 0xa0, 0xc9, 0x3e, 0xc9, 0x3b}
 	esize := binary.LittleEndian.Uint32(primary[84:])
 	for off := 0; off+int(esize) <= len(entries); off += int(esize) {
-		if bytes.Equal(entries[off:off+16], esp) {
-			g.espStart = binary.LittleEndian.Uint64(entries[off+32:])
-			g.espEnd = binary.LittleEndian.Uint64(entries[off+40:])
-			break
+		e := entries[off : off+int(esize)]
+		if bytes.Equal(e[:16], make([]byte, 16)) {
+			continue
+		}
+		var name []uint16 // UTF-16LE, 36 units at byte 56
+		for j := 56; j+1 < 128; j += 2 {
+			if u := binary.LittleEndian.Uint16(e[j:]); u != 0 {
+				name = append(name, u)
+			} else {
+				break
+			}
+		}
+		g.names = append(g.names, string(utf16.Decode(name)))
+		if bytes.Equal(e[:16], esp) && g.espStart == 0 {
+			g.espStart = binary.LittleEndian.Uint64(e[32:])
+			g.espEnd = binary.LittleEndian.Uint64(e[40:])
 		}
 	}
 	if g.espStart == 0 {
@@ -266,9 +349,20 @@ func readMemberGPT(path string) (memberGPT, error) {
 	return g, nil
 }
 
-// sameMDData compares two RAID-1 members over md's data area (md 1.0:
-// from sector 0, the component size the superblock records at byte 80).
+// sameMDData compares two RAID-1 members over md's data area.
 func sameMDData(a, b string) error {
+	size, err := requireMDMemberSize(a, "any:root", 1)
+	if err != nil {
+		return err
+	}
+	if err := sameBytes(a, b, 0, size); err != nil {
+		return fmt.Errorf("the RAID-1 members differ in md's data area (%d bytes): %w", size, err)
+	}
+	return nil
+}
+
+// sameBytes compares the files a and b over [from, to).
+func sameBytes(a, b string, from, to int64) error {
 	fa, err := os.Open(a)
 	if err != nil {
 		return err
@@ -279,33 +373,21 @@ func sameMDData(a, b string) error {
 		return err
 	}
 	defer fb.Close()
-	st, err := fa.Stat()
-	if err != nil {
-		return err
-	}
-	sb := make([]byte, 256)
-	if _, err := fa.ReadAt(sb, ((st.Size()/512-16)&^7)*512); err != nil {
-		return err
-	}
-	size := int64(binary.LittleEndian.Uint64(sb[80:])) * 512
-	if size <= 0 || size > st.Size() {
-		return fmt.Errorf("%s: md superblock component size %d", a, size)
-	}
 	ba, bb := make([]byte, 4<<20), make([]byte, 4<<20)
-	for off := int64(0); off < size; off += int64(len(ba)) {
-		n := min(int64(len(ba)), size-off)
+	for off := from; off < to; off += int64(len(ba)) {
+		n := min(int64(len(ba)), to-off)
 		if _, err := fa.ReadAt(ba[:n], off); err != nil {
-			return err
+			return fmt.Errorf("%s: %w", a, err)
 		}
 		if _, err := fb.ReadAt(bb[:n], off); err != nil {
-			return err
+			return fmt.Errorf("%s: %w", b, err)
 		}
 		if !bytes.Equal(ba[:n], bb[:n]) {
 			i := 0
 			for ba[i] == bb[i] {
 				i++
 			}
-			return fmt.Errorf("the RAID-1 members differ at byte %d of md's data area (%d bytes)", off+int64(i), size)
+			return fmt.Errorf("%s and %s differ at byte %d", a, b, off+int64(i))
 		}
 	}
 	return nil
