@@ -5,7 +5,9 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -116,6 +118,33 @@ func TestSoftwareRAID1UEFI(t *testing.T) {
 	}
 	checkUEFIMembers(t, r.l, img, false, "after the second disk booted alone")
 
+	// The first member's primary GPT damaged (a flipped byte, its CRC then
+	// wrong), both disks attached: EDK2 looks for a backup at that disk's
+	// last block, finds md's area and no GPT, restores nothing and boots
+	// the second member.
+	sum := corruptPrimaryGPT(t, r.l.DiskPath(0))
+	start = time.Now()
+	for _, args := range [][]string{{"chassis", "bootdev", "disk"}, {"chassis", "power", "on"}} {
+		if out, err := r.l.Ipmitool(ctx, args...); err != nil {
+			t.Fatalf("ipmitool %v: %v: %s", args, err, out)
+		}
+	}
+	marker = r.waitMarker(ctx, t, start)
+	t.Logf("E2E-TIMING swraid_uefi_damaged_first_member_boot marker=%.2fs", marker.Sub(start).Seconds())
+	if ev, ok := firstLine(r.l.VMEvents(), start, "start bootdev="); !ok || !strings.HasSuffix(ev.Text, " disks=E2EDISK0,E2EDISK1") {
+		t.Errorf("the VM's start with the damaged member: %q, want both disks attached", ev.Text)
+	}
+	logFirmwareBoot(t, r.l, start)
+	if _, err := readMemberGPT(r.l.DiskPath(0)); err == nil || !strings.Contains(err.Error(), "bad CRC") {
+		t.Errorf("the damaged member's GPT after the boot: %v, want its primary still damaged (the firmware restored nothing)", err)
+	}
+	if got := gptAreasSum(t, r.l.DiskPath(0)); got != sum {
+		t.Errorf("the firmware wrote to the damaged member's GPT areas (sha256 %s before the boot, %s after)", sum, got)
+	}
+	if err := requireMDMember(r.l.DiskPath(0), "any:root", 1); err != nil {
+		t.Errorf("the damaged member after the boot: %v", err)
+	}
+
 	// Again with a config drive, as metal3 always sends one: the agent
 	// moves the image's backup GPT to the end of /dev/md/root (inside md's
 	// data area, before the superblock) and adds config-2 there; the
@@ -143,13 +172,13 @@ func TestSoftwareRAID1UEFI(t *testing.T) {
 }
 
 // logFirmwareBoot logs what OVMF said on the console about the boot
-// options it started (BdsDxe names the device path: the NIC for the
-// agent, the virtio disk for the deployed image).
+// options it started or failed (BdsDxe names the device path: the NIC for
+// the agent, a virtio disk for the deployed image).
 func logFirmwareBoot(t *testing.T, l *Lab, since time.Time) {
 	t.Helper()
 	var bds []string
 	for _, line := range l.Console() {
-		if !line.At.Before(since) && strings.Contains(line.Text, "BdsDxe: starting") {
+		if !line.At.Before(since) && strings.Contains(line.Text, "BdsDxe:") && !strings.Contains(line.Text, "BdsDxe: loading") {
 			bds = append(bds, strings.TrimSpace(line.Text))
 		}
 	}
@@ -387,4 +416,55 @@ func sameBytes(a, b string, from, to int64) error {
 		}
 	}
 	return nil
+}
+
+// corruptPrimaryGPT flips a byte of the disk GUID in the primary GPT
+// header at LBA 1 (the header's CRC no longer matches) and returns
+// gptAreasSum after that.
+func corruptPrimaryGPT(t *testing.T, path string) string {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 1)
+	if _, err := f.ReadAt(b, 512+56); err != nil {
+		t.Fatal(err)
+	}
+	b[0] ^= 0xff
+	if _, err := f.WriteAt(b, 512+56); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readMemberGPT(path); err == nil || !strings.Contains(err.Error(), "bad CRC") {
+		t.Fatalf("%s after the flipped byte: %v, want a bad CRC", path, err)
+	}
+	return gptAreasSum(t, path)
+}
+
+// gptAreasSum hashes what a GPT repair could write on a member: its first
+// 64 MiB (the image: protective MBR, primary GPT, ESP, the image's backup
+// GPT) and its last MiB (where a backup at the disk's end would go, and
+// md's superblock).
+func gptAreasSum(t *testing.T, path string) string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, io.NewSectionReader(f, 0, 64<<20)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(h, io.NewSectionReader(f, st.Size()-1<<20, 1<<20)); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
