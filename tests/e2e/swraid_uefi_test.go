@@ -36,7 +36,9 @@ import (
 // and writes nothing; the test checks the members still hold the image
 // byte for byte and identical data areas after each firmware boot, so
 // neither OVMF, shim nor GRUB wrote to the ESP of the member they booted
-// from. Last, a deploy with a config drive: the agent moves the backup GPT
+// from. Then the first member's primary GPT is damaged: OVMF finds no
+// backup at that disk's end (md's superblock is there), writes nothing
+// and boots the second member. Last, a deploy with a config drive: the agent moves the backup GPT
 // to the end of /dev/md/root (still before md's superblock) and adds
 // config-2 there, and OVMF boots that layout too.
 func TestSoftwareRAID1UEFI(t *testing.T) {
