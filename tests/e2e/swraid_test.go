@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -298,10 +297,7 @@ func TestSoftwareRAIDLevels(t *testing.T) {
 	if msg := n.LastErr(); !strings.Contains(msg, "not possible for RAID level 5 with only 2 block devices") {
 		t.Errorf("last_error %q", msg)
 	}
-	var all map[string]any
-	if err := json.Unmarshal(n.Raw, &all); err != nil || all["reservation"] != nil {
-		t.Errorf("node left locked (reservation %v): %v", all["reservation"], err)
-	}
+	r.c.WaitReleased(ctx, t, uuid, "after the refused RAID-5", 60*time.Second)
 	t.Logf("RAID-5 on two disks: %s", n.LastErr())
 	for i := 2; i < 4; i++ {
 		if err := requireMDMember(r.l.DiskPath(i), "", 0); err == nil || !strings.Contains(err.Error(), "no md superblock") {

@@ -505,12 +505,20 @@ func (r *vmediaRig) abortIn(ctx context.Context, t *testing.T, verb, wait, faile
 // waitReleased waits for the node's reservation to clear.
 func (r *vmediaRig) waitReleased(ctx context.Context, t *testing.T, when string, d time.Duration) {
 	t.Helper()
+	r.c.WaitReleased(ctx, t, r.node.UUID, when, d)
+}
+
+// WaitReleased waits for node's reservation to clear: a task that failed
+// the node records the failure state first and lets the node go when it
+// has finished (a power off, a cleanup), as Ironic's tasks do.
+func (c *Client) WaitReleased(ctx context.Context, t *testing.T, node, when string, d time.Duration) {
+	t.Helper()
 	deadline := time.Now().Add(d)
 	for {
 		var n struct {
 			Reservation *string `json:"reservation"`
 		}
-		err := r.c.Do(ctx, "GET", "/v1/nodes/"+r.node.UUID, nil, &n)
+		err := c.Do(ctx, "GET", "/v1/nodes/"+node, nil, &n)
 		if err == nil && n.Reservation == nil {
 			return
 		}
