@@ -30,9 +30,7 @@ func TestSoftwareRAID1(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
 	uuid := r.node.UUID
-	if _, err := r.c.PatchNode(ctx, uuid, PatchOp{Op: "replace", Path: "/raid_interface", Value: "agent"}); err != nil {
-		t.Fatalf("raid_interface agent: %v", err)
-	}
+	useAgentRAID(ctx, t, r)
 	var drv map[string]any
 	if err := r.c.Do(ctx, "GET", "/v1/drivers/ipmi", nil, &drv); err != nil || !strings.Contains(fmt.Sprint(drv["enabled_raid_interfaces"]), "agent") {
 		t.Errorf("GET /v1/drivers/ipmi: enabled_raid_interfaces %v (%v), want agent among them", drv["enabled_raid_interfaces"], err)
@@ -44,24 +42,9 @@ func TestSoftwareRAID1(t *testing.T) {
 	if err := r.c.Do(ctx, "PUT", "/v1/nodes/"+uuid+"/states/raid", bad, nil); !errors.As(err, &apiErr) || apiErr.Status != 400 {
 		t.Errorf("PUT raid with raid_level 7: want 400, got %v", err)
 	}
-	target := map[string]any{"logical_disks": []any{map[string]any{
-		"size_gb": 1, "raid_level": "1", "controller": "software", "is_root_volume": true, "volume_name": "root",
-	}}}
-	if err := r.c.Do(ctx, "PUT", "/v1/nodes/"+uuid+"/states/raid", target, nil); err != nil {
-		t.Fatalf("PUT raid: %v", err)
-	}
 
 	// Manual clean: create_configuration in the agent.
-	start := time.Now()
-	if err := r.c.Do(ctx, "PUT", "/v1/nodes/"+uuid+"/states/provision", map[string]any{"target": "clean",
-		"clean_steps": []any{map[string]any{"interface": "raid", "step": "create_configuration"}}}, nil); err != nil {
-		t.Fatalf("clean: %v", err)
-	}
-	n, err := r.c.WaitProvisionState(ctx, uuid, "manageable", cleanTimeout)
-	if err != nil {
-		t.Fatalf("clean with raid.create_configuration: %v", err)
-	}
-	t.Logf("E2E-TIMING swraid_create total=%.2fs", time.Since(start).Seconds())
+	n := createRAID1Root(ctx, t, r, "swraid_create")
 	raidConfig := n.field("raid_config")
 	lds, _ := raidConfig["logical_disks"].([]any)
 	if len(lds) != 1 || raidConfig["last_updated"] == nil {
@@ -92,7 +75,7 @@ func TestSoftwareRAID1(t *testing.T) {
 	r.waitVMOff(ctx, t, "after automated cleaning", 60*time.Second)
 	run := r.deployTimed(ctx, t, "deploy_swraid1", true)
 	r.checkDeployRecord(ctx, t, run)
-	n, err = r.c.GetNode(ctx, uuid)
+	n, err := r.c.GetNode(ctx, uuid)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +97,7 @@ func TestSoftwareRAID1(t *testing.T) {
 	if err := r.l.UseDisks(1); err != nil {
 		t.Fatal(err)
 	}
-	start = time.Now()
+	start := time.Now()
 	for _, args := range [][]string{{"chassis", "bootdev", "disk"}, {"chassis", "power", "on"}} {
 		if out, err := r.l.Ipmitool(ctx, args...); err != nil {
 			t.Fatalf("ipmitool %v: %v: %s", args, err, out)
@@ -171,6 +154,7 @@ func TestSoftwareRAID1(t *testing.T) {
 	r.setImage(ctx, t, im.Raw, "") // undeploy cleared instance_info
 	r.provide(ctx, t, true)
 	r.waitVMOff(ctx, t, "after automated cleaning", 60*time.Second)
+	target := raid1Root()
 	target["logical_disks"].([]any)[0].(map[string]any)["volume_name"] = "os"
 	start = time.Now()
 	if err := r.c.Do(ctx, "PUT", "/v1/nodes/"+uuid+"/states/provision", map[string]any{"target": "active",
@@ -340,4 +324,42 @@ func TestSoftwareRAIDLevels(t *testing.T) {
 		}
 		t.Logf("RAID-1 on E2EDISK0-1 + RAID-%s on %v: raid_config %v", tc.level, tc.disks, lds)
 	}
+}
+
+// useAgentRAID gives the rig's node the agent raid interface.
+func useAgentRAID(ctx context.Context, t *testing.T, r *deployRig) {
+	t.Helper()
+	if _, err := r.c.PatchNode(ctx, r.node.UUID, PatchOp{Op: "replace", Path: "/raid_interface", Value: "agent"}); err != nil {
+		t.Fatalf("raid_interface agent: %v", err)
+	}
+}
+
+// createRAID1Root sets a RAID-1 root volume over every disk as the
+// node's target and builds it with a manual clean (raid.create_configuration
+// in the agent), timed as label; it answers the node once manageable.
+func createRAID1Root(ctx context.Context, t *testing.T, r *deployRig, label string) *Node {
+	t.Helper()
+	uuid := r.node.UUID
+	if err := r.c.Do(ctx, "PUT", "/v1/nodes/"+uuid+"/states/raid", raid1Root(), nil); err != nil {
+		t.Fatalf("PUT raid: %v", err)
+	}
+	start := time.Now()
+	if err := r.c.Do(ctx, "PUT", "/v1/nodes/"+uuid+"/states/provision", map[string]any{"target": "clean",
+		"clean_steps": []any{map[string]any{"interface": "raid", "step": "create_configuration"}}}, nil); err != nil {
+		t.Fatalf("clean: %v", err)
+	}
+	n, err := r.c.WaitProvisionState(ctx, uuid, "manageable", cleanTimeout)
+	if err != nil {
+		t.Fatalf("clean with raid.create_configuration: %v", err)
+	}
+	t.Logf("E2E-TIMING %s total=%.2fs", label, time.Since(start).Seconds())
+	return n
+}
+
+// raid1Root is a target_raid_config of one software RAID-1 root volume
+// ("root", 1 GiB) over every disk.
+func raid1Root() map[string]any {
+	return map[string]any{"logical_disks": []any{map[string]any{
+		"size_gb": 1, "raid_level": "1", "controller": "software", "is_root_volume": true, "volume_name": "root",
+	}}}
 }

@@ -50,26 +50,8 @@ func TestSoftwareRAID1UEFI(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
 	uuid := r.node.UUID
-	if _, err := r.c.PatchNode(ctx, uuid, PatchOp{Op: "replace", Path: "/raid_interface", Value: "agent"}); err != nil {
-		t.Fatalf("raid_interface agent: %v", err)
-	}
-	target := map[string]any{"logical_disks": []any{map[string]any{
-		"size_gb": 1, "raid_level": "1", "controller": "software", "is_root_volume": true, "volume_name": "root",
-	}}}
-	if err := r.c.Do(ctx, "PUT", "/v1/nodes/"+uuid+"/states/raid", target, nil); err != nil {
-		t.Fatalf("PUT raid: %v", err)
-	}
-
-	start := time.Now()
-	if err := r.c.Do(ctx, "PUT", "/v1/nodes/"+uuid+"/states/provision", map[string]any{"target": "clean",
-		"clean_steps": []any{map[string]any{"interface": "raid", "step": "create_configuration"}}}, nil); err != nil {
-		t.Fatalf("clean: %v", err)
-	}
-	n, err := r.c.WaitProvisionState(ctx, uuid, "manageable", cleanTimeout)
-	if err != nil {
-		t.Fatalf("clean with raid.create_configuration: %v", err)
-	}
-	t.Logf("E2E-TIMING swraid_uefi_create total=%.2fs", time.Since(start).Seconds())
+	useAgentRAID(ctx, t, r)
+	n := createRAID1Root(ctx, t, r, "swraid_uefi_create")
 	if hint, _ := n.Properties["root_device"].(map[string]any); hint["name"] != "/dev/md/root" {
 		t.Errorf("properties.root_device after create: %v (want /dev/md/root)", n.Properties["root_device"])
 	}
@@ -89,7 +71,7 @@ func TestSoftwareRAID1UEFI(t *testing.T) {
 	run := r.deployTimed(ctx, t, "deploy_swraid1_uefi", true)
 	r.checkDeployRecord(ctx, t, run)
 	logFirmwareBoot(t, r.l, run.Start)
-	n, err = r.c.GetNode(ctx, uuid)
+	n, err := r.c.GetNode(ctx, uuid)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +85,7 @@ func TestSoftwareRAID1UEFI(t *testing.T) {
 	if err := r.l.UseDisks(1); err != nil {
 		t.Fatal(err)
 	}
-	start = time.Now()
+	start := time.Now()
 	for _, args := range [][]string{{"chassis", "bootdev", "disk"}, {"chassis", "power", "on"}} {
 		if out, err := r.l.Ipmitool(ctx, args...); err != nil {
 			t.Fatalf("ipmitool %v: %v: %s", args, err, out)
